@@ -1,0 +1,152 @@
+"""Plain data the core hands around: what a probe reported about GPUs and processes.
+
+These types carry no behaviour and import nothing from the UI, so the headless verbs,
+the phase engine and the dashboard all read the very same objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Host connection states, with the reason string in HostView.error.
+HOST_STATES = (
+    "connecting",
+    "connected",
+    "stale",
+    "reconnecting",
+    "unreachable",
+    "auth-failed",
+    "host-key-unknown",
+    "host-key-changed",
+    "probe-failed",
+)
+
+GPU_SOURCES = ("nvml", "nvidia-smi", "none")
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    mem_used_mib: float | None
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    """One GPU at one instant. Any measurement the driver refuses is None."""
+
+    index: int
+    uuid: str
+    name: str
+    util_pct: float | None
+    mem_used_mib: float | None
+    mem_total_mib: float | None
+    temp_c: float | None
+    power_w: float | None
+    power_limit_w: float | None
+    sm_clock_mhz: float | None
+    processes: tuple[GpuProcess, ...] = ()
+
+
+@dataclass(frozen=True)
+class FdTarget:
+    """Where a process's stdout or stderr goes (from /proc/PID/fd/N and fdinfo)."""
+
+    path: str
+    kind: str  # file, pipe, tty, socket, null, deleted, other, unknown
+    append: bool = False
+    size: int | None = None  # for regular files
+
+
+@dataclass(frozen=True)
+class ChildProc:
+    pid: int
+    name: str  # comm
+    cmdline: tuple[str, ...] = ()
+    state: str = ""
+    cpu_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    """Facts about one process, read from /proc on its host.
+
+    A process is identified by (pid, start_time): a pid alone may have been reused.
+    """
+
+    pid: int
+    ppid: int
+    start_time: float  # unix seconds
+    name: str  # comm
+    cmdline: tuple[str, ...]
+    cwd: str | None
+    state: str  # R, S, D, Z, T, ...
+    cpu_s: float  # utime+stime of the process itself
+    cpu_children_s: float  # utime+stime of live descendants + reaped children
+    rss_bytes: int
+    threads: int
+    sid: int
+    pgid: int
+    children: tuple[ChildProc, ...]  # all live descendants
+    stdout: FdTarget | None
+    stderr: FdTarget | None
+    unbuffered: bool  # -u or PYTHONUNBUFFERED in force
+    unbuffered_reason: str  # "-u", "PYTHONUNBUFFERED=1", or "" when buffered/unknown
+    is_python: bool
+    env_readable: bool = True
+
+    @property
+    def key(self) -> tuple[int, float]:
+        return (self.pid, self.start_time)
+
+
+@dataclass(frozen=True)
+class ExitInfo:
+    """A watched process that went away, as far as its host could tell."""
+
+    pid: int
+    start_time: float
+    seen_gone_at: float
+    exit_code: int | None = None  # known only when the probe started it
+    signal: int | None = None
+
+
+@dataclass(frozen=True)
+class TailChunk:
+    """New bytes of a followed file since the last frame."""
+
+    key: str
+    path: str
+    data: bytes
+    reset: bool  # file was rotated, truncated or recreated; start over
+    skipped: int  # bytes dropped because the writer outran the cap
+    size: int | None
+    mtime: float | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class DirStat:
+    key: str
+    path: str
+    exists: bool
+    files: int
+    total_bytes: int
+    newest_mtime: float | None
+    newest_name: str | None
+    error: str | None = None
+
+
+@dataclass
+class HostSample:
+    """Everything one probe frame reported."""
+
+    time: float
+    gpu_source: str
+    gpus: list[GpuSample]
+    procs: dict[int, ProcInfo]
+    gone: list[ExitInfo] = field(default_factory=list)
+    tails: list[TailChunk] = field(default_factory=list)
+    dirs: list[DirStat] = field(default_factory=list)
+    gpu_error: str | None = None
+    cpu_count: int | None = None
+    load1: float | None = None
