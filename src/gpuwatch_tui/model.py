@@ -150,3 +150,4 @@ class HostSample:
     gpu_error: str | None = None
     cpu_count: int | None = None
     load1: float | None = None
+    matches: dict[str, list[int]] = field(default_factory=dict)  # configured-job key -> pids

@@ -1,0 +1,392 @@
+"""TOML config -> typed objects. Every mistake names the file, the key and what was expected."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from .errors import ConfigError
+
+CONFIG_ENV = "GPUWATCH_CONFIG"
+GPU_SOURCE_CHOICES = ("auto", "nvml", "nvidia-smi", "none")
+_DURATION = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m)?\s*(?:(\d+(?:\.\d+)?)\s*s?)?\s*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HOST_NAME = re.compile(r"^[A-Za-z0-9_.:@\[\]-]+$")
+
+
+@dataclass(frozen=True)
+class Settings:
+    sample_interval: float = 1.0
+    history: int = 120
+    stall_after: float = 300.0
+    tail_lines: int = 500
+    connect_timeout: float = 10.0
+    keepalive_interval: float = 10.0
+    keepalive_count_max: int = 3
+    max_concurrent_connects: int = 16
+    reconnect_initial_delay: float = 1.0
+    reconnect_max_delay: float = 60.0
+    stale_after: float = 5.0  # seconds without a frame before a host is called stale
+    ssh_config: tuple[str, ...] = ("~/.ssh/config",)
+    known_hosts: str = "~/.ssh/known_hosts"
+    theme: str = "gpuwatch-dark"
+    readonly: bool = False
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    name: str
+    local: bool = False
+    ssh: str | None = None  # alias from ~/.ssh/config, or host / user@host / user@host:port
+    host: str | None = None  # resolved host part of `ssh`
+    port: int | None = None
+    user: str | None = None
+    identity_file: str | None = None
+    jump: str | None = None
+    prefix: tuple[str, ...] = ()
+    python: str = "python3"
+    env: tuple[tuple[str, str], ...] = ()
+    gpu_source: str = "auto"
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    name: str
+    host: str
+    match: str | None = None
+    pid_file: str | None = None
+    logs: tuple[str, ...] = ()
+    output_dir: str | None = None
+    stall_after: float | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    path: str | None  # None: no file, watching this machine
+    settings: Settings
+    hosts: tuple[HostConfig, ...]
+    jobs: tuple[JobConfig, ...] = ()
+    rules: tuple[dict, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+
+def default_config_path() -> Path:
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("gpuwatch")) / "hosts.toml"
+
+
+def resolve_config_path(cli_path: str | None) -> Path | None:
+    """--config, then $GPUWATCH_CONFIG, then hosts.toml in the user config dir (if present)."""
+    if cli_path:
+        return Path(cli_path)
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        return Path(env)
+    default = default_config_path()
+    return default if default.exists() else None
+
+
+def local_only_config(settings: Settings | None = None) -> Config:
+    name = socket.gethostname() or "localhost"
+    return Config(None, settings or Settings(), (HostConfig(name=name, local=True),))
+
+
+def load_config(cli_path: str | None = None) -> Config:
+    path = resolve_config_path(cli_path)
+    if path is None:
+        return local_only_config()
+    return load_config_file(path)
+
+
+def load_config_file(path: Path | str) -> Config:
+    file = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(file, "(file)", "an existing file (it was not found)") from None
+    except OSError as exc:
+        raise ConfigError(file, "(file)", f"a readable file ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(file, "(file)", "UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(file, "(syntax)", f"valid TOML ({exc})") from None
+    return parse_config(data, file)
+
+
+class _Reader:
+    """Typed access to one TOML table, recording which keys were used."""
+
+    def __init__(self, table: Any, file: str, where: str, warnings: list[str]) -> None:
+        if not isinstance(table, dict):
+            raise ConfigError(file, where or "(top level)", "a table", table)
+        self.table = table
+        self.file = file
+        self.where = where
+        self.warnings = warnings
+        self.used: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.where}.{name}" if self.where else name
+
+    def get(self, name: str, kinds: tuple[type, ...], expected: str, default: Any = None) -> Any:
+        self.used.add(name)
+        if name not in self.table:
+            return default
+        value = self.table[name]
+        # bool is an int in Python; a TOML true is never a number here
+        if isinstance(value, bool) and bool not in kinds:
+            raise ConfigError(self.file, self.key(name), expected, value)
+        if not isinstance(value, kinds):
+            raise ConfigError(self.file, self.key(name), expected, value)
+        return value
+
+    def number(self, name: str, default: float, minimum: float, maximum: float) -> float:
+        value = self.get(name, (int, float), f"a number from {minimum:g} to {maximum:g}", default)
+        if not minimum <= value <= maximum:
+            raise ConfigError(self.file, self.key(name), f"a number from {minimum:g} to {maximum:g}", value)
+        return float(value)
+
+    def integer(self, name: str, default: int, minimum: int, maximum: int) -> int:
+        value = self.get(name, (int,), f"a whole number from {minimum} to {maximum}", default)
+        if not minimum <= value <= maximum:
+            raise ConfigError(self.file, self.key(name), f"a whole number from {minimum} to {maximum}", value)
+        return int(value)
+
+    def string(self, name: str, default: str | None = None, required: bool = False) -> str | None:
+        if required and name not in self.table:
+            raise ConfigError(self.file, self.key(name), "a string (this key is required)")
+        value = self.get(name, (str,), "a string", default)
+        if value is not None and required and not value.strip():
+            raise ConfigError(self.file, self.key(name), "a non-empty string", value)
+        return value
+
+    def duration(self, name: str, default: float | None) -> float | None:
+        self.used.add(name)
+        if name not in self.table:
+            return default
+        return parse_duration(self.table[name], self.file, self.key(name))
+
+    def finish(self) -> None:
+        for name in self.table:
+            if name not in self.used:
+                self.warnings.append(f"{self.file}: {self.key(name)}: unknown key, ignored")
+
+
+def parse_duration(value: Any, file: str = "(value)", key: str = "(value)") -> float:
+    """300, 90.5, "90s", "5m", "1h30m" -> seconds."""
+    expected = 'a duration: seconds as a number, or a string like "90s", "5m", "1h30m"'
+    if isinstance(value, bool):
+        raise ConfigError(file, key, expected, value)
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    elif isinstance(value, str) and value.strip():
+        m = _DURATION.match(value)
+        if not m or not any(m.groups()):
+            raise ConfigError(file, key, expected, value)
+        h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+        seconds = h * 3600 + mi * 60 + s
+    else:
+        raise ConfigError(file, key, expected, value)
+    if seconds <= 0:
+        raise ConfigError(file, key, "a duration greater than zero", value)
+    return seconds
+
+
+def _string_list(r: _Reader, name: str) -> tuple[str, ...]:
+    r.used.add(name)
+    value = r.table.get(name)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ConfigError(r.file, r.key(name), "a string or a list of strings", value)
+
+
+def split_ssh_target(target: str) -> tuple[str | None, str, int | None]:
+    """'user@host:port' -> (user, host, port). '[::1]:22' works for IPv6."""
+    user = None
+    if "@" in target:
+        user, _, target = target.rpartition("@")
+    port = None
+    if target.startswith("["):
+        host, _, rest = target[1:].partition("]")
+        if rest.startswith(":"):
+            port = int(rest[1:])
+    elif target.count(":") == 1:
+        host, _, p = target.partition(":")
+        port = int(p)
+    else:
+        host = target
+    return user or None, host, port
+
+
+def _parse_settings(data: dict, file: str, warnings: list[str]) -> Settings:
+    r = _Reader(data.get("settings", {}), file, "settings", warnings)
+    d = Settings()
+    ssh_config = _string_list(r, "ssh_config") or d.ssh_config
+    s = Settings(
+        sample_interval=r.number("sample_interval", d.sample_interval, 0.1, 3600),
+        history=r.integer("history", d.history, 2, 100_000),
+        stall_after=r.duration("stall_after", d.stall_after),
+        tail_lines=r.integer("tail_lines", d.tail_lines, 10, 1_000_000),
+        connect_timeout=r.number("connect_timeout", d.connect_timeout, 0.5, 600),
+        keepalive_interval=r.number("keepalive_interval", d.keepalive_interval, 1, 3600),
+        keepalive_count_max=r.integer("keepalive_count_max", d.keepalive_count_max, 1, 100),
+        max_concurrent_connects=r.integer("max_concurrent_connects", d.max_concurrent_connects, 1, 1024),
+        reconnect_initial_delay=r.number("reconnect_initial_delay", d.reconnect_initial_delay, 0.05, 3600),
+        reconnect_max_delay=r.number("reconnect_max_delay", d.reconnect_max_delay, 0.1, 86400),
+        stale_after=r.number("stale_after", d.stale_after, 0.5, 3600),
+        ssh_config=ssh_config,
+        known_hosts=r.string("known_hosts", d.known_hosts),
+        theme=r.string("theme", d.theme),
+        readonly=r.get("readonly", (bool,), "true or false", d.readonly),
+    )
+    r.finish()
+    return s
+
+
+def _parse_host(table: Any, index: int, file: str, warnings: list[str], default_interval: float) -> HostConfig:
+    r = _Reader(table, file, f"hosts[{index}]", warnings)
+    name = r.string("name", required=True)
+    if not _HOST_NAME.match(name):
+        raise ConfigError(file, r.key("name"), "letters, digits and . _ - @ : only", name)
+    local = r.get("local", (bool,), "true or false", False)
+    ssh = r.string("ssh")
+    if not local and not ssh:
+        raise ConfigError(file, r.key("ssh"), 'an ssh target ("alias" or "user@host:port"), or local = true')
+    if local and ssh:
+        raise ConfigError(file, r.key("ssh"), "no ssh target on a host with local = true", ssh)
+    user = host = None
+    port = None
+    if ssh:
+        if ssh.startswith("-") or any(c.isspace() for c in ssh):
+            raise ConfigError(file, r.key("ssh"), "an ssh alias or user@host:port, without spaces or a leading '-'", ssh)
+        try:
+            user, host, port = split_ssh_target(ssh)
+        except ValueError:
+            raise ConfigError(file, r.key("ssh"), "user@host:port with a numeric port", ssh) from None
+        if not host:
+            raise ConfigError(file, r.key("ssh"), "a host name after '@'", ssh)
+    port_key = r.get("port", (int,), "a port number from 1 to 65535", None)
+    if port_key is not None:
+        if not 1 <= port_key <= 65535:
+            raise ConfigError(file, r.key("port"), "a port number from 1 to 65535", port_key)
+        port = port_key
+    elif port is not None and not 1 <= port <= 65535:
+        raise ConfigError(file, r.key("ssh"), "a port number from 1 to 65535", ssh)
+    user = r.string("user", user)
+    identity = r.string("identity_file")
+    jump = r.string("jump")
+    if jump is not None and (jump.startswith("-") or any(c.isspace() for c in jump)):
+        raise ConfigError(file, r.key("jump"), "an ssh alias or user@host:port, without spaces", jump)
+    r.used.add("prefix")
+    prefix_raw = r.table.get("prefix")
+    if prefix_raw is None:
+        prefix: tuple[str, ...] = ()
+    elif isinstance(prefix_raw, str):
+        try:
+            prefix = tuple(shlex.split(prefix_raw))
+        except ValueError as exc:
+            raise ConfigError(file, r.key("prefix"), f"a command prefix in shell words ({exc})", prefix_raw) from None
+    elif isinstance(prefix_raw, list) and all(isinstance(v, str) for v in prefix_raw):
+        prefix = tuple(prefix_raw)
+    else:
+        raise ConfigError(file, r.key("prefix"), 'a command prefix such as "docker exec -i trainer" or a list of words', prefix_raw)
+    python = r.string("python", "python3")
+    if not python.strip():
+        raise ConfigError(file, r.key("python"), "an interpreter name or path", python)
+    env_raw = r.get("env", (dict,), "a table of NAME = \"value\" strings", {})
+    env = []
+    for k, v in env_raw.items():
+        if not _ENV_NAME.match(k):
+            raise ConfigError(file, f"{r.key('env')}.{k}", "an environment variable name (letters, digits, _)", k)
+        if not isinstance(v, str):
+            raise ConfigError(file, f"{r.key('env')}.{k}", "a string value", v)
+        env.append((k, v))
+    gpu_source = r.string("gpu_source", "auto")
+    if gpu_source not in GPU_SOURCE_CHOICES:
+        raise ConfigError(file, r.key("gpu_source"), "one of " + ", ".join(GPU_SOURCE_CHOICES), gpu_source)
+    r.finish()
+    return HostConfig(
+        name=name, local=local, ssh=ssh, host=host, port=port, user=user, identity_file=identity,
+        jump=jump, prefix=prefix, python=python, env=tuple(env), gpu_source=gpu_source,
+    )
+
+
+def _parse_job(table: Any, index: int, file: str, warnings: list[str], host_names: set[str]) -> JobConfig:
+    r = _Reader(table, file, f"jobs[{index}]", warnings)
+    name = r.string("name", required=True)
+    host = r.string("host", required=True)
+    if host not in host_names:
+        raise ConfigError(file, r.key("host"), "the name of a host in [[hosts]] (" + ", ".join(sorted(host_names)) + ")", host)
+    match = r.string("match")
+    if match is not None:
+        try:
+            re.compile(match)
+        except re.error as exc:
+            raise ConfigError(file, r.key("match"), f"a regular expression ({exc})", match) from None
+    pid_file = r.string("pid_file")
+    if match is None and pid_file is None:
+        raise ConfigError(file, r.key("match"), "a cmdline regex in `match` or a `pid_file` path")
+    logs = _string_list(r, "log") + _string_list(r, "logs")
+    output_dir = r.string("output_dir")
+    stall_after = r.duration("stall_after", None)
+    r.finish()
+    return JobConfig(name, host, match, pid_file, logs, output_dir, stall_after)
+
+
+def parse_config(data: dict, file: str) -> Config:
+    warnings: list[str] = []
+    known_top = {"settings", "hosts", "jobs", "rules"}
+    for key in data:
+        if key not in known_top:
+            warnings.append(f"{file}: {key}: unknown key, ignored")
+    settings = _parse_settings(data, file, warnings)
+    hosts_raw = data.get("hosts", [])
+    if not isinstance(hosts_raw, list):
+        raise ConfigError(file, "hosts", "an array of tables written [[hosts]]", hosts_raw)
+    hosts: list[HostConfig] = []
+    seen: set[str] = set()
+    for i, table in enumerate(hosts_raw):
+        host = _parse_host(table, i, file, warnings, settings.sample_interval)
+        if host.name in seen:
+            raise ConfigError(file, f"hosts[{i}].name", "a name not used by another host", host.name)
+        seen.add(host.name)
+        hosts.append(host)
+    if not hosts:
+        hosts.append(local_only_config().hosts[0])
+        warnings.append(f"{file}: hosts: no [[hosts]]; watching this machine")
+    jobs_raw = data.get("jobs", [])
+    if not isinstance(jobs_raw, list):
+        raise ConfigError(file, "jobs", "an array of tables written [[jobs]]", jobs_raw)
+    jobs = tuple(_parse_job(t, i, file, warnings, seen | {h.name for h in hosts}) for i, t in enumerate(jobs_raw))
+    rules_raw = data.get("rules", [])
+    if not isinstance(rules_raw, list) or not all(isinstance(t, dict) for t in rules_raw):
+        raise ConfigError(file, "rules", "an array of tables written [[rules]]", rules_raw)
+    _check_rules(rules_raw, file)
+    return Config(file, settings, tuple(hosts), jobs, tuple(rules_raw), tuple(warnings))
+
+
+def _check_rules(rules_raw: list, file: str) -> None:
+    """User rules are validated by the rule engine, which knows their schema."""
+    try:
+        from .jobs.rules import parse_rules
+    except ImportError:  # rule engine not present
+        return
+    parse_rules(rules_raw, file)

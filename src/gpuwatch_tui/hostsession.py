@@ -1,0 +1,203 @@
+"""One host: keep a connection and a probe alive, turn frames into samples, report state.
+
+Reconnects with exponential backoff and jitter; restarts a probe that died; marks the host
+stale when frames stop arriving, long before a dead link is torn down by keepalive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from typing import Protocol
+
+import asyncssh
+
+from .config import HostConfig, Settings
+from .model import HostSample
+from .probe.frames import PROTOCOL_VERSION, parse_sample
+from .transport.link import LocalProbeLink, ProbeExited, ProbeLink, SshProbeLink
+from .transport.ssh import ConnectFailure, SshConnector
+
+PING_EVERY_S = 5.0
+# The probe exits if it hears nothing from us for this long (a blackholed link never closes).
+PROBE_IDLE_EXIT_S = 30.0
+
+
+class SessionSink(Protocol):
+    def host_state(self, host: str, state: str, error: str | None, hint: str | None) -> None: ...
+    def host_sample(self, host: str, sample: HostSample) -> None: ...
+
+
+class HostSession:
+    def __init__(self, host: HostConfig, settings: Settings, connector: SshConnector | None, sink: SessionSink) -> None:
+        self.host = host
+        self.settings = settings
+        self.connector = connector
+        self.sink = sink
+        self.state = "connecting"
+        self.link: ProbeLink | None = None
+        self.conn: asyncssh.SSHClientConnection | None = None
+        self.wants: dict = {"op": "want", "pids": [], "tails": {}, "dirs": {}, "matches": {}}
+        self.last_frame_at: float | None = None
+        self.hello: dict | None = None
+        self.samples = 0
+        self._stopping = False
+        self._task: asyncio.Task | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    def start(self) -> asyncio.Task:
+        self._task = asyncio.create_task(self.run(), name=f"host:{self.host.name}")
+        return self._task
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+        await self._teardown()
+
+    async def _teardown(self) -> None:
+        link, self.link = self.link, None
+        if link is not None:
+            try:
+                await link.close()
+            except Exception:
+                pass
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            conn.close()
+            try:
+                await asyncio.wait_for(conn.wait_closed(), 3)
+            except Exception:
+                pass
+
+    def _set(self, state: str, error: str | None = None, hint: str | None = None) -> None:
+        self.state = state
+        self.sink.host_state(self.host.name, state, error, hint)
+
+    def _options(self) -> dict:
+        return {
+            "interval": self.settings.sample_interval,
+            "gpu_source": self.host.gpu_source,
+            "idle_exit_s": PROBE_IDLE_EXIT_S if not self.host.local else 0,
+        }
+
+    # -- requests to the probe -----------------------------------------------------
+    async def set_wants(self, pids: list[int], tails: dict[str, str], dirs: dict[str, str], matches: dict[str, dict]) -> None:
+        wants = {"op": "want", "pids": sorted(set(pids)), "tails": tails, "dirs": dirs, "matches": matches}
+        if wants == self.wants:
+            return
+        self.wants = wants
+        await self._send(wants)
+
+    async def _send(self, request: dict) -> None:
+        link = self.link
+        if link is None:
+            return
+        try:
+            await link.send(request)
+        except Exception:
+            pass  # the read loop will notice the broken link
+
+    # -- the loop ------------------------------------------------------------------
+    async def run(self) -> None:
+        attempt = 0
+        first = True
+        while not self._stopping:
+            self._set("connecting" if first else "reconnecting", None if first else self._last_error)
+            first = False
+            try:
+                await self._connect()
+                got_frames = await self._serve()
+            except ConnectFailure as failure:
+                self._last_error = failure.reason
+                await self._teardown()
+                self._set(failure.state, failure.reason, failure.hint)
+                got_frames = False
+                # A refused key or an untrusted host key will not fix itself quickly.
+                if failure.state != "unreachable":
+                    attempt = max(attempt, 4)
+            except ProbeExited as exc:
+                self._last_error = str(exc)
+                await self._teardown()
+                if self.samples == 0 or not self._was_serving:
+                    self._set("probe-failed", str(exc), "check that `python3` (or the host's `python`) runs there")
+                got_frames = self._was_serving
+            except (asyncssh.Error, OSError, asyncio.IncompleteReadError) as exc:
+                self._last_error = f"connection lost: {exc}"
+                await self._teardown()
+                got_frames = self._was_serving
+            attempt = 0 if got_frames else attempt + 1
+            if self._stopping:
+                break
+            await asyncio.sleep(self._backoff(attempt))
+
+    _last_error: str | None = None
+    _was_serving = False
+
+    def _backoff(self, attempt: int) -> float:
+        if attempt == 0:
+            return 0.2  # it was working a moment ago: retry at once
+        delay = min(self.settings.reconnect_max_delay, self.settings.reconnect_initial_delay * 2 ** (attempt - 1))
+        return delay * random.uniform(0.5, 1.0)  # jitter: a fleet must not reconnect in lockstep
+
+    async def _connect(self) -> None:
+        self._was_serving = False
+        if self.host.local:
+            self.link = await LocalProbeLink.start(self.host, self._options())
+            return
+        assert self.connector is not None
+        self.conn = await self.connector.connect(self.host)
+        try:
+            self.link = await SshProbeLink.start(self.conn, self.host, self._options())
+        except asyncssh.ChannelOpenError as exc:
+            raise ProbeExited(None, f"could not open a session channel: {exc.reason}") from None
+
+    async def _serve(self) -> bool:
+        """Read frames until the probe or the link dies. Returns whether any frame arrived."""
+        assert self.link is not None
+        link = self.link
+        watchdog = asyncio.create_task(self._watch(link))
+        try:
+            hello = await asyncio.wait_for(link.next_frame(), self.settings.connect_timeout + 10)
+            if hello.get("type") == "fatal":
+                raise ProbeExited(None, hello.get("error", "probe failed"))
+            if hello.get("v") != PROTOCOL_VERSION:
+                raise ProbeExited(None, f"probe speaks protocol {hello.get('v')}, expected {PROTOCOL_VERSION}")
+            self.hello = hello
+            self._was_serving = True
+            await link.send(self.wants)
+            while True:
+                frame = await link.next_frame()
+                kind = frame.get("type")
+                if kind == "sample":
+                    self.last_frame_at = time.monotonic()
+                    self.samples += 1
+                    if self.state != "connected":
+                        self._set("connected")
+                    self.sink.host_sample(self.host.name, parse_sample(frame))
+                elif kind == "fatal":
+                    raise ProbeExited(None, frame.get("error", "probe failed"))
+        except asyncio.TimeoutError:
+            raise ProbeExited(None, "no answer from the probe") from None
+        finally:
+            watchdog.cancel()
+
+    async def _watch(self, link: ProbeLink) -> None:
+        """Ping the probe (it exits without them) and mark the host stale when frames stop."""
+        next_ping = time.monotonic() + PING_EVERY_S
+        while True:
+            await asyncio.sleep(min(0.5, self.settings.stale_after / 4))
+            now = time.monotonic()
+            if now >= next_ping:
+                next_ping = now + PING_EVERY_S
+                asyncio.ensure_future(self._send({"op": "ping"}))
+            if self.state == "connected" and self.last_frame_at is not None:
+                age = now - self.last_frame_at
+                if age > self.settings.stale_after:
+                    self._set("stale", f"no sample for {age:.0f}s")

@@ -1,0 +1,209 @@
+"""Assemble followed log bytes into safe display lines.
+
+Log bytes are hostile: a job (or whatever wrote its log) can emit escape sequences that
+would retitle, clear or hijack the terminal. Everything leaving this module is text with
+no control characters at all, so widgets and the JSON output can show it as is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+
+from ..model import TailChunk
+
+# CSI (colours, cursor moves) and OSC (titles, hyperlinks) sequences are dropped whole:
+# colour codes are common and harmless in intent, the rest must not reach a terminal.
+_CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]")
+_OSC = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?")
+_OTHER_ESC = re.compile(r"\x1b[@-Z\\-_]|\x1b[ -/]+[0-~]?")
+# C0 (minus tab), DEL, C1, and bidi overrides / isolates (text that reads differently than it is).
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code == 0x1B:
+        return "^["
+    if code < 0x20:
+        return "^" + chr(code + 0x40)  # caret notation, like cat -v
+    return f"<U+{code:04X}>"
+
+
+def sanitize_line(raw: bytes | str, max_chars: int | None = None) -> str:
+    """Printable text from raw log bytes: invalid UTF-8 replaced, escapes removed or shown."""
+    text = raw.decode("utf-8", errors="replace") if isinstance(raw, (bytes, bytearray)) else raw
+    if "\x1b" in text or "\x9b" in text or "\x9d" in text:
+        text = _OSC.sub("", text)
+        text = _CSI.sub("", text)
+        text = _OTHER_ESC.sub("", text)
+    text = text.expandtabs(8) if "\t" in text else text
+    text = _UNSAFE.sub(_escape_char, text)
+    if max_chars is not None and len(text) > max_chars:
+        text = f"{text[:max_chars]}… [+{len(text) - max_chars} chars]"
+    return text
+
+
+def last_frame(segment: bytes) -> bytes:
+    """The frame a terminal would show for one line written with carriage returns."""
+    if b"\r" not in segment:
+        return segment
+    frames = segment.split(b"\r")
+    for frame in reversed(frames):
+        if frame.strip():
+            return frame
+    return b""
+
+
+@dataclass(frozen=True)
+class LogLine:
+    seq: int  # 1-based position among all complete lines seen
+    time: float  # when the line was completed
+    text: str
+
+
+class LogBuffer:
+    """The last N safe lines of one followed file, fed with the probe's TailChunks.
+
+    - `\\r` progress-bar frames collapse to the latest one;
+    - the unterminated last line is held as `live` (its latest frame) and appears among the
+      lines once older than `partial_stale_s`, provisionally: more bytes continue it, as on a
+      terminal;
+    - `reset` chunks (rotation, truncation, re-creation) and `skipped` bytes leave a marker.
+    """
+
+    MAX_PARTIAL_BYTES = 64 * 1024
+
+    def __init__(self, max_lines: int = 500, max_line_chars: int = 2000, partial_stale_s: float = 2.0):
+        self.max_lines = max_lines
+        self.max_line_chars = max_line_chars
+        self.partial_stale_s = partial_stale_s
+        self._lines: deque[LogLine] = deque(maxlen=max_lines)
+        self._partial = b""
+        self._partial_since: float | None = None
+        self._partial_shown = False  # the stale partial sits provisionally at the end of _lines
+        self._new: list[LogLine] = []
+        self._started = False
+        self.total_lines = 0
+        self.total_bytes = 0
+        self.resets = 0
+        self.skipped_bytes = 0
+        self.last_growth: float | None = None
+        self.size: int | None = None
+        self.mtime: float | None = None
+        self.error: str | None = None
+        self.path: str | None = None
+
+    # -- feeding -----------------------------------------------------------------
+    def feed(self, chunk: TailChunk, now: float) -> None:
+        self.path = chunk.path
+        self.error = chunk.error
+        if chunk.size is not None:
+            self.size = chunk.size
+        if chunk.mtime is not None:
+            self.mtime = chunk.mtime
+        data = chunk.data
+        if chunk.reset and self._started:
+            self._drop_partial()
+            self.resets += 1
+            self._append_marker("[gpuwatch: log restarted (rotated, truncated or recreated)]", now)
+        if not self._started and data:
+            self._started = True
+            # The probe starts a new tail some way back: the first bytes may begin mid-line.
+            if chunk.size is not None and chunk.size > len(data) + chunk.skipped and not chunk.reset:
+                cut = data.find(b"\n")
+                data = data[cut + 1 :] if cut >= 0 else b""
+        if chunk.skipped:
+            self._drop_partial()
+            self.skipped_bytes += chunk.skipped
+            self._append_marker(f"[gpuwatch: {chunk.skipped} bytes skipped, the log grew too fast]", now)
+        if data:
+            self.total_bytes += len(data)
+            self.last_growth = now
+            self._feed_bytes(data, now)
+
+    def feed_bytes(self, data: bytes, now: float) -> None:
+        """Feed raw bytes directly (tests, local files)."""
+        self.feed(TailChunk("", self.path or "", data, False, 0, None, None, None), now)
+
+    def _feed_bytes(self, data: bytes, now: float) -> None:
+        if self._partial_shown:
+            self._lines.pop()  # the provisional line is continued by these bytes
+            self._partial_shown = False
+        buf = self._partial + data
+        parts = buf.split(b"\n")
+        self._partial = parts.pop()
+        for part in parts:
+            self._append(last_frame(part.rstrip(b"\r") if part.endswith(b"\r") else part), now)
+        if self._partial:
+            # Keep only the latest frame of a progress bar; cap a runaway unterminated line.
+            cut = self._partial.rfind(b"\r")
+            if cut > 0 and self._partial[cut + 1 :].strip():
+                self._partial = self._partial[cut:]
+            if len(self._partial) > self.MAX_PARTIAL_BYTES:
+                self._append(last_frame(self._partial), now)
+                self._partial = b""
+        self._partial_since = now if self._partial else None
+
+    def tick(self, now: float) -> None:
+        """Show an unterminated last line once it has been stale long enough."""
+        if (
+            self._partial
+            and not self._partial_shown
+            and self._partial_since is not None
+            and now - self._partial_since >= self.partial_stale_s
+        ):
+            text = self._safe(last_frame(self._partial))
+            if text.strip():
+                self._lines.append(LogLine(self.total_lines + 1, now, text))
+                self._partial_shown = True
+
+    def _append(self, raw: bytes, now: float) -> None:
+        self.total_lines += 1
+        line = LogLine(self.total_lines, now, self._safe(raw))
+        self._lines.append(line)
+        self._new.append(line)
+        if len(self._new) > self.max_lines * 4:
+            del self._new[: len(self._new) - self.max_lines]
+
+    def _append_marker(self, text: str, now: float) -> None:
+        if self._partial_shown:
+            self._lines.pop()
+            self._partial_shown = False
+        self._lines.append(LogLine(self.total_lines, now, text))
+
+    def _drop_partial(self) -> None:
+        if self._partial_shown:
+            self._lines.pop()
+            self._partial_shown = False
+        self._partial = b""
+        self._partial_since = None
+
+    def _safe(self, raw: bytes) -> str:
+        return sanitize_line(raw, self.max_line_chars)
+
+    # -- reading -----------------------------------------------------------------
+    @property
+    def live(self) -> str:
+        """The latest frame of the unterminated last line (a progress bar, usually)."""
+        return self._safe(last_frame(self._partial)) if self._partial else ""
+
+    @property
+    def live_since(self) -> float | None:
+        return self._partial_since
+
+    def lines(self, n: int | None = None) -> list[str]:
+        """The last n display lines (all kept lines by default), a stale partial included."""
+        items = list(self._lines)
+        if n is not None:
+            items = items[-n:] if n > 0 else []
+        return [line.text for line in items]
+
+    def records(self) -> list[LogLine]:
+        return list(self._lines)
+
+    def take_new(self) -> list[LogLine]:
+        """Complete lines added since the previous call."""
+        new, self._new = self._new, []
+        return new

@@ -1,0 +1,111 @@
+"""The headless core: host sessions feed the store and the job tracker; readers subscribe.
+
+The dashboard and the `status` / `watch` verbs drive exactly this object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable
+
+from .config import Config
+from .hostsession import HostSession
+from .model import HostSample
+from .store import Store
+from .transport.ssh import SshConnector
+
+TERMINAL_STATES = {"unreachable", "auth-failed", "host-key-unknown", "host-key-changed", "probe-failed"}
+
+
+class Monitor:
+    def __init__(self, config: Config, tracker=None) -> None:
+        self.config = config
+        self.settings = config.settings
+        self.store = Store([h.name for h in config.hosts], config.settings.history)
+        if tracker is None:
+            tracker = _make_tracker(config)
+        self.tracker = tracker
+        needs_ssh = any(not h.local for h in config.hosts)
+        self.connector = SshConnector(config.settings) if needs_ssh else None
+        self.sessions = {h.name: HostSession(h, config.settings, self.connector, self) for h in config.hosts}
+        self._subscribers: list[Callable[[], None]] = []
+        self._first_sample = {name: asyncio.Event() for name in self.sessions}
+        self._settled = {name: asyncio.Event() for name in self.sessions}
+        self._stopped = False
+
+    # -- SessionSink ---------------------------------------------------------------
+    def host_state(self, host: str, state: str, error: str | None, hint: str | None) -> None:
+        self.store.set_state(host, state, error, hint)
+        if state in TERMINAL_STATES:
+            self._settled[host].set()
+        self._notify()
+
+    def host_sample(self, host: str, sample: HostSample) -> None:
+        self.store.apply_sample(host, sample)
+        if self.tracker is not None:
+            self.tracker.update(host, sample, time.time())
+            self._push_wants(host)
+        self._first_sample[host].set()
+        self._settled[host].set()
+        self._notify()
+
+    def _push_wants(self, host: str) -> None:
+        wants = self.tracker.wanted(host)
+        session = self.sessions[host]
+        asyncio.ensure_future(session.set_wants(wants.pids, wants.tails, wants.dirs, wants.matches))
+
+    # -- subscribers ---------------------------------------------------------------
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        self._subscribers.append(callback)
+
+    def _notify(self) -> None:
+        for callback in self._subscribers:
+            callback()
+
+    # -- running -------------------------------------------------------------------
+    async def start(self) -> None:
+        for session in self.sessions.values():
+            session.start()
+        if self.tracker is not None:
+            for host in self.sessions:
+                self._push_wants(host)
+
+    async def run(self) -> None:
+        await self.start()
+        while not self._stopped:
+            await asyncio.sleep(3600)
+
+    async def wait_settled(self, timeout: float) -> None:
+        """Until every host has a sample or a definite failure, or the timeout passes."""
+        waits = [asyncio.ensure_future(e.wait()) for e in self._settled.values()]
+        try:
+            await asyncio.wait_for(asyncio.gather(*waits), timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            for w in waits:
+                w.cancel()
+
+    async def stop(self) -> None:
+        self._stopped = True
+        await asyncio.gather(*(s.stop() for s in self.sessions.values()), return_exceptions=True)
+        if self.connector is not None:
+            await self.connector.close()
+
+    def jobs_json(self, now: float | None = None) -> list[dict]:
+        if self.tracker is None:
+            return []
+        return self.tracker.to_json(time.time() if now is None else now)
+
+    def snapshot(self, now: float | None = None) -> dict:
+        now = time.time() if now is None else now
+        return self.store.snapshot(now, self.jobs_json(now))
+
+
+def _make_tracker(config: Config):
+    try:
+        from .jobs.integration import make_tracker
+    except ImportError:
+        return None
+    return make_tracker(config)

@@ -1,0 +1,826 @@
+# gpuwatch probe: runs ON a watched host, shipped over the SSH channel at connect.
+#
+# Standard library only, Python 3.6+, Linux /proc. It never installs anything and writes no
+# files. It reads newline-delimited JSON requests on stdin and writes newline-delimited JSON
+# frames on stdout, and it exits as soon as stdin closes, so a dropped connection cannot
+# leave it behind.
+#
+# When shipped, the bundle puts BUNDLE = {"modules": {...}, "options": {...}} in globals.
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import types
+
+PROTOCOL_VERSION = 1
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+O_APPEND = 0o2000
+TAIL_CAP_BYTES = 256 * 1024  # at most this much of one log per frame; the rest is skipped
+DIR_ENTRY_CAP = 2000
+SMI_FIELDS = (
+    "index,uuid,name,utilization.gpu,memory.used,memory.total,"
+    "temperature.gpu,power.draw,power.limit,clocks.sm"
+)
+SMI_APP_FIELDS = "timestamp,gpu_uuid,pid,used_memory"
+
+_out_lock = threading.Lock()
+_children = []  # subprocesses we started (nvidia-smi); killed on exit
+
+
+def emit(frame):
+    frame["v"] = PROTOCOL_VERSION
+    data = (json.dumps(frame, separators=(",", ":")) + "\n").encode()
+    with _out_lock:
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            shutdown(0)
+
+
+def shutdown(code):
+    for child in _children:
+        try:
+            child.kill()
+        except Exception:
+            pass
+    os._exit(code)
+
+
+def read_text(path, limit=65536):
+    with open(path, "rb") as f:
+        return f.read(limit).decode("utf-8", "replace")
+
+
+def boot_time():
+    for line in read_text("/proc/stat", 1 << 20).splitlines():
+        if line.startswith("btime "):
+            return float(line.split()[1])
+    return time.time() - float(read_text("/proc/uptime").split()[0])
+
+
+BOOT_TIME = boot_time()
+
+
+# ---------------------------------------------------------------- processes
+
+class Stat(object):
+    __slots__ = ("pid", "comm", "state", "ppid", "pgid", "sid", "cpu", "ccpu", "threads",
+                 "start", "rss")
+
+
+def read_stat(pid):
+    """Parse /proc/PID/stat; None if the process is gone or unreadable."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            raw = f.read().decode("utf-8", "replace")
+    except (OSError, IOError):
+        return None
+    lpar, rpar = raw.find("("), raw.rfind(")")
+    fields = raw[rpar + 2:].split()
+    s = Stat()
+    s.pid = pid
+    s.comm = raw[lpar + 1:rpar]
+    s.state = fields[0]
+    s.ppid = int(fields[1])
+    s.pgid = int(fields[2])
+    s.sid = int(fields[3])
+    s.cpu = (int(fields[11]) + int(fields[12])) / float(CLK_TCK)
+    s.ccpu = (int(fields[13]) + int(fields[14])) / float(CLK_TCK)
+    s.threads = int(fields[17])
+    s.start = round(BOOT_TIME + int(fields[19]) / float(CLK_TCK), 2)
+    s.rss = int(fields[21]) * PAGE_SIZE
+    return s
+
+
+def all_pids():
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            out.append(int(name))
+    return out
+
+
+def fd_target(pid, fd):
+    base = "/proc/%d/fd/%d" % (pid, fd)
+    try:
+        path = os.readlink(base)
+    except OSError:
+        return None
+    append = False
+    try:
+        for line in read_text("/proc/%d/fdinfo/%d" % (pid, fd)).splitlines():
+            if line.startswith("flags:"):
+                append = bool(int(line.split()[1], 8) & O_APPEND)
+    except (OSError, IOError, ValueError):
+        pass
+    size = None
+    if path.startswith("pipe:"):
+        kind = "pipe"
+    elif path.startswith("socket:"):
+        kind = "socket"
+    elif path == "/dev/null":
+        kind = "null"
+    elif path.startswith("/dev/pts/") or path.startswith("/dev/tty") or path == "/dev/console":
+        kind = "tty"
+    elif path.endswith(" (deleted)"):
+        kind = "deleted"
+    elif path.startswith("/"):
+        kind = "file"
+        try:
+            size = os.stat(base).st_size
+        except OSError:
+            pass
+    else:
+        kind = "other"
+    return {"path": path, "kind": kind, "append": append, "size": size}
+
+
+def python_unbuffered(cmdline, environ):
+    """Is stdout unbuffered for this Python process: (-u or PYTHONUNBUFFERED, reason)."""
+    if environ is not None and environ.get("PYTHONUNBUFFERED"):
+        return True, "PYTHONUNBUFFERED=" + environ["PYTHONUNBUFFERED"][:8]
+    args = cmdline[1:]
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("-") or arg == "-" or arg == "--":
+            break  # the script: later arguments belong to it
+        if arg.startswith("--"):
+            i += 1
+            continue
+        for j, ch in enumerate(arg[1:]):
+            if ch == "u":
+                return True, "-u"
+            if ch in "cm":
+                return False, ""  # -c CMD / -m MOD: the rest is the program's
+            if ch in "WXQ":
+                if j == len(arg) - 2:
+                    i += 1  # "-W ignore": the value is the next argument
+                break
+        i += 1
+    return False, ""
+
+
+def is_python(comm, cmdline):
+    argv0 = os.path.basename(cmdline[0]) if cmdline else ""
+    return comm.startswith("python") or argv0.startswith("python") or argv0 == "pypy3"
+
+
+class ProcCache(object):
+    """Facts that do not change while a process lives, keyed by (pid, start)."""
+
+    def __init__(self):
+        self.static = {}
+
+    def static_facts(self, pid, start):
+        key = (pid, start)
+        facts = self.static.get(key)
+        if facts is None:
+            facts = {}
+            try:
+                raw = open("/proc/%d/cmdline" % pid, "rb").read()
+                facts["cmdline"] = [a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]][:256]
+            except (OSError, IOError):
+                facts["cmdline"] = []
+            environ = None
+            try:
+                raw = open("/proc/%d/environ" % pid, "rb").read()
+                environ = {}
+                for item in raw.split(b"\0"):
+                    k, _, v = item.partition(b"=")
+                    if k in (b"PYTHONUNBUFFERED",):
+                        environ[k.decode()] = v.decode("utf-8", "replace")
+            except (OSError, IOError):
+                pass
+            facts["env_readable"] = environ is not None
+            facts["environ"] = environ
+            self.static[key] = facts
+        return facts
+
+    def forget_except(self, live_keys):
+        for key in list(self.static):
+            if key not in live_keys:
+                del self.static[key]
+
+
+def proc_info(stat, cache, descendants, with_fds=True):
+    facts = cache.static_facts(stat.pid, stat.start)
+    cmdline = facts["cmdline"]
+    py = is_python(stat.comm, cmdline)
+    unbuffered, reason = python_unbuffered(cmdline, facts["environ"]) if py else (False, "")
+    try:
+        cwd = os.readlink("/proc/%d/cwd" % stat.pid)
+    except OSError:
+        cwd = None
+    children = []
+    child_cpu = stat.ccpu
+    for d in descendants:
+        child_cpu += d.cpu
+        dfacts = cache.static_facts(d.pid, d.start)
+        children.append({
+            "pid": d.pid, "ppid": d.ppid, "name": d.comm, "state": d.state,
+            "cpu_s": round(d.cpu, 2), "start_time": d.start,
+            "cmdline": dfacts["cmdline"][:16],
+        })
+    return {
+        "pid": stat.pid, "ppid": stat.ppid, "start_time": stat.start, "name": stat.comm,
+        "cmdline": cmdline, "cwd": cwd, "state": stat.state,
+        "cpu_s": round(stat.cpu, 2), "cpu_children_s": round(child_cpu, 2),
+        "rss_bytes": stat.rss, "threads": stat.threads, "sid": stat.sid, "pgid": stat.pgid,
+        "children": children,
+        "stdout": fd_target(stat.pid, 1) if with_fds else None,
+        "stderr": fd_target(stat.pid, 2) if with_fds else None,
+        "unbuffered": unbuffered, "unbuffered_reason": reason, "is_python": py,
+        "env_readable": facts["env_readable"],
+    }
+
+
+# ---------------------------------------------------------------- GPUs
+
+class NoGpu(object):
+    name = "none"
+
+    def __init__(self, reason=None):
+        self.error = reason
+
+    def sample(self):
+        return []
+
+    def close(self):
+        pass
+
+
+class NvmlSource(object):
+    name = "nvml"
+
+    def __init__(self, nvml):
+        self.nvml = nvml
+        self.error = None
+        nvml.nvmlInit()
+        self.handles = []
+        for i in range(nvml.nvmlDeviceGetCount()):
+            self.handles.append(nvml.nvmlDeviceGetHandleByIndex(i))
+        self.static = []
+        for h in self.handles:
+            self.static.append({
+                "uuid": _s(nvml.nvmlDeviceGetUUID(h)),
+                "name": _s(nvml.nvmlDeviceGetName(h)),
+                "total": None,
+            })
+        self.limits = [None] * len(self.handles)
+        self.limits_at = 0.0
+        self.mem_v2 = hasattr(nvml, "nvmlMemory_v2")
+
+    def _try(self, fn, *args):
+        try:
+            return fn(*args)
+        except Exception:
+            return None
+
+    def memory(self, h):
+        nvml = self.nvml
+        if self.mem_v2:
+            # v2 excludes memory the driver reserves, which is what nvidia-smi reports.
+            try:
+                return nvml.nvmlDeviceGetMemoryInfo(h, version=nvml.nvmlMemory_v2)
+            except Exception:
+                self.mem_v2 = False
+        return self._try(nvml.nvmlDeviceGetMemoryInfo, h)
+
+    def sample(self):
+        nvml = self.nvml
+        now = time.time()
+        if now - self.limits_at > 30:
+            self.limits = [self._try(nvml.nvmlDeviceGetEnforcedPowerLimit, h) for h in self.handles]
+            self.limits_at = now
+        out = []
+        for i, h in enumerate(self.handles):
+            util = self._try(nvml.nvmlDeviceGetUtilizationRates, h)
+            mem = self.memory(h)
+            power = self._try(nvml.nvmlDeviceGetPowerUsage, h)
+            limit = self.limits[i]
+            procs = []
+            for p in self._try(nvml.nvmlDeviceGetComputeRunningProcesses, h) or []:
+                used = getattr(p, "usedGpuMemory", None)
+                procs.append({"pid": int(p.pid),
+                              "mem_used_mib": None if not isinstance(used, int) or used >= (1 << 60)
+                              else round(used / 1048576.0, 1)})
+            out.append({
+                "index": i, "uuid": self.static[i]["uuid"], "name": self.static[i]["name"],
+                "util_pct": None if util is None else util.gpu,
+                "mem_used_mib": None if mem is None else round(mem.used / 1048576.0, 1),
+                "mem_total_mib": None if mem is None else round(mem.total / 1048576.0, 1),
+                "temp_c": self._try(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU),
+                "power_w": None if power is None else round(power / 1000.0, 2),
+                "power_limit_w": None if limit is None else round(limit / 1000.0, 2),
+                "sm_clock_mhz": self._try(nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM),
+                "processes": procs,
+            })
+        return out
+
+    def close(self):
+        try:
+            self.nvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def _s(value):
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _f(text):
+    text = text.strip()
+    if not text or text.startswith("[") or text in ("N/A", "Unknown Error"):
+        return None  # "[N/A]", "[Not Supported]"
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+class SmiStream(object):
+    """One long-running `nvidia-smi ... -lms N` whose latest lines are kept by a thread."""
+
+    def __init__(self, exe, query, interval_ms):
+        args = [exe, query, "--format=csv,noheader,nounits", "-lms", str(int(interval_ms))]
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, close_fds=True)
+        _children.append(self.proc)
+        self.lines = []  # (arrival time, fields)
+        self.lock = threading.Lock()
+        self.stderr = b""
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read(self):
+        for raw in self.proc.stdout:
+            fields = [f.strip() for f in raw.decode("utf-8", "replace").rstrip("\n").split(",")]
+            with self.lock:
+                self.lines.append((time.time(), fields))
+                if len(self.lines) > 4096:
+                    del self.lines[:2048]
+
+    def _read_err(self):
+        self.stderr = self.proc.stderr.read(4096)
+
+    def take(self):
+        with self.lock:
+            lines, self.lines = self.lines, []
+        return lines
+
+    def close(self):
+        try:
+            self.proc.kill()
+            self.proc.wait()
+        except Exception:
+            pass
+
+
+class SmiSource(object):
+    name = "nvidia-smi"
+
+    def __init__(self, exe, interval):
+        self.exe = exe
+        self.interval_ms = max(100, int(interval * 1000))
+        self.error = None
+        self.gpus = {}
+        self.apps = []
+        self.apps_at = 0.0
+        self.gpu_stream = SmiStream(exe, "--query-gpu=" + SMI_FIELDS, self.interval_ms)
+        self.app_stream = SmiStream(exe, "--query-compute-apps=" + SMI_APP_FIELDS, self.interval_ms)
+
+    def check_started(self, wait=2.0):
+        """Raise if nvidia-smi dies at once (no driver, no devices)."""
+        deadline = time.time() + wait
+        while time.time() < deadline:
+            if self.gpu_stream.lines:
+                return
+            code = self.gpu_stream.proc.poll()
+            if code is not None:
+                time.sleep(0.05)
+                msg = (self.gpu_stream.stderr or b"").decode("utf-8", "replace").strip()
+                out = " ".join(f for _, fs in self.gpu_stream.take() for f in fs)
+                raise RuntimeError("nvidia-smi exited %d: %s" % (code, (msg or out)[:300]))
+            time.sleep(0.02)
+
+    def sample(self):
+        for _, f in self.gpu_stream.take():
+            if len(f) < 10:
+                continue
+            try:
+                index = int(f[0])
+            except ValueError:
+                continue
+            self.gpus[index] = {
+                "index": index, "uuid": f[1], "name": f[2], "util_pct": _f(f[3]),
+                "mem_used_mib": _f(f[4]), "mem_total_mib": _f(f[5]), "temp_c": _f(f[6]),
+                "power_w": _f(f[7]), "power_limit_w": _f(f[8]), "sm_clock_mhz": _f(f[9]),
+            }
+        batch = self.app_stream.take()
+        if batch:
+            # Lines of one tick share a timestamp: keep the newest tick only.
+            newest = batch[-1][1][0]
+            self.apps = [fs for _, fs in batch if fs and fs[0] == newest and len(fs) >= 4]
+            self.apps_at = batch[-1][0]
+        elif time.time() - self.apps_at > 2.5 * self.interval_ms / 1000.0:
+            self.apps = []  # nvidia-smi prints nothing for a tick with no compute apps
+        if self.gpu_stream.proc.poll() is not None and not self.gpus:
+            raise RuntimeError("nvidia-smi stopped")
+        out = []
+        for index in sorted(self.gpus):
+            g = dict(self.gpus[index])
+            g["processes"] = []
+            for fs in self.apps:
+                if fs[1] == g["uuid"]:
+                    try:
+                        g["processes"].append({"pid": int(fs[2]), "mem_used_mib": _f(fs[3])})
+                    except ValueError:
+                        pass
+            out.append(g)
+        return out
+
+    def close(self):
+        self.gpu_stream.close()
+        self.app_stream.close()
+
+
+def load_shipped_module(name):
+    src = BUNDLE_MODULES.get(name)
+    if src is None:
+        return __import__(name)
+    mod = types.ModuleType(name)
+    sys.modules[name] = mod  # it looks itself up in sys.modules while loading
+    try:
+        exec(compile(src, "<gpuwatch %s>" % name, "exec"), mod.__dict__)
+    except Exception:
+        del sys.modules[name]
+        raise
+    return mod
+
+
+def open_gpu_source(prefer, interval):
+    """NVML, then nvidia-smi streaming, then none; say why each was passed over."""
+    reasons = []
+    if prefer in ("auto", "nvml"):
+        try:
+            nvml = load_shipped_module("pynvml")
+            source = NvmlSource(nvml)
+            if source.handles or prefer == "nvml":
+                return source
+            reasons.append("NVML: no devices")
+        except Exception as exc:
+            reasons.append("NVML: %s" % (str(exc) or type(exc).__name__))
+    if prefer in ("auto", "nvidia-smi"):
+        exe = shutil.which("nvidia-smi")
+        if exe is None:
+            reasons.append("nvidia-smi: not on PATH")
+        else:
+            try:
+                source = SmiSource(exe, interval)
+                source.check_started()
+                return source
+            except Exception as exc:
+                try:
+                    source.close()
+                except Exception:
+                    pass
+                msg = str(exc)
+                if "No devices were found" in msg:
+                    reasons.append("nvidia-smi: no devices")
+                else:
+                    reasons.append(msg)
+    return NoGpu("; ".join(reasons) or None)
+
+
+# ---------------------------------------------------------------- logs and dirs
+
+class Tail(object):
+    """Follows one file across rotation, truncation and delete-and-recreate."""
+
+    def __init__(self, key, path, backlog):
+        self.key = key
+        self.path = path
+        self.backlog = backlog
+        self.f = None
+        self.ino = None
+        self.offset = 0
+        self.first = True
+
+    def _open(self):
+        f = open(self.path, "rb")
+        st = os.fstat(f.fileno())
+        self.f, self.ino = f, (st.st_dev, st.st_ino)
+        return st
+
+    def poll(self):
+        chunk = {"key": self.key, "path": self.path, "data": "", "reset": False, "skipped": 0,
+                 "size": None, "mtime": None, "error": None}
+        data = b""
+        try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            chunk["error"] = exc.strerror or str(exc)
+            if self.f is not None:
+                data += self._drain()  # deleted: keep what the old file still had
+                self.f.close()
+                self.f = None
+            chunk["data"] = _b64(data)
+            return chunk
+        chunk["size"], chunk["mtime"] = st.st_size, st.st_mtime
+        if self.f is not None and (st.st_dev, st.st_ino) != self.ino:
+            data += self._drain()  # rotated: finish the old file first
+            self.f.close()
+            self.f = None
+            chunk["reset"] = True
+        if self.f is None:
+            try:
+                st = self._open()
+            except (OSError, IOError) as exc:
+                chunk["error"] = exc.strerror or str(exc)
+                chunk["data"] = _b64(data)
+                return chunk
+            start = max(0, st.st_size - self.backlog) if self.first else 0
+            if not self.first:
+                chunk["reset"] = True
+            self.first = False
+            self.offset = start
+        elif st.st_size < self.offset:
+            chunk["reset"] = True  # truncated
+            self.offset = 0
+        pending = st.st_size - self.offset
+        if pending > TAIL_CAP_BYTES:
+            chunk["skipped"] = pending - TAIL_CAP_BYTES
+            self.offset = st.st_size - TAIL_CAP_BYTES
+        self.f.seek(self.offset)
+        new = self.f.read(TAIL_CAP_BYTES)
+        self.offset += len(new)
+        chunk["data"] = _b64(data + new)
+        return chunk
+
+    def _drain(self):
+        try:
+            self.f.seek(self.offset)
+            return self.f.read(TAIL_CAP_BYTES)
+        except (OSError, IOError, ValueError):
+            return b""
+
+    def close(self):
+        if self.f is not None:
+            self.f.close()
+
+
+def _b64(data):
+    import base64
+    return base64.b64encode(data).decode("ascii") if data else ""
+
+
+def dir_stat(key, path):
+    out = {"key": key, "path": path, "exists": False, "files": 0, "total_bytes": 0,
+           "newest_mtime": None, "newest_name": None, "error": None}
+    try:
+        entries = list(os.scandir(path))[:DIR_ENTRY_CAP]
+    except OSError as exc:
+        out["error"] = exc.strerror or str(exc)
+        return out
+    out["exists"] = True
+    seen = 0
+    for entry in entries:
+        candidates = [entry]
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                # checkpoints are often folders (checkpoint-500/): look one level in
+                candidates = list(os.scandir(entry.path))[:200] or [entry]
+        except OSError:
+            pass
+        for item in candidates:
+            seen += 1
+            if seen > DIR_ENTRY_CAP:
+                break
+            try:
+                st = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if item.is_file(follow_symlinks=False):
+                out["files"] += 1
+                out["total_bytes"] += st.st_size
+            if out["newest_mtime"] is None or st.st_mtime > out["newest_mtime"]:
+                out["newest_mtime"] = st.st_mtime
+                out["newest_name"] = os.path.relpath(item.path, path)
+    return out
+
+
+# ---------------------------------------------------------------- the loop
+
+class Probe(object):
+    def __init__(self, options):
+        self.interval = float(options.get("interval", 1.0))
+        self.scan_interval = float(options.get("scan_interval", 2.0))
+        self.backlog = int(options.get("tail_backlog_bytes", 64 * 1024))
+        self.prefer = options.get("gpu_source", "auto")
+        self.lock = threading.Lock()
+        self.want_pids = set()
+        self.tails = {}
+        self.dirs = {}
+        self.matches = {}
+        self.cache = ProcCache()
+        self.children_of = {}
+        self.stats = {}
+        self.last_scan = 0.0
+        self.watched_keys = {}  # pid -> start of processes reported last frame
+        self.match_pids = {}
+        self.gpu = NoGpu()
+        # A client that vanished without closing our stdin (a blackholed link) is noticed by its
+        # missing pings: we then exit rather than linger on the host.
+        self.idle_exit = float(options.get("idle_exit_s", 0) or 0)
+        self.last_input = time.time()
+
+    # requests -------------------------------------------------------
+    def handle(self, req):
+        op = req.get("op")
+        if op == "want":
+            with self.lock:
+                self.want_pids = set(int(p) for p in req.get("pids", []))
+                tails = req.get("tails", {})
+                for key in list(self.tails):
+                    if key not in tails or tails[key] != self.tails[key].path:
+                        self.tails.pop(key).close()
+                for key, path in tails.items():
+                    if key not in self.tails:
+                        self.tails[key] = Tail(key, path, self.backlog)
+                self.dirs = dict(req.get("dirs", {}))
+                self.matches = {}
+                for key, spec in req.get("matches", {}).items():
+                    try:
+                        rx = re.compile(spec["regex"]) if spec.get("regex") else None
+                    except re.error:
+                        rx = None
+                    self.matches[key] = (rx, spec.get("pid_file"))
+                self.last_scan = 0.0  # scan at the next tick
+        elif op == "interval":
+            self.interval = max(0.1, float(req["seconds"]))
+        elif op == "ping":
+            emit({"type": "pong", "id": req.get("id"), "t": time.time()})
+
+    def read_requests(self):
+        stream = sys.stdin.buffer
+        while True:
+            line = stream.readline()
+            if not line:
+                shutdown(0)  # the client is gone: so are we
+            self.last_input = time.time()
+            try:
+                req = json.loads(line.decode("utf-8"))
+                if isinstance(req, dict):
+                    self.handle(req)
+            except Exception as exc:
+                emit({"type": "error", "error": "bad request: %s" % exc})
+
+    # sampling -------------------------------------------------------
+    def scan(self, now):
+        """Full /proc walk: parent links (for descendants) and cmdline matches."""
+        children_of = {}
+        stats = {}
+        with self.lock:
+            matches = dict(self.matches)
+        matched = dict((key, []) for key in matches)
+        for pid in all_pids():
+            s = read_stat(pid)
+            if s is None:
+                continue
+            stats[pid] = s
+            children_of.setdefault(s.ppid, []).append(pid)
+            for key, (rx, _) in matches.items():
+                if rx is None or pid == os.getpid():
+                    continue
+                cmd = " ".join(self.cache.static_facts(pid, s.start)["cmdline"])
+                if cmd and rx.search(cmd):
+                    matched[key].append(pid)
+        for key, (_, pid_file) in matches.items():
+            if pid_file:
+                try:
+                    pid = int(read_text(pid_file, 64).strip())
+                    if pid in stats:
+                        matched[key].append(pid)
+                except (OSError, IOError, ValueError):
+                    pass
+        self.children_of = children_of
+        self.stats = stats
+        self.match_pids = matched
+        self.last_scan = now
+        live = set((s.pid, s.start) for s in stats.values())
+        self.cache.forget_except(live)
+
+    def descendants(self, pid):
+        out = []
+        stack = list(self.children_of.get(pid, []))
+        while stack and len(out) < 512:
+            s = read_stat(stack.pop())
+            if s is None:
+                continue
+            out.append(s)
+            stack.extend(self.children_of.get(s.pid, []))
+        return out
+
+    def sample(self):
+        now = time.time()
+        frame = {"type": "sample", "t": now, "gpu_source": self.gpu.name, "gpu_error": self.gpu.error}
+        try:
+            gpus = self.gpu.sample()
+        except Exception as exc:
+            gpus = []
+            frame["gpu_error"] = "%s: %s" % (self.gpu.name, exc)
+        frame["gpus"] = gpus
+        with self.lock:
+            want = set(self.want_pids)
+            tails = list(self.tails.values())
+            dirs = dict(self.dirs)
+            need_scan = bool(self.matches)
+        gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
+        watched = gpu_pids | want
+        if (watched or need_scan) and now - self.last_scan >= self.scan_interval:
+            self.scan(now)
+        for pids in self.match_pids.values():
+            watched |= set(pids)
+        procs = []
+        current = {}
+        for pid in sorted(watched):
+            s = read_stat(pid)
+            if s is None:
+                continue
+            current[pid] = s.start
+            procs.append(proc_info(s, self.cache, self.descendants(pid)))
+        gone = []
+        for pid, start in self.watched_keys.items():
+            if current.get(pid) != start:
+                gone.append({"pid": pid, "start_time": start, "seen_gone_at": now})
+        self.watched_keys = current
+        frame["procs"] = procs
+        frame["gone"] = gone
+        frame["matches"] = self.match_pids
+        frame["tails"] = [t.poll() for t in tails]
+        frame["dirs"] = [dir_stat(k, p) for k, p in sorted(dirs.items())]
+        try:
+            frame["load1"] = os.getloadavg()[0]
+        except OSError:
+            pass
+        return frame
+
+    def exit_when_idle(self):
+        while True:
+            time.sleep(min(1.0, self.idle_exit / 4))
+            if time.time() - self.last_input > self.idle_exit:
+                shutdown(0)
+
+    def run(self):
+        self.gpu = open_gpu_source(self.prefer, self.interval)
+        emit({"type": "hello", "pid": os.getpid(), "python": sys.version.split()[0],
+              "hostname": os.uname()[1], "gpu_source": self.gpu.name,
+              "gpu_error": self.gpu.error, "cpu_count": os.cpu_count(), "boot_time": BOOT_TIME,
+              "clk_tck": CLK_TCK})
+        threading.Thread(target=self.read_requests, daemon=True).start()
+        if self.idle_exit > 0:
+            threading.Thread(target=self.exit_when_idle, daemon=True).start()
+        next_tick = time.time()
+        while True:
+            emit(self.sample())
+            next_tick += self.interval
+            delay = next_tick - time.time()
+            if delay < 0:
+                next_tick = time.time()  # fell behind (suspended?): don't burst
+                delay = 0
+            time.sleep(delay)
+
+
+def main():
+    # A terminal hangup or a closed pipe ends us quietly; SIGTERM too.
+    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
+        try:
+            signal.signal(sig, lambda *_: shutdown(0))
+        except (OSError, ValueError):
+            pass
+    options = BUNDLE.get("options", {})
+    try:
+        Probe(options).run()
+    except KeyboardInterrupt:
+        shutdown(0)
+    except Exception as exc:
+        emit({"type": "fatal", "error": "%s: %s" % (type(exc).__name__, exc)})
+        shutdown(3)
+
+
+try:
+    BUNDLE  # noqa: B018 - set by the bootstrap when shipped
+except NameError:
+    BUNDLE = {"modules": {}, "options": {}}
+BUNDLE_MODULES = BUNDLE.get("modules", {})
+
+if __name__ in ("__main__", "__gpuwatch_probe__"):
+    main()

@@ -1,0 +1,65 @@
+"""Packs the probe for shipping over a channel, and the one-line bootstrap that unpacks it.
+
+The remote side runs only the bootstrap given on the command line; the probe itself (and the
+nvidia-ml-py module when it is installed here) arrives on stdin, so nothing is installed on
+the host and nothing from the config is ever part of the program text.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import zlib
+from functools import lru_cache
+from importlib import resources
+
+# Reads "<length>\n" then that many bytes of zlib'd JSON from stdin, then runs the probe with
+# the same stdin left for requests.
+BOOTSTRAP = (
+    "import sys,zlib,json;"
+    "n=int(sys.stdin.buffer.readline());"
+    "b=json.loads(zlib.decompress(sys.stdin.buffer.read(n)));"
+    "exec(compile(b['probe'],'<gpuwatch-probe>','exec'),"
+    "{'__name__':'__gpuwatch_probe__','BUNDLE':b})"
+)
+
+
+@lru_cache(maxsize=1)
+def probe_source() -> str:
+    return resources.files("gpuwatch_tui.probe").joinpath("agent.py").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def shipped_modules() -> dict[str, str]:
+    """nvidia-ml-py's pynvml is a single stdlib-only file: ship it so hosts need nothing."""
+    try:
+        import pynvml  # noqa: PLC0415 - optional
+    except ImportError:
+        return {}
+    path = getattr(pynvml, "__file__", None)
+    if not path or not path.endswith(".py"):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return {"pynvml": f.read()}
+
+
+def build_payload(options: dict) -> bytes:
+    body = json.dumps(
+        {"probe": probe_source(), "modules": shipped_modules(), "options": options}
+    ).encode()
+    packed = zlib.compress(body, 6)
+    return str(len(packed)).encode() + b"\n" + packed
+
+
+def remote_command(python: str, prefix: list[str], env: dict[str, str]) -> str:
+    """The shell command line that starts the probe; every word is quoted."""
+    words = list(prefix)
+    if env:
+        words.append("env")
+        words.extend(f"{k}={v}" for k, v in env.items())
+    words += [python, "-c", BOOTSTRAP]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def local_argv(python: str, env_prefix: list[str] | None = None) -> list[str]:
+    return list(env_prefix or []) + [python, "-c", BOOTSTRAP]

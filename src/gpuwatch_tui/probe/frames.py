@@ -1,0 +1,102 @@
+"""Probe frames (JSON dicts) -> the typed model. Tolerant of fields a newer probe adds."""
+
+from __future__ import annotations
+
+import base64
+
+from ..model import (
+    ChildProc,
+    DirStat,
+    ExitInfo,
+    FdTarget,
+    GpuProcess,
+    GpuSample,
+    HostSample,
+    ProcInfo,
+    TailChunk,
+)
+
+PROTOCOL_VERSION = 1
+
+
+def _fd(raw: dict | None) -> FdTarget | None:
+    if not raw:
+        return None
+    return FdTarget(raw.get("path", ""), raw.get("kind", "unknown"), bool(raw.get("append")), raw.get("size"))
+
+
+def parse_gpu(raw: dict) -> GpuSample:
+    return GpuSample(
+        index=int(raw["index"]),
+        uuid=str(raw.get("uuid", "")),
+        name=str(raw.get("name", "")),
+        util_pct=raw.get("util_pct"),
+        mem_used_mib=raw.get("mem_used_mib"),
+        mem_total_mib=raw.get("mem_total_mib"),
+        temp_c=raw.get("temp_c"),
+        power_w=raw.get("power_w"),
+        power_limit_w=raw.get("power_limit_w"),
+        sm_clock_mhz=raw.get("sm_clock_mhz"),
+        processes=tuple(GpuProcess(int(p["pid"]), p.get("mem_used_mib")) for p in raw.get("processes", [])),
+    )
+
+
+def parse_proc(raw: dict) -> ProcInfo:
+    return ProcInfo(
+        pid=int(raw["pid"]),
+        ppid=int(raw.get("ppid", 0)),
+        start_time=float(raw.get("start_time", 0.0)),
+        name=str(raw.get("name", "")),
+        cmdline=tuple(raw.get("cmdline", ())),
+        cwd=raw.get("cwd"),
+        state=str(raw.get("state", "")),
+        cpu_s=float(raw.get("cpu_s", 0.0)),
+        cpu_children_s=float(raw.get("cpu_children_s", 0.0)),
+        rss_bytes=int(raw.get("rss_bytes", 0)),
+        threads=int(raw.get("threads", 0)),
+        sid=int(raw.get("sid", 0)),
+        pgid=int(raw.get("pgid", 0)),
+        children=tuple(
+            ChildProc(int(c["pid"]), str(c.get("name", "")), tuple(c.get("cmdline", ())),
+                      str(c.get("state", "")), float(c.get("cpu_s", 0.0)))
+            for c in raw.get("children", [])
+        ),
+        stdout=_fd(raw.get("stdout")),
+        stderr=_fd(raw.get("stderr")),
+        unbuffered=bool(raw.get("unbuffered")),
+        unbuffered_reason=str(raw.get("unbuffered_reason", "")),
+        is_python=bool(raw.get("is_python")),
+        env_readable=bool(raw.get("env_readable", True)),
+    )
+
+
+def parse_sample(frame: dict) -> HostSample:
+    procs = {}
+    for raw in frame.get("procs", []):
+        info = parse_proc(raw)
+        procs[info.pid] = info
+    return HostSample(
+        time=float(frame.get("t", 0.0)),
+        gpu_source=str(frame.get("gpu_source", "none")),
+        gpus=[parse_gpu(g) for g in frame.get("gpus", [])],
+        procs=procs,
+        gone=[ExitInfo(int(g["pid"]), float(g.get("start_time", 0)), float(g.get("seen_gone_at", 0)))
+              for g in frame.get("gone", [])],
+        tails=[
+            TailChunk(
+                key=str(t["key"]), path=str(t.get("path", "")),
+                data=base64.b64decode(t.get("data") or ""), reset=bool(t.get("reset")),
+                skipped=int(t.get("skipped", 0)), size=t.get("size"), mtime=t.get("mtime"),
+                error=t.get("error"),
+            )
+            for t in frame.get("tails", [])
+        ],
+        dirs=[
+            DirStat(str(d["key"]), str(d.get("path", "")), bool(d.get("exists")), int(d.get("files", 0)),
+                    int(d.get("total_bytes", 0)), d.get("newest_mtime"), d.get("newest_name"), d.get("error"))
+            for d in frame.get("dirs", [])
+        ],
+        gpu_error=frame.get("gpu_error"),
+        load1=frame.get("load1"),
+        matches={str(k): [int(p) for p in v] for k, v in (frame.get("matches") or {}).items()},
+    )

@@ -1,0 +1,64 @@
+"""The readable table that `gpuwatch status` prints, from the same snapshot as --json."""
+
+from __future__ import annotations
+
+
+def _fmt(value, unit: str = "", digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}f}{unit}"
+
+
+def _age(seconds) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s"
+    return f"{seconds // 3600:.0f}h{(seconds % 3600) // 60:02.0f}m"
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+
+
+def render_status(snapshot: dict) -> str:
+    lines: list[str] = []
+    hosts = [["HOST", "STATE", "AGE", "GPU SOURCE", "DETAIL"]]
+    for h in snapshot["hosts"]:
+        detail = h.get("error") or h.get("gpu_error") or ""
+        hosts.append([h["name"], h["state"], _age(h["last_sample_age_s"]), h["gpu_source"] or "-", detail[:100]])
+    lines += _table(hosts)
+    for h in snapshot["hosts"]:
+        if h.get("hint"):
+            lines.append(f"  {h['name']}: {h['hint']}")
+    gpus = [["HOST", "GPU", "NAME", "UTIL", "MEM USED/TOTAL", "TEMP", "POWER/LIMIT", "SM CLK", "PIDS"]]
+    for h in snapshot["hosts"]:
+        for g in h["gpus"]:
+            gpus.append([
+                h["name"], str(g["index"]), g["name"], _fmt(g["util_pct"], "%"),
+                f"{_fmt(g['mem_used_mib'])}/{_fmt(g['mem_total_mib'])} MiB", _fmt(g["temp_c"], "C"),
+                f"{_fmt(g['power_w'])}/{_fmt(g['power_limit_w'])} W", _fmt(g["sm_clock_mhz"], " MHz"),
+                ",".join(str(p["pid"]) for p in g["processes"]) or "-",
+            ])
+    if len(gpus) > 1:
+        lines.append("")
+        lines += _table(gpus)
+    jobs = snapshot.get("jobs") or []
+    if jobs:
+        rows = [["HOST", "JOB", "PIDS", "PHASE", "SINCE", "PROGRESS", "EVIDENCE"]]
+        for j in jobs:
+            prog = j.get("progress") or {}
+            step = f"{prog.get('step')}/{prog.get('total')}" if prog.get("step") is not None else "-"
+            phase = j["phase"] + (f" ({j['detail']})" if j.get("detail") else "")
+            since = _age(snapshot["time"] - j["since"]) if j.get("since") else "-"
+            rows.append([j["host"], j["name"], ",".join(map(str, j.get("pids", []))), phase, since, step,
+                         "; ".join(j.get("evidence", []))[:120]])
+        lines.append("")
+        lines += _table(rows)
+        for j in jobs:
+            if j.get("advice"):
+                lines.append(f"  {j['host']}/{j['name']}: {j['advice']}")
+    return "\n".join(lines)

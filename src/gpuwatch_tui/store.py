@@ -1,0 +1,143 @@
+"""Per-host and per-GPU state with bounded history, and the JSON snapshot built from it.
+
+The store is fed by host sessions (one call per probe frame or state change) and read by the
+headless verbs and the dashboard. It does no I/O and holds no locks: everything runs on one
+asyncio loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from .model import GpuSample, HostSample, ProcInfo
+
+SNAPSHOT_VERSION = 1
+
+
+@dataclass
+class GpuRecord:
+    """One GPU's latest sample plus a ring buffer of its history."""
+
+    latest: GpuSample
+    util_history: deque[float]
+    mem_history: deque[float]  # percent of total
+    power_history: deque[float]
+
+    def push(self, sample: GpuSample) -> None:
+        self.latest = sample
+        self.util_history.append(sample.util_pct if sample.util_pct is not None else 0.0)
+        if sample.mem_used_mib is not None and sample.mem_total_mib:
+            self.mem_history.append(100.0 * sample.mem_used_mib / sample.mem_total_mib)
+        else:
+            self.mem_history.append(0.0)
+        self.power_history.append(sample.power_w or 0.0)
+
+
+@dataclass
+class HostRecord:
+    name: str
+    state: str = "connecting"
+    error: str | None = None
+    gpu_source: str | None = None
+    gpu_error: str | None = None
+    last_sample_time: float | None = None
+    reconnects: int = 0
+    gpus: dict[int, GpuRecord] = field(default_factory=dict)
+    procs: dict[int, ProcInfo] = field(default_factory=dict)
+    # Facts about the failure that a person can act on (fingerprint, command to trust a key).
+    hint: str | None = None
+    probe_version: int | None = None
+
+    def sample_age(self, now: float) -> float | None:
+        if self.last_sample_time is None:
+            return None
+        return max(0.0, now - self.last_sample_time)
+
+
+class Store:
+    """All hosts, in config order."""
+
+    def __init__(self, host_names: list[str], history: int) -> None:
+        self.history = history
+        self.hosts: dict[str, HostRecord] = {name: HostRecord(name) for name in host_names}
+        self.generation = 0  # bumped on every change; lets readers skip redundant work
+
+    def set_state(self, host: str, state: str, error: str | None = None, hint: str | None = None) -> None:
+        rec = self.hosts[host]
+        if state == "reconnecting" and rec.state != "reconnecting":
+            rec.reconnects += 1
+        rec.state = state
+        rec.error = error
+        rec.hint = hint
+        self.generation += 1
+
+    def apply_sample(self, host: str, sample: HostSample) -> None:
+        rec = self.hosts[host]
+        rec.gpu_source = sample.gpu_source
+        rec.gpu_error = sample.gpu_error
+        rec.last_sample_time = sample.time
+        seen = set()
+        for gpu in sample.gpus:
+            seen.add(gpu.index)
+            record = rec.gpus.get(gpu.index)
+            if record is None or record.latest.uuid != gpu.uuid:
+                record = GpuRecord(
+                    gpu,
+                    deque(maxlen=self.history),
+                    deque(maxlen=self.history),
+                    deque(maxlen=self.history),
+                )
+                rec.gpus[gpu.index] = record
+            record.push(gpu)
+        for index in [i for i in rec.gpus if i not in seen]:
+            del rec.gpus[index]
+        rec.procs = sample.procs
+        self.generation += 1
+
+    def host_json(self, rec: HostRecord, now: float) -> dict:
+        age = rec.sample_age(now)
+        return {
+            "name": rec.name,
+            "state": rec.state,
+            "error": rec.error,
+            "gpu_source": rec.gpu_source,
+            "last_sample_age_s": None if age is None else round(age, 3),
+            "gpus": [gpu_json(r.latest) for _, r in sorted(rec.gpus.items())],
+            "hint": rec.hint,
+            "gpu_error": rec.gpu_error,
+            "reconnects": rec.reconnects,
+        }
+
+    def snapshot(self, now: float | None = None, jobs: list[dict] | None = None) -> dict:
+        now = time.time() if now is None else now
+        return {
+            "version": SNAPSHOT_VERSION,
+            "time": round(now, 3),
+            "hosts": [self.host_json(rec, now) for rec in self.hosts.values()],
+            "jobs": jobs or [],
+        }
+
+
+def _num(value: float | None, digits: int = 1) -> float | int | None:
+    if value is None:
+        return None
+    rounded = round(float(value), digits)
+    return int(rounded) if rounded.is_integer() else rounded
+
+
+def gpu_json(gpu: GpuSample) -> dict:
+    return {
+        "index": gpu.index,
+        "uuid": gpu.uuid,
+        "name": gpu.name,
+        "util_pct": _num(gpu.util_pct),
+        "mem_used_mib": _num(gpu.mem_used_mib),
+        "mem_total_mib": _num(gpu.mem_total_mib),
+        "temp_c": _num(gpu.temp_c),
+        "power_w": _num(gpu.power_w),
+        "power_limit_w": _num(gpu.power_limit_w),
+        "sm_clock_mhz": _num(gpu.sm_clock_mhz),
+        "processes": [{"pid": p.pid, "mem_used_mib": _num(p.mem_used_mib)} for p in gpu.processes],
+    }

@@ -1,0 +1,165 @@
+"""A running probe and the byte stream to it: the same interface over SSH or a local pipe."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+import asyncssh
+
+from ..config import HostConfig
+from ..probe.bundle import BOOTSTRAP, build_payload, remote_command
+
+FRAME_LIMIT = 32 * 1024 * 1024  # a frame carries at most a few capped log chunks
+
+
+class ProbeExited(Exception):
+    """The probe process ended; carries its exit status and the end of its stderr."""
+
+    def __init__(self, status: int | None, stderr: str) -> None:
+        self.status = status
+        self.stderr = stderr.strip()
+        words = f"probe exited with status {status}" if status is not None else "probe channel closed"
+        if self.stderr:
+            words += f": {self.stderr.splitlines()[-1][:300]}"
+        super().__init__(words)
+
+
+class ProbeLink:
+    """Base: send requests, receive frames, close. Subclasses wire the streams."""
+
+    reader: Any
+    writer: Any
+
+    def __init__(self) -> None:
+        self._stderr = bytearray()
+
+    async def send(self, request: dict) -> None:
+        data = (json.dumps(request, separators=(",", ":")) + "\n").encode()
+        self.writer.write(data)
+        await self._drain()
+
+    async def _drain(self) -> None:
+        drain = getattr(self.writer, "drain", None)
+        if drain is not None:
+            await drain()
+
+    async def next_frame(self) -> dict:
+        while True:
+            line = await self.reader.readline()
+            if not line:
+                raise ProbeExited(await self.exit_status(), self.stderr_text())
+            try:
+                frame = json.loads(line)
+            except ValueError:
+                self._stderr += b"unparsable probe output: " + line[:200]
+                continue
+            if isinstance(frame, dict):
+                return frame
+
+    async def _collect_stderr(self, stream: Any) -> None:
+        try:
+            while True:
+                chunk = await stream.read(4096)
+                if not chunk:
+                    return
+                self._stderr += chunk
+                del self._stderr[:-8192]
+        except Exception:
+            return
+
+    def stderr_text(self) -> str:
+        return bytes(self._stderr).decode("utf-8", "replace")
+
+    async def exit_status(self) -> int | None:
+        return None
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+
+class LocalProbeLink(ProbeLink):
+    """The probe as a child process of gpuwatch: the local machine is a host too."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        super().__init__()
+        self.proc = proc
+        self.reader = proc.stdout
+        self.writer = proc.stdin
+        self._err_task = asyncio.ensure_future(self._collect_stderr(proc.stderr))
+
+    @classmethod
+    async def start(cls, host: HostConfig, options: dict) -> "LocalProbeLink":
+        python = sys.executable if host.python == "python3" else host.python
+        env = dict(os.environ)
+        env.update(dict(host.env))
+        proc = await asyncio.create_subprocess_exec(
+            *host.prefix, python, "-c", BOOTSTRAP,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=env, limit=FRAME_LIMIT,
+        )
+        link = cls(proc)
+        link.writer.write(build_payload(options))
+        await link._drain()
+        return link
+
+    async def exit_status(self) -> int | None:
+        try:
+            return await asyncio.wait_for(self.proc.wait(), 2)
+        except asyncio.TimeoutError:
+            return None
+
+    async def close(self) -> None:
+        if self.proc.returncode is None:
+            try:
+                self.proc.stdin.close()  # the probe exits when its stdin closes
+            except Exception:
+                pass
+            try:
+                await asyncio.wait_for(self.proc.wait(), 3)
+            except asyncio.TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+        self._err_task.cancel()
+
+
+class SshProbeLink(ProbeLink):
+    """The probe on a remote host, on one session channel of a shared SSH connection."""
+
+    def __init__(self, process: asyncssh.SSHClientProcess) -> None:
+        super().__init__()
+        self.process = process
+        self.reader = process.stdout
+        self.writer = process.stdin
+        self._err_task = asyncio.ensure_future(self._collect_stderr(process.stderr))
+
+    @classmethod
+    async def start(cls, conn: asyncssh.SSHClientConnection, host: HostConfig, options: dict) -> "SshProbeLink":
+        command = remote_command(host.python, list(host.prefix), dict(host.env))
+        # No PTY: a user's RequestTTY must not turn our byte stream into a terminal.
+        process = await conn.create_process(command, encoding=None, request_pty=False)
+        link = cls(process)
+        link.writer.write(build_payload(options))
+        await link._drain()
+        return link
+
+    async def exit_status(self) -> int | None:
+        try:
+            await asyncio.wait_for(self.process.wait_closed(), 2)
+        except (asyncio.TimeoutError, Exception):
+            return None
+        return self.process.exit_status
+
+    async def close(self) -> None:
+        try:
+            self.process.stdin.write_eof()  # the probe exits when its stdin closes
+        except Exception:
+            pass
+        try:
+            await asyncio.wait_for(self.process.wait_closed(), 3)
+        except Exception:
+            self.process.close()
+        self._err_task.cancel()

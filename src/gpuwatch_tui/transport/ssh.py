@@ -1,0 +1,167 @@
+"""SSH connections through asyncssh: ~/.ssh/config, agent and known_hosts honoured, host keys
+always verified, failures turned into a host state with words a person can act on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from dataclasses import dataclass
+
+import asyncssh
+
+from ..config import HostConfig, Settings, split_ssh_target
+
+
+@dataclass
+class ConnectFailure(Exception):
+    """Why a host could not be reached, as a host state plus words."""
+
+    state: str  # unreachable, auth-failed, host-key-unknown, host-key-changed
+    reason: str
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def _expand(path: str) -> str:
+    return os.path.expanduser(os.path.expandvars(path))
+
+
+class SshConnector:
+    """Opens SSH connections, capping how many connect at once and sharing jump hosts."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._slots = asyncio.Semaphore(settings.max_concurrent_connects)
+        self._jumps: dict[str, asyncssh.SSHClientConnection] = {}
+        self._jump_locks: dict[str, asyncio.Lock] = {}
+
+    # -- options -------------------------------------------------------------------
+    def config_files(self) -> list[str]:
+        return [p for p in (_expand(c) for c in self.settings.ssh_config) if os.path.exists(p)]
+
+    def known_hosts_path(self) -> str:
+        return _expand(self.settings.known_hosts)
+
+    def known_hosts(self) -> asyncssh.SSHKnownHosts:
+        path = self.known_hosts_path()
+        if os.path.exists(path):
+            return asyncssh.read_known_hosts(path)
+        return asyncssh.import_known_hosts("")  # no file: nothing is trusted
+
+    def _options(self, target: str, port: int | None, user: str | None, identity: str | None) -> dict:
+        opts: dict = {
+            "host": target,
+            "config": self.config_files(),
+            "known_hosts": self.known_hosts(),
+            "connect_timeout": self.settings.connect_timeout,
+            "login_timeout": self.settings.connect_timeout,
+            "keepalive_interval": self.settings.keepalive_interval,
+            "keepalive_count_max": self.settings.keepalive_count_max,
+        }
+        if port is not None:
+            opts["port"] = port
+        if user is not None:
+            opts["username"] = user
+        if identity is not None:
+            opts["client_keys"] = [_expand(identity)]
+        return opts
+
+    # -- connecting ----------------------------------------------------------------
+    async def connect(self, host: HostConfig) -> asyncssh.SSHClientConnection:
+        assert host.ssh is not None
+        target = host.host or host.ssh
+        opts = self._options(target, host.port, host.user, host.identity_file)
+        if host.jump:
+            opts["tunnel"] = await self._jump(host.jump)
+        async with self._slots:
+            return await self._open(opts, host.name)
+
+    async def _jump(self, jump: str) -> asyncssh.SSHClientConnection:
+        """One shared connection per jump host; reopened when it has died."""
+        lock = self._jump_locks.setdefault(jump, asyncio.Lock())
+        async with lock:
+            conn = self._jumps.get(jump)
+            if conn is not None and not conn.is_closed():
+                return conn
+            user, target, port = split_ssh_target(jump)
+            opts = self._options(target, port, user, None)
+            try:
+                async with self._slots:
+                    conn = await self._open(opts, f"jump host {jump}")
+            except ConnectFailure as failure:
+                raise ConnectFailure(failure.state, f"jump host {jump}: {failure.reason}", failure.hint) from None
+            self._jumps[jump] = conn
+            return conn
+
+    async def _open(self, opts: dict, label: str) -> asyncssh.SSHClientConnection:
+        try:
+            return await asyncssh.connect(**opts)
+        except asyncssh.HostKeyNotVerifiable as exc:
+            raise await self._host_key_failure(opts, exc) from None
+        except asyncssh.PermissionDenied as exc:
+            raise ConnectFailure("auth-failed", f"authentication refused: {exc.reason or 'no key accepted'}") from None
+        except asyncssh.DisconnectError as exc:
+            raise ConnectFailure("unreachable", f"disconnected: {exc.reason}") from None
+        except (asyncio.TimeoutError, TimeoutError):
+            raise ConnectFailure("unreachable", f"timed out after {self.settings.connect_timeout:g}s") from None
+        except socket.gaierror as exc:
+            raise ConnectFailure("unreachable", f"name not resolved: {exc.strerror}") from None
+        except ConnectionRefusedError:
+            raise ConnectFailure("unreachable", "connection refused") from None
+        except OSError as exc:
+            raise ConnectFailure("unreachable", exc.strerror or str(exc)) from None
+        except asyncssh.Error as exc:
+            raise ConnectFailure("unreachable", str(exc)) from None
+        except ValueError as exc:  # e.g. unreadable identity file, bad config value
+            raise ConnectFailure("auth-failed", str(exc)) from None
+
+    async def _host_key_failure(self, opts: dict, exc: Exception) -> ConnectFailure:
+        """Unknown or changed? Fetch the offered key (no login, no data) to say which and show it."""
+        options = asyncssh.SSHClientConnectionOptions(
+            host=opts["host"], port=opts.get("port", ()), config=opts["config"],
+            known_hosts=opts["known_hosts"],
+        )
+        host, port = options.host, options.port
+        fingerprint = key_type = None
+        try:
+            key = await asyncssh.get_server_host_key(
+                host, port, tunnel=opts.get("tunnel", ()), config=opts["config"],
+            )
+            if key is not None:
+                fingerprint, key_type = key.get_fingerprint("sha256"), key.get_algorithm()
+        except Exception:
+            pass
+        known = self.known_hosts()
+        try:
+            addr = socket.gethostbyname(host)
+        except OSError:
+            addr = host
+        trusted, *_ = known.match(host, addr, port if port != 22 else None)
+        where = host if port == 22 else f"[{host}]:{port}"
+        path = self.known_hosts_path()
+        offered = f"{key_type} {fingerprint}" if fingerprint else "(could not read the offered key)"
+        keyscan = f"ssh-keyscan -p {port} {host} >> {path}"
+        if trusted:
+            return ConnectFailure(
+                "host-key-changed",
+                f"HOST KEY CHANGED for {where}: offered {offered} does not match {path}",
+                f"if the change is expected, verify the fingerprint, then: ssh-keygen -R '{where}' -f {path} && {keyscan}",
+            )
+        return ConnectFailure(
+            "host-key-unknown",
+            f"unknown host key for {where}: {offered}",
+            f"verify the fingerprint, then trust it: {keyscan}",
+        )
+
+    async def close(self) -> None:
+        for conn in self._jumps.values():
+            conn.close()
+        for conn in self._jumps.values():
+            try:
+                await asyncio.wait_for(conn.wait_closed(), 3)
+            except Exception:
+                pass
+        self._jumps.clear()

@@ -1,0 +1,1 @@
+"""The Textual dashboard: the only package in gpuwatch that imports textual."""

@@ -1,0 +1,58 @@
+"""`?`: every key binding, gathered from the classes that declare them (so the list cannot drift)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+def binding_rows(app) -> list[tuple[str, str, str]]:
+    """(where, key, what) for every binding gpuwatch declares."""
+    from ..widgets.gpu_grid import GpuGrid
+    from ..widgets.jobs_table import JobsTable
+    from ..widgets.log_view import LogView
+    from .dashboard import DashboardScreen
+    from .job_screen import JobScreen
+
+    places = (
+        ("everywhere", type(app)), ("dashboard", DashboardScreen), ("GPU grid", GpuGrid),
+        ("jobs table", JobsTable), ("job pane", JobScreen), ("job log", LogView), ("help", HelpScreen),
+    )
+    rows = []
+    for where, cls in places:
+        for binding in cls.BINDINGS:
+            if not isinstance(binding, Binding):
+                binding = Binding(*binding)
+            for key in binding.key.split(","):
+                display = binding.key_display or app.get_key_display(Binding(key.strip(), binding.action))
+                rows.append((where, display, binding.description or binding.action))
+    rows.append(("everywhere", app.get_key_display(Binding(app.COMMAND_PALETTE_BINDING, "command_palette")),
+                 "Command palette"))
+    rows.append(("everywhere", "mouse", "click selects, double-click opens, wheel scrolls, click a header sorts"))
+    return rows
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [
+        Binding("escape", "dismiss", "Close"),
+        Binding("question_mark", "dismiss", "Close", key_display="?"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, expand=False, show_header=True, header_style="bold", pad_edge=False)
+        table.add_column("where")
+        table.add_column("key", style="bold")
+        table.add_column("does")
+        for where, key, what in binding_rows(self.app):
+            table.add_row(where, key, what)
+        with VerticalScroll(id="help-box"):
+            yield Static(Text("gpuwatch keys", style="bold"), id="help-title")
+            yield Static(table, id="help-table")
+
+    def action_dismiss(self) -> None:
+        self.app.pop_screen()

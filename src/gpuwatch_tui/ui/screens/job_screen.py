@@ -1,0 +1,139 @@
+"""The job pane: verdict with evidence and advice, phase history, following log tail, processes,
+output directory."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from ..palette import Palette
+from ..widgets.log_view import LogView
+from ..widgets.outdir_line import OutdirLine
+from ..widgets.phase_history import PhaseHistory
+from ..widgets.process_table import ProcessTable
+from ..widgets.verdict_panel import VerdictPanel
+
+
+class NewLinesMark(Static):
+    """"+N new lines": shown while the log is paused; clicking it resumes following."""
+
+    def on_click(self) -> None:
+        self.screen.query_one(LogView).action_follow()
+
+
+class JobScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("slash", "search", "Search log", key_display="/"),
+        Binding("tab", "focus_next", "Next pane", show=False),
+    ]
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.job: dict | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="job-title")
+        yield VerdictPanel(id="verdict")
+        yield PhaseHistory(id="phase-history")
+        with Vertical(id="log-box"):
+            yield LogView(id="log")
+            yield NewLinesMark(id="new-lines")
+        yield Input(placeholder="search the log (enter: find, n/N: next/previous, esc: close)", id="log-search")
+        yield ProcessTable(id="procs")
+        yield OutdirLine(id="outdir")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#log-search", Input).display = False
+        self.query_one("#new-lines").display = False
+        self.query_one(LogView).focus()
+        self.refresh_from_source()
+
+    def refresh_from_source(self) -> None:
+        if not self.is_mounted:
+            return
+        source = self.app.source
+        now = source.now()
+        job = next((j for j in source.jobs() if j["id"] == self.job_id), None)
+        if job is None:
+            if self.job is None:
+                self.query_one("#job-title", Static).update(f"job {self.job_id} is gone")
+            return  # keep showing the last known state of a job that went away
+        self.job = job
+        title = Text()
+        title.append(job.get("name") or self.job_id, "bold")
+        title.append(f" on {job.get('host')}")
+        if job.get("gpus"):
+            title.append(f" · GPUs {','.join(str(i) for i in job['gpus'])}")
+        if job.get("pids"):
+            title.append(f" · pid {','.join(str(p) for p in job['pids'])}")
+        if job.get("log"):
+            title.append(f" · {job['log']}")
+        if source.paused:
+            title.append("  PAUSED", "bold reverse")
+        self.query_one("#job-title", Static).update(title)
+        self.query_one(VerdictPanel).show(job, now)
+        self.query_one(PhaseHistory).show(tuple(job.get("history") or ()), now)
+        log = self.query_one(LogView)
+        total = source.job_log_total(self.job_id)
+        if log.wants_lines:
+            log.set_lines(source.job_log(self.job_id), total)
+        else:
+            log.set_total(total)
+        self.query_one(ProcessTable).show(source.job_procs(self.job_id), now)
+        self.query_one(OutdirLine).show(source.job_outdir(self.job_id), now)
+
+    def theme_changed(self, palette: Palette) -> None:
+        for widget in (self.query_one(VerdictPanel), self.query_one(PhaseHistory),
+                       self.query_one(OutdirLine), self.query_one(LogView)):
+            widget.theme_changed(palette)
+
+    @property
+    def selected_job_id(self) -> str:
+        return self.job_id
+
+    # -- follow mark -----------------------------------------------------------------------
+
+    def on_log_view_follow_changed(self, event: LogView.FollowChanged) -> None:
+        mark = self.query_one("#new-lines", NewLinesMark)
+        if event.follow:
+            mark.display = False
+            self.refresh_from_source()  # catch up at once
+        else:
+            mark.display = True
+            count = event.new_lines
+            mark.update(f"paused · +{count} new line{'s' if count != 1 else ''} · f / end / click: follow")
+
+    # -- search ----------------------------------------------------------------------------
+
+    def action_search(self) -> None:
+        box = self.query_one("#log-search", Input)
+        box.display = True
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "log-search":
+            return
+        log = self.query_one(LogView)
+        term = event.value.strip()
+        if not term:
+            log.clear_search()
+        else:
+            count = log.search(term)
+            self.notify(f"{count} match{'es' if count != 1 else ''} for {term!r}", timeout=2)
+        log.focus()
+
+    def action_back(self) -> None:
+        box = self.query_one("#log-search", Input)
+        if box.display:
+            box.display = False
+            box.value = ""
+            self.query_one(LogView).focus()
+            return
+        self.app.pop_screen()

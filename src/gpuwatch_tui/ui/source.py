@@ -1,0 +1,56 @@
+"""What the dashboard reads: a small protocol the live core and recorded fixtures both implement."""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, runtime_checkable
+
+from ..model import DirStat, ProcInfo
+from ..store import Store
+
+
+@runtime_checkable
+class DashboardSource(Protocol):
+    """The dashboard's only view of the world.
+
+    Everything is read on the app's asyncio loop; the UI never mutates the source except `paused`.
+    """
+
+    store: Store
+    """Live object, mutated by the core between updates."""
+
+    paused: bool
+    """Set by the UI (`p`): the UI stops redrawing; the core keeps sampling."""
+
+    def now(self) -> float:
+        """Unix seconds used for ages in the UI (a fixed value in recorded sources)."""
+        ...
+
+    def jobs(self) -> list[dict]:
+        """Each job as in `gpuwatch status --json`, plus an "id" string:
+        {"id", "name", "host", "pids", "gpus", "phase", "detail", "since", "confidence",
+         "evidence": [str], "advice", "log", "exit_code",
+         "progress": {"step", "total", "rate", "unit", "loss", "epoch", "eta_s"},
+         "history": [{"phase", "since"}]}  (since: unix seconds; gpus: indices on that host)."""
+        ...
+
+    def job_log(self, job_id: str) -> list[str]:
+        """Already-sanitised log lines, newest last, bounded."""
+        ...
+
+    def job_log_total(self, job_id: str) -> int:
+        """Lines ever seen for this job's log (so the UI can count "+N new")."""
+        ...
+
+    def job_procs(self, job_id: str) -> list[ProcInfo]: ...
+
+    def job_outdir(self, job_id: str) -> DirStat | None: ...
+
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        """Call `callback()` on the same asyncio loop after each change."""
+        ...
+
+    async def run(self) -> None:
+        """Start sampling; returns when stopped."""
+        ...
+
+    async def stop(self) -> None: ...

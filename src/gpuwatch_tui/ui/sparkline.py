@@ -1,0 +1,31 @@
+"""Sparklines as block characters in Rich Text: one character per sample, coloured by level."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from rich.style import Style
+from rich.text import Text
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def sparkline(
+    values: Iterable[float],
+    width: int,
+    style_for: Callable[[float], Style],
+    empty_style: Style | None = None,
+    top: float = 100.0,
+) -> Text:
+    """The newest `width` samples, right-aligned; missing history is drawn as dim dots."""
+    samples = list(values)[-width:] if width > 0 else []
+    text = Text()
+    if len(samples) < width:
+        text.append("·" * (width - len(samples)), empty_style)
+    steps = len(BLOCKS) - 1
+    for value in samples:
+        fraction = 0.0 if top <= 0 else max(0.0, min(1.0, value / top))
+        # Anything above zero shows at least the lowest block, so "tiny" differs from "none".
+        level = 0 if value <= 0 else max(1, round(fraction * steps))
+        text.append(BLOCKS[level], style_for(value))
+    return text

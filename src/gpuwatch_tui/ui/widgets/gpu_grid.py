@@ -1,0 +1,323 @@
+"""The GPU grid: one block per host, one line per GPU (two GPUs per line on wide terminals).
+
+Drawn with the Line API: only the lines on screen are rendered, so the cost follows the
+terminal's height, not the fleet's size (128 hosts x 8 GPUs is 1,000+ lines, no widgets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.events import Click
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ...store import GpuRecord, HostRecord, Store
+from .. import formatting, levels
+from ..palette import Palette
+from ..sparkline import sparkline
+
+MIB_PER_GIB = 1024.0
+# Fixed columns of one GPU cell: index, util %, memory used/total, temperature, power, spacing.
+CELL_FIXED = 3 + 5 + 9 + 5 + 6 + 2
+JOB_MIN = 12
+TWO_COLUMNS_FROM = 160  # terminal width at which two GPUs share a line
+COLUMN_GAP = 3
+
+STATE_LABELS = {
+    "connected": "connected",
+    "connecting": "connecting",
+    "stale": "stale",
+    "reconnecting": "reconnecting",
+    "unreachable": "unreachable",
+    "auth-failed": "auth failed",
+    "host-key-unknown": "host key unknown",
+    "host-key-changed": "HOST KEY CHANGED",
+    "probe-failed": "probe failed",
+}
+
+
+def state_label(host: HostRecord) -> str:
+    label = STATE_LABELS.get(host.state, host.state)
+    if host.state == "reconnecting" and host.reconnects:
+        label = f"{label} {host.reconnects}"
+    return label
+
+
+@dataclass(frozen=True)
+class Row:
+    kind: str  # "host", "gpus", "note"
+    host: str
+    gpus: tuple[int, ...] = ()
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class JobRef:
+    id: str
+    name: str
+    phase: str
+
+
+class GpuGrid(ScrollView, can_focus=True):
+    """GPU grid grouped by host, with a row cursor (enter opens the job that owns the GPU)."""
+
+    BINDINGS = [
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "cursor_home", "First", show=False),
+        Binding("end", "cursor_end", "Last", show=False),
+        Binding("enter", "open", "Open job", show=False),
+    ]
+
+    class OpenJob(Message):
+        def __init__(self, job_id: str) -> None:
+            super().__init__()
+            self.job_id = job_id
+
+    def __init__(self, history: int = 60, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.history = history
+        self._store: Store | None = None
+        self._jobs: dict[tuple[str, int], JobRef] = {}
+        self._now = 0.0
+        self._host_filter: set[str] | None = None
+        self._rows: list[Row] = []
+        self._layout_key: tuple = ()
+        self.cursor = 0
+        self._palette: Palette | None = None
+
+    # -- data in ---------------------------------------------------------------------------
+
+    def show(self, store: Store, jobs: list[dict], now: float, host_filter: set[str] | None) -> None:
+        """Take new data; rebuild the row index only if hosts or GPU counts changed."""
+        self._store = store
+        self._now = now
+        self._host_filter = host_filter
+        self._jobs = {}
+        for job in jobs:
+            for index in job.get("gpus") or ():
+                self._jobs[(job["host"], index)] = JobRef(job["id"], job["name"], job.get("phase") or "unknown")
+        self._relayout()
+        self.refresh()
+
+    def theme_changed(self, palette: Palette) -> None:
+        self._palette = palette
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._relayout(force=True)
+
+    @property
+    def columns(self) -> int:
+        return 2 if self.size.width >= TWO_COLUMNS_FROM else 1
+
+    def _relayout(self, force: bool = False) -> None:
+        store = self._store
+        if store is None:
+            return
+        hosts = [h for h in store.hosts.values() if self._host_filter is None or h.name in self._host_filter]
+        key = (self.columns, tuple((h.name, len(h.gpus), bool(h.hint)) for h in hosts))
+        if key == self._layout_key and not force:
+            return
+        self._layout_key = key
+        columns = self.columns
+        rows: list[Row] = []
+        for host in hosts:
+            rows.append(Row("host", host.name))
+            if host.hint:
+                rows.append(Row("note", host.name, text=host.hint))
+            indices = sorted(host.gpus)
+            for start in range(0, len(indices), columns):
+                rows.append(Row("gpus", host.name, tuple(indices[start : start + columns])))
+        self._rows = rows
+        self.cursor = min(self.cursor, max(0, len(rows) - 1))
+        self.virtual_size = Size(self.size.width, len(rows))
+
+    # -- drawing ---------------------------------------------------------------------------
+
+    @property
+    def palette(self) -> Palette:
+        if self._palette is None:
+            self._palette = Palette(self.app.theme_variables)
+        return self._palette
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        index = self.scroll_offset.y + y
+        base = self.rich_style
+        if index >= len(self._rows) or self._store is None:
+            return Strip.blank(width, base)
+        row = self._rows[index]
+        host = self._store.hosts.get(row.host)
+        if host is None:
+            return Strip.blank(width, base)
+        if row.kind == "host":
+            text = self._host_line(host)
+        elif row.kind == "note":
+            text = Text("   " + row.text, self.palette.style("muted"))
+        else:
+            text = self._gpu_line(host, row.gpus, width)
+        text.truncate(width, overflow="ellipsis")
+        style = base
+        if index == self.cursor and self.has_focus:
+            style = base + self.get_component_rich_style("gpu-grid--cursor")
+        segments = [Segment(seg.text, style + seg.style if seg.style else style) for seg in text.render(self.app.console)]
+        return Strip(segments).extend_cell_length(width, style).crop(0, width)
+
+    def _host_line(self, host: HostRecord) -> Text:
+        p = self.palette
+        level = levels.host_level(host.state)
+        text = Text()
+        text.append("▌", p.style(level))
+        text.append(host.name, Style(bold=True))
+        text.append("  ")
+        text.append(state_label(host), p.style(level, bold=level != "host-ok"))
+        muted = p.style("muted")
+        if host.gpu_source:
+            text.append(f" · {host.gpu_source}", muted)
+        age = host.sample_age(self._now)
+        if age is not None:
+            text.append(f" · {formatting.age(age)} ago", muted)
+        if host.gpus:
+            total_w = sum(r.latest.power_w or 0 for r in host.gpus.values())
+            text.append(f" · {len(host.gpus)} GPU{'s' if len(host.gpus) != 1 else ''} · {total_w / 1000:.1f} kW", muted)
+        elif host.state == "connected" and host.gpu_source == "none":
+            text.append(" · no GPU", muted)
+        if host.error:
+            text.append("  ")
+            text.append(host.error, p.style(level))
+        if host.gpu_error:
+            text.append(f"  GPU: {host.gpu_error}", p.style("host-warn"))
+        return text
+
+    def _cell_width(self, width: int) -> int:
+        columns = self.columns
+        return (width - COLUMN_GAP * (columns - 1)) // columns
+
+    def _gpu_line(self, host: HostRecord, indices: tuple[int, ...], width: int) -> Text:
+        cell_width = self._cell_width(width)
+        text = Text()
+        for n, index in enumerate(indices):
+            record = host.gpus.get(index)
+            if record is None:
+                continue
+            if n:
+                text.append(" " * COLUMN_GAP)
+            cell = self._gpu_cell(host, index, record, cell_width)
+            cell.truncate(cell_width, overflow="ellipsis", pad=True)
+            text.append_text(cell)
+        return text
+
+    def spark_width(self, cell_width: int) -> int:
+        return max(4, min(self.history, (cell_width - CELL_FIXED - JOB_MIN) // 2))
+
+    def _gpu_cell(self, host: HostRecord, index: int, record: GpuRecord, cell_width: int) -> Text:
+        p = self.palette
+        g = record.latest
+        stale = host.state != "connected"
+        spark = self.spark_width(cell_width)
+        empty = p.style("muted", dim=True)
+        text = Text()
+        text.append(f"{index:>2} ", p.style("muted"))
+        text.append_text(sparkline(record.util_history, spark, lambda v: p.style(levels.util_level(v)), empty))
+        util = "  - " if g.util_pct is None else f"{g.util_pct:>3.0f}%"
+        text.append(f" {util} ", p.style(levels.util_level(g.util_pct), bold=True))
+        text.append_text(sparkline(record.mem_history, spark, lambda v: p.style(levels.mem_level(v)), empty))
+        if g.mem_used_mib is not None and g.mem_total_mib:
+            mem_pct = 100.0 * g.mem_used_mib / g.mem_total_mib
+            mem = f"{g.mem_used_mib / MIB_PER_GIB:.0f}/{g.mem_total_mib / MIB_PER_GIB:.0f}G"
+        else:
+            mem_pct, mem = None, "-"
+        text.append(f" {mem:>8}", p.style(levels.mem_level(mem_pct)))
+        temp = "  -" if g.temp_c is None else f"{g.temp_c:>3.0f}°"
+        text.append(f" {temp}", p.style(levels.temp_level(g.temp_c)))
+        if g.power_w is None:
+            text.append("     -", p.style("muted"))
+        else:
+            load = 100.0 * g.power_w / g.power_limit_w if g.power_limit_w else None
+            text.append(f" {g.power_w:>4.0f}W", p.style(levels.util_level(load)))
+        job = self._jobs.get((host.name, index))
+        text.append(" ")
+        if job is not None:
+            text.append(job.name, p.style(levels.phase_variable(job.phase), bold=True))
+        elif g.processes:
+            text.append(f"{len(g.processes)} proc", p.style("muted"))
+        else:
+            text.append("-", p.style("muted"))
+        if stale:
+            text.stylize(Style(dim=True))
+        return text
+
+    # -- cursor and mouse -----------------------------------------------------------------
+
+    def job_at(self, row_index: int, x: int | None = None) -> str | None:
+        if not 0 <= row_index < len(self._rows):
+            return None
+        row = self._rows[row_index]
+        if row.kind != "gpus" or not row.gpus:
+            return None
+        column = 0
+        if x is not None and len(row.gpus) > 1:
+            column = min(len(row.gpus) - 1, x // (self._cell_width(self.size.width) + COLUMN_GAP))
+        ref = self._jobs.get((row.host, row.gpus[column]))
+        if ref is None:  # the other GPU on the line may belong to a job
+            refs = [self._jobs.get((row.host, i)) for i in row.gpus]
+            ref = next((r for r in refs if r is not None), None)
+        return None if ref is None else ref.id
+
+    def _move_cursor(self, row: int) -> None:
+        self.cursor = max(0, min(len(self._rows) - 1, row))
+        self.scroll_to_region(Region(0, self.cursor, 1, 1), animate=False, immediate=True)
+        self.refresh()
+
+    def action_cursor_up(self) -> None:
+        self._move_cursor(self.cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self._move_cursor(self.cursor + 1)
+
+    def action_page_up(self) -> None:
+        self._move_cursor(self.cursor - max(1, self.size.height - 1))
+
+    def action_page_down(self) -> None:
+        self._move_cursor(self.cursor + max(1, self.size.height - 1))
+
+    def action_cursor_home(self) -> None:
+        self._move_cursor(0)
+
+    def action_cursor_end(self) -> None:
+        self._move_cursor(len(self._rows) - 1)
+
+    def action_open(self) -> None:
+        job_id = self.job_at(self.cursor)
+        if job_id is None:
+            self.notify("No job on this line", severity="information", timeout=2)
+        else:
+            self.post_message(self.OpenJob(job_id))
+
+    def on_click(self, event: Click) -> None:
+        row = self.scroll_offset.y + event.y
+        if 0 <= row < len(self._rows):
+            self.cursor = row
+            self.refresh()
+            if event.chain >= 2:
+                job_id = self.job_at(row, event.x)
+                if job_id is not None:
+                    self.post_message(self.OpenJob(job_id))
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    COMPONENT_CLASSES = {"gpu-grid--cursor"}

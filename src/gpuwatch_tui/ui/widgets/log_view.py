@@ -1,0 +1,159 @@
+"""A log tail that follows new lines, pauses when scrolled up, and can be searched.
+
+Line API: only visible lines are drawn. While paused the lines on screen are frozen (the source's
+buffer may rotate under a fast writer); only the count of lines arrived since is kept.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ..palette import Palette
+
+
+class LogView(ScrollView, can_focus=True):
+    BINDINGS = [
+        Binding("n", "next_match", "Next match", show=False),
+        Binding("N", "previous_match", "Previous match", show=False),
+        Binding("f", "follow", "Follow", show=True),
+    ]
+
+    follow: reactive[bool] = reactive(True)
+    new_lines: reactive[int] = reactive(0)
+
+    class FollowChanged(Message):
+        def __init__(self, follow: bool, new_lines: int) -> None:
+            super().__init__()
+            self.follow = follow
+            self.new_lines = new_lines
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[str] = []
+        self._total_shown = 0  # the source's line total when `lines` was taken
+        self._longest = 0
+        self.search_term = ""
+        self.matches: list[int] = []
+        self.match_index = -1
+        self._palette: Palette | None = None
+
+    @property
+    def palette(self) -> Palette:
+        if self._palette is None:
+            self._palette = Palette(self.app.theme_variables)
+        return self._palette
+
+    def theme_changed(self, palette: Palette) -> None:
+        self._palette = palette
+        self.refresh()
+
+    # -- data in ---------------------------------------------------------------------------
+
+    @property
+    def wants_lines(self) -> bool:
+        """Whether the next update should re-read the lines (only when following)."""
+        return self.follow
+
+    def set_lines(self, lines: list[str], total: int) -> None:
+        """New lines while following; replaces the view and sticks to the bottom."""
+        self.lines = lines
+        self._total_shown = total
+        self._longest = max((len(line) for line in lines), default=0)
+        self.new_lines = 0
+        if self.search_term:
+            self._find_matches()
+        self.virtual_size = Size(max(self._longest, self.size.width), len(lines))
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def set_total(self, total: int) -> None:
+        """While paused only the count of new lines changes."""
+        self.new_lines = max(0, total - self._total_shown)
+
+    # -- follow ----------------------------------------------------------------------------
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        at_bottom = new >= self.max_scroll_y
+        if new < old and not at_bottom:
+            self.follow = False
+        elif at_bottom and not self.follow and not self.search_term:
+            self.follow = True
+
+    def watch_follow(self, follow: bool) -> None:
+        self.post_message(self.FollowChanged(follow, self.new_lines))
+
+    def watch_new_lines(self, count: int) -> None:
+        self.post_message(self.FollowChanged(self.follow, count))
+
+    def action_follow(self) -> None:
+        self.clear_search()
+        self.follow = True
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def pause(self) -> None:
+        self.follow = False
+
+    # -- search ----------------------------------------------------------------------------
+
+    def search(self, term: str) -> int:
+        """Highlight `term`, pause following and jump to the newest match. Returns the match count."""
+        self.search_term = term
+        self.follow = False
+        self._find_matches()
+        self.match_index = len(self.matches) - 1
+        self._show_match()
+        self.refresh()
+        return len(self.matches)
+
+    def clear_search(self) -> None:
+        self.search_term = ""
+        self.matches = []
+        self.match_index = -1
+        self.refresh()
+
+    def _find_matches(self) -> None:
+        term = self.search_term.lower()
+        self.matches = [i for i, line in enumerate(self.lines) if term in line.lower()] if term else []
+
+    def _show_match(self) -> None:
+        if 0 <= self.match_index < len(self.matches):
+            line = self.matches[self.match_index]
+            self.scroll_to_region(Region(0, line, 1, 1), animate=False, immediate=True, center=True)
+
+    def action_next_match(self) -> None:
+        if self.matches:
+            self.match_index = (self.match_index + 1) % len(self.matches)
+            self._show_match()
+
+    def action_previous_match(self) -> None:
+        if self.matches:
+            self.match_index = (self.match_index - 1) % len(self.matches)
+            self._show_match()
+
+    # -- drawing ---------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        base = self.rich_style
+        if index >= len(self.lines):
+            return Strip.blank(width, base)
+        line = self.lines[index]
+        if self.search_term and self.search_term.lower() in line.lower():
+            text = Text(line)
+            text.highlight_words([self.search_term], self.palette.style("log-match", bold=True) + Style(reverse=True), case_sensitive=False)
+            segments = [Segment(s.text, base + s.style if s.style else base) for s in text.render(self.app.console)]
+            strip = Strip(segments)
+        else:
+            strip = Strip([Segment(line, base)])
+        return strip.crop_extend(scroll_x, scroll_x + width, base)

@@ -1,0 +1,35 @@
+"""A Static whose text is built from data with theme colours, rebuilt when the theme changes."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ..palette import Palette
+
+
+class ThemedStatic(Static):
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self._palette: Palette | None = None
+        self._args: tuple = ()
+
+    @property
+    def palette(self) -> Palette:
+        if self._palette is None:
+            self._palette = Palette(self.app.theme_variables)
+        return self._palette
+
+    def theme_changed(self, palette: Palette) -> None:
+        self._palette = palette
+        if self._args:
+            self.update(self.build(*self._args))
+
+    def show(self, *args) -> None:
+        if args == self._args:
+            return  # unchanged data: no repaint
+        self._args = args
+        self.update(self.build(*args))
+
+    def build(self, *args) -> Text:  # pragma: no cover - abstract
+        raise NotImplementedError
