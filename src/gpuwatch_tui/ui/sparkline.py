@@ -25,7 +25,7 @@ def sparkline(
     steps = len(BLOCKS) - 1
     for value in samples:
         fraction = 0.0 if top <= 0 else max(0.0, min(1.0, value / top))
-        # Anything above zero shows at least the lowest block, so "tiny" differs from "none".
-        level = 0 if value <= 0 else max(1, round(fraction * steps))
+        level = max(1, round(fraction * steps))
+        # Zero still draws the lowest block (in its level's colour): "measured 0" differs from "no data".
         text.append(BLOCKS[level], style_for(value))
     return text

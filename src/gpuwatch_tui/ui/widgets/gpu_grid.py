@@ -26,7 +26,7 @@ from ..sparkline import sparkline
 MIB_PER_GIB = 1024.0
 # Fixed columns of one GPU cell: index, util %, memory used/total, temperature, power, spacing.
 CELL_FIXED = 3 + 5 + 9 + 5 + 6 + 2
-JOB_MIN = 12
+JOB_MIN = 16
 TWO_COLUMNS_FROM = 160  # terminal width at which two GPUs share a line
 COLUMN_GAP = 3
 

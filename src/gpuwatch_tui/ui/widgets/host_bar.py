@@ -45,8 +45,9 @@ class HostBar(Widget):
         level = levels.host_level(host.state)
         text = Text()
         text.append("●" if level == "host-ok" else "○" if level == "host-warn" else "✗", p.style(level))
-        text.append(f" {host.name} ")
-        text.append(state_label(host), p.style(level))
+        # Non-breaking spaces keep one host's facts together when the bar wraps.
+        text.append(f"\u00a0{host.name}\u00a0")
+        text.append(state_label(host).replace(" ", "\u00a0"), p.style(level))
         details = []
         age = host.sample_age(self._now)
         if age is not None:
@@ -54,7 +55,7 @@ class HostBar(Widget):
         if host.gpu_source:
             details.append(host.gpu_source)
         if details:
-            text.append(" " + " ".join(details), p.style("muted"))
+            text.append("\u00a0" + "\u00a0".join(details), p.style("muted"))
         return text
 
     def render(self) -> Text:

@@ -54,7 +54,10 @@ SORT_KEYS: dict[str, Callable[[dict], Any]] = {
 
 
 class JobsTable(DataTable):
-    BINDINGS = [Binding("s", "cycle_sort", "Sort", show=True)]
+    BINDINGS = [
+        Binding("enter", "select_cursor", "Open"),
+        Binding("s", "cycle_sort", "Sort", show=False),
+    ]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False)

@@ -71,7 +71,8 @@ class LogView(ScrollView, can_focus=True):
         if self.search_term:
             self._find_matches()
         self.virtual_size = Size(max(self._longest, self.size.width), len(lines))
-        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        # Deferred: after the next layout the new virtual size is known.
+        self.scroll_end(animate=False, x_axis=False)
         self.refresh()
 
     def set_total(self, total: int) -> None:
@@ -97,7 +98,7 @@ class LogView(ScrollView, can_focus=True):
     def action_follow(self) -> None:
         self.clear_search()
         self.follow = True
-        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.scroll_end(animate=False, x_axis=False)
 
     def pause(self) -> None:
         self.follow = False

@@ -1,0 +1,135 @@
+"""The gpuwatch dashboard app: wires a DashboardSource to the screens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import App
+from textual.binding import Binding
+
+from .commands import GpuwatchCommands
+from .levels import FALLBACK_VARIABLES
+from .messages import SourceChanged
+from .palette import Palette
+from .screens.dashboard import DashboardScreen
+from .screens.help_screen import HelpScreen
+from .screens.job_screen import JobScreen
+from .source import DashboardSource
+from .theme_files import DEFAULT_THEME, load_themes
+
+ACTION_NAMES = {"kill": "kill", "restart": "restart with -u", "dump": "py-spy dump"}
+
+
+class GpuwatchApp(App):
+    CSS_PATH = "gpuwatch.tcss"
+    TITLE = "gpuwatch"
+    COMMANDS = App.COMMANDS | {GpuwatchCommands}
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("p", "toggle_pause", "Pause"),
+        Binding("t", "next_theme", "Theme"),
+        # Shown in help and the palette; the footer keeps to what fits in 80 columns.
+        Binding("k", "job_action('kill')", "Kill", show=False),
+        Binding("u", "job_action('restart')", "Restart with -u", show=False),
+        Binding("d", "job_action('dump')", "py-spy dump", show=False),
+    ]
+
+    def __init__(
+        self,
+        source: DashboardSource,
+        theme: str = DEFAULT_THEME,
+        themes_dir: Path | None = None,
+        readonly: bool = False,
+        history: int = 60,
+    ) -> None:
+        loaded = load_themes(themes_dir)
+        # Needed by get_theme_variable_defaults(), which App.__init__ already calls.
+        self._theme_defaults = dict(FALLBACK_VARIABLES)
+        if DEFAULT_THEME in loaded.themes:
+            self._theme_defaults.update(loaded.themes[DEFAULT_THEME].variables)
+        super().__init__()
+        self.source = source
+        self.readonly = readonly
+        self.history = history
+        self.theme_problems = list(loaded.problems)
+        for t in loaded.themes.values():
+            self.register_theme(t)
+        self.theme_names = list(loaded.themes)
+        if theme not in self.available_themes:
+            self.theme_problems.append(f"theme {theme!r} not found; using {DEFAULT_THEME}")
+            theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+        self.theme = theme
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return self._theme_defaults
+
+    def get_default_screen(self) -> DashboardScreen:
+        return DashboardScreen(self.history)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        for problem in self.theme_problems:  # each reported once, at start
+            self.notify(problem, title="theme", severity="error", timeout=10)
+        self.source.subscribe(self._source_changed)
+        self.run_worker(self.source.run(), exclusive=True, group="source", name="source")
+        self.theme_changed_signal.subscribe(self, self._on_theme_changed)
+
+    def _source_changed(self) -> None:
+        # Called by the core on this loop; the message coalesces if the UI is behind.
+        self.post_message(SourceChanged())
+
+    def on_source_changed(self, message: SourceChanged) -> None:
+        if self.source.paused:
+            return
+        refresh = getattr(self.screen, "refresh_from_source", None)
+        if refresh is not None:
+            refresh()
+
+    def _on_theme_changed(self, _theme) -> None:
+        palette = Palette(self.theme_variables)
+        for screen in self.screen_stack:
+            changed = getattr(screen, "theme_changed", None)
+            if changed is not None and screen.is_mounted:
+                changed(palette)
+
+    async def action_quit(self) -> None:
+        await self.source.stop()
+        self.exit(0)
+
+    # -- keys ------------------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_toggle_pause(self) -> None:
+        self.source.paused = not self.source.paused
+        if self.source.paused:
+            self.notify("Display paused; sampling continues. p resumes.", timeout=3)
+        refresh = getattr(self.screen, "refresh_from_source", None)
+        if refresh is not None:
+            # One redraw so the PAUSED mark shows (or, on resume, the newest data at once).
+            refresh()
+
+    def action_next_theme(self) -> None:
+        names = self.theme_names or [self.theme]
+        index = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(index + 1) % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=1.5)
+
+    def action_job_action(self, action: str) -> None:
+        name = ACTION_NAMES.get(action, action)
+        job_id = getattr(self.screen, "selected_job_id", None)
+        job = next((j for j in self.source.jobs() if j["id"] == job_id), None) if job_id else None
+        target = f" ({job['name']} on {job['host']})" if job else ""
+        if self.readonly:
+            self.notify(f"{name}: disabled in read-only mode{target}", severity="warning", timeout=3)
+        else:
+            self.notify(f"{name}: not available yet{target}", severity="warning", timeout=3)
+
+    def open_job(self, job_id: str) -> None:
+        if isinstance(self.screen, JobScreen) and self.screen.job_id == job_id:
+            return
+        self.push_screen(JobScreen(job_id))

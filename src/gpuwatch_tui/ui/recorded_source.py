@@ -1,0 +1,139 @@
+"""A DashboardSource read from a JSON recording: for tests, snapshots, screenshots and demos.
+
+It feeds the recorded samples through the real Store, so the UI sees exactly what the core would
+build. Time is frozen at the recording's `now` unless `advance()` moves it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from pathlib import Path
+from typing import Callable
+
+from ..model import ChildProc, DirStat, FdTarget, GpuProcess, GpuSample, HostSample, ProcInfo
+from ..store import Store
+
+LOG_LIMIT = 10_000  # lines kept per job, like the live core's bound
+
+
+def _fd(data: dict | None) -> FdTarget | None:
+    return None if data is None else FdTarget(**data)
+
+
+def proc_from_dict(d: dict) -> ProcInfo:
+    return ProcInfo(
+        pid=d["pid"], ppid=d["ppid"], start_time=d["start_time"], name=d["name"],
+        cmdline=tuple(d.get("cmdline", ())), cwd=d.get("cwd"), state=d.get("state", ""),
+        cpu_s=d.get("cpu_s", 0.0), cpu_children_s=d.get("cpu_children_s", 0.0),
+        rss_bytes=d.get("rss_bytes", 0), threads=d.get("threads", 1), sid=d.get("sid", 0),
+        pgid=d.get("pgid", 0),
+        children=tuple(ChildProc(c["pid"], c["name"], tuple(c.get("cmdline", ())), c.get("state", ""),
+                                 c.get("cpu_s", 0.0)) for c in d.get("children", ())),
+        stdout=_fd(d.get("stdout")), stderr=_fd(d.get("stderr")),
+        unbuffered=d.get("unbuffered", False), unbuffered_reason=d.get("unbuffered_reason", ""),
+        is_python=d.get("is_python", True),
+    )
+
+
+def _gpu_sample(gpu: dict, values: list[float]) -> GpuSample:
+    util, mem, temp, power, clock = values
+    return GpuSample(
+        index=gpu["index"], uuid=gpu["uuid"], name=gpu.get("name", "GPU"), util_pct=util,
+        mem_used_mib=mem, mem_total_mib=gpu.get("mem_total_mib"), temp_c=temp, power_w=power,
+        power_limit_w=gpu.get("power_limit_w"), sm_clock_mhz=clock,
+        processes=tuple(GpuProcess(p["pid"], p.get("mem_used_mib")) for p in gpu.get("processes", ())),
+    )
+
+
+class RecordedSource:
+    """Implements DashboardSource from a fixture file (see tests/ui/data/fleet.json)."""
+
+    def __init__(self, path: Path | str, history: int = 60, now: float | None = None) -> None:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        self._now = float(now if now is not None else data["now"])
+        self.paused = False
+        self._callbacks: list[Callable[[], None]] = []
+        self._stopped = asyncio.Event()  # binds to a loop only when awaited
+        self.store = Store([h["name"] for h in data["hosts"]], history)
+        self._hosts = data["hosts"]
+        self._replay(self._now)
+        self._jobs: list[dict] = data.get("jobs", [])
+        self._logs: dict[str, deque[str]] = {}
+        self._log_totals: dict[str, int] = {}
+        for job_id, log in data.get("logs", {}).items():
+            self._logs[job_id] = deque(log.get("lines", ()), maxlen=LOG_LIMIT)
+            self._log_totals[job_id] = int(log.get("total", len(log.get("lines", ()))))
+        self._procs = {k: [proc_from_dict(p) for p in v] for k, v in data.get("procs", {}).items()}
+        self._outdirs = {k: DirStat(**v) for k, v in data.get("outdirs", {}).items()}
+
+    def _replay(self, now: float) -> None:
+        for host in self._hosts:
+            name = host["name"]
+            gpus = host.get("gpus", [])
+            if gpus:
+                n = max(len(g["samples"]) for g in gpus)
+                last = now - host.get("sample_age_s", 0.0)
+                for i in range(n):
+                    samples = [_gpu_sample(g, g["samples"][min(i, len(g["samples"]) - 1)]) for g in gpus]
+                    self.store.apply_sample(name, HostSample(last - (n - 1 - i), host.get("gpu_source", "nvml"),
+                                                             samples, {}))
+            self.store.set_state(name, host.get("state", "connected"), host.get("error"), host.get("hint"))
+            self.store.hosts[name].reconnects = host.get("reconnects", 0)
+
+    # -- DashboardSource -------------------------------------------------------------------
+
+    def now(self) -> float:
+        return self._now
+
+    def jobs(self) -> list[dict]:
+        return self._jobs
+
+    def job_log(self, job_id: str) -> list[str]:
+        return list(self._logs.get(job_id, ()))
+
+    def job_log_total(self, job_id: str) -> int:
+        return self._log_totals.get(job_id, 0)
+
+    def job_procs(self, job_id: str) -> list[ProcInfo]:
+        return self._procs.get(job_id, [])
+
+    def job_outdir(self, job_id: str) -> DirStat | None:
+        return self._outdirs.get(job_id)
+
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        self._callbacks.append(callback)
+
+    async def run(self) -> None:
+        await self._stopped.wait()
+
+    async def stop(self) -> None:
+        self._stopped.set()
+
+    # -- for tests: make things happen -----------------------------------------------------
+
+    def notify(self) -> None:
+        for callback in self._callbacks:
+            callback()
+
+    def append_log(self, job_id: str, lines: list[str]) -> None:
+        self._logs.setdefault(job_id, deque(maxlen=LOG_LIMIT)).extend(lines)
+        self._log_totals[job_id] = self._log_totals.get(job_id, 0) + len(lines)
+        self.notify()
+
+    def advance(self, seconds: float = 1.0) -> None:
+        """Move the clock and repeat every GPU's last sample (as a steady fleet would)."""
+        self._now += seconds
+        for name, host in self.store.hosts.items():
+            if host.gpus and host.state == "connected":
+                samples = [r.latest for _, r in sorted(host.gpus.items())]
+                self.store.apply_sample(name, HostSample(self._now, host.gpu_source or "nvml", samples, host.procs))
+        self.notify()
+
+    def set_job(self, job_id: str, **changes) -> None:
+        for job in self._jobs:
+            if job["id"] == job_id:
+                job.update(changes)
+        self.notify()
+
