@@ -38,7 +38,7 @@ import psutil
 from . import procs as _procs
 from .fake_nvidia_smi import install_fake_nvidia_smi
 from .fake_smi_scenario import update_scenario, write_scenario
-from .net import check_loopback, free_port
+from .net import check_loopback, free_port, loopback_address
 
 SSHD_PATH = "/usr/sbin/sshd"
 DEFAULT_PATH_TAIL = ("/usr/local/bin", "/usr/bin", "/bin")
@@ -181,6 +181,7 @@ class SshdHost:
         path_dirs: Sequence[str] | None = None,
         extra_config: Sequence[str] = (),
         login_grace_time: int = 60,
+        isolated_home: bool = True,
     ):
         self.address = check_loopback(address)
         self.name = name or f"host{address.rsplit('.', 1)[1]}"
@@ -195,6 +196,12 @@ class SshdHost:
         self.authorized_keys_path = self.dir / "authorized_keys"
         self.host_key_path = self.dir / "ssh_host_ed25519_key"
         self.scenario_path = self.dir / "fake-smi.json"
+        # Sessions get HOME=<host dir>/home: each test host has its own ~ (like a separate
+        # machine), and the real ~/.bashrc (which bash sources for ssh commands and which may
+        # rewrite PATH) stays out of the way.  Pass isolated_home=False to keep the real HOME.
+        self.home = self.dir / "home"
+        self.home.mkdir(exist_ok=True)
+        self.isolated_home = isolated_home
         self.max_sessions = max_sessions
         self.extra_config = list(extra_config)
         self.login_grace_time = login_grace_time
@@ -262,6 +269,8 @@ class SshdHost:
             "GPUWATCH_FAKE_SMI": str(self.scenario_path),
             MARKER_ENV: self.marker,
         }
+        if self.isolated_home:
+            env["HOME"] = str(self.home)
         env.update(self._extra_env)
         return env
 
@@ -774,18 +783,24 @@ class SshEnv:
         env.pop("SSH_AUTH_SOCK", None)
         return env
 
-    def connect_kwargs(self, host: SshdHost, **overrides) -> dict:
-        kw = host.connect_kwargs(self.known_hosts, client_keys=[str(self.identity_file)])
+    def connect_kwargs(self, target: SshdHost, /, *, via=None, **overrides) -> dict:
+        """asyncssh.connect() keyword arguments for *target* (explicit host/port/user/key,
+        this env's known_hosts, config=None).  via: an object with .host/.port (a TcpRelay)
+        to connect through instead; its address must be in known_hosts (relay_factory adds it)."""
+        kw = target.connect_kwargs(self.known_hosts, client_keys=[str(self.identity_file)])
+        if via is not None:
+            kw.update(host=via.host, port=via.port)
         kw.update(overrides)
         return kw
 
-    async def connect(self, host: "SshdHost | str", **overrides):
-        """asyncssh.connect() to an SshdHost (explicit params) or to an alias (through
-        this env's ssh config)."""
+    async def connect(self, target: "SshdHost | str", /, *, via=None, **overrides):
+        """asyncssh.connect() to an SshdHost (explicit params, optionally through relay *via*)
+        or to an alias (through this env's ssh config)."""
         import asyncssh
 
-        if isinstance(host, SshdHost):
-            return await asyncssh.connect(**self.connect_kwargs(host, **overrides))
+        if isinstance(target, SshdHost):
+            return await asyncssh.connect(**self.connect_kwargs(target, via=via, **overrides))
+        host = target
         kw = dict(
             config=[str(self.ssh_config)],
             known_hosts=str(self.known_hosts),
@@ -793,3 +808,58 @@ class SshEnv:
         )
         kw.update(overrides)
         return await asyncssh.connect(host, **kw)
+
+
+# --------------------------------------------------------------------------- factory
+
+
+class SshdFactory:
+    """Creates SshdHost objects on 127.0.0.2, .3, ... with distinct ports.
+
+    ``factory(n=1, **host_kwargs) -> list[SshdHost]`` (started) and
+    ``factory.create(name=None, start=True, **host_kwargs) -> SshdHost``.
+    host_kwargs: max_sessions, env, fake_nvidia_smi, scenario, path_dirs, extra_config, port.
+    Set ``check_leaks = False`` to turn the teardown leak check off for one test.
+    """
+
+    def __init__(self, base: Path, client_keys: ClientKeys):
+        self.base = Path(base)
+        self.client_keys = client_keys
+        self.hosts: list[SshdHost] = []
+        self.env = SshEnv(self.base / "home", client_keys)
+        self.check_leaks = True
+        self.leak_grace = 5.0
+
+    def __call__(self, n: int = 1, **kw) -> list[SshdHost]:
+        return [self.create(**kw) for _ in range(n)]
+
+    def create(self, *, name: str | None = None, start: bool = True, **kw) -> SshdHost:
+        octet = 2 + len(self.hosts)
+        address = loopback_address(octet)
+        name = name or f"host{octet}"
+        host = SshdHost(self.base / name, address, self.client_keys, name=name, **kw)
+        self.hosts.append(host)
+        if start:
+            host.start()
+        self.env.add_host(host)
+        return host
+
+    def teardown(self) -> list[str]:
+        problems: list[str] = []
+        for h in self.hosts:
+            try:
+                h.stop()
+            except Exception as exc:  # keep stopping the others
+                problems.append(f"{h.name}: stop() failed: {exc!r}")
+        deadline = time.monotonic() + self.leak_grace
+        while True:
+            left = {h.name: h.leftover_processes() for h in self.hosts}
+            left = {k: v for k, v in left.items() if v}
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        for name, refs in left.items():
+            _procs.terminate(refs, timeout=2.0)
+            for r in refs:
+                problems.append(f"{name}: {r} was still running at teardown (killed now)")
+        return problems
