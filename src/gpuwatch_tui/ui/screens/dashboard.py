@@ -22,8 +22,8 @@ class DashboardScreen(Screen):
     BINDINGS = [
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
-        Binding("tab", "focus_next", "Next pane", show=False),
-        Binding("shift+tab", "focus_previous", "Previous pane", show=False),
+        Binding("tab", "app.focus_next", "Next pane", show=False),
+        Binding("shift+tab", "app.focus_previous", "Previous pane", show=False),
     ]
 
     def __init__(self, history: int) -> None:

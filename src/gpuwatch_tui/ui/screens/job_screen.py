@@ -29,7 +29,7 @@ class JobScreen(Screen):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("slash", "search", "Search log", key_display="/"),
-        Binding("tab", "focus_next", "Next pane", show=False),
+        Binding("tab", "app.focus_next", "Next pane", show=False),
     ]
 
     def __init__(self, job_id: str) -> None:

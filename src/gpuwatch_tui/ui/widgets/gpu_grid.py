@@ -24,9 +24,9 @@ from ..palette import Palette
 from ..sparkline import sparkline
 
 MIB_PER_GIB = 1024.0
-# Fixed columns of one GPU cell: index, util %, memory used/total, temperature, power, spacing.
-CELL_FIXED = 3 + 5 + 9 + 5 + 6 + 2
-JOB_MIN = 16
+# Fixed columns of one GPU cell: index, util %, memory used/total, temperature, power, job gap.
+CELL_FIXED = 3 + 6 + 9 + 4 + 6 + 1
+JOB_MIN = 18
 TWO_COLUMNS_FROM = 160  # terminal width at which two GPUs share a line
 COLUMN_GAP = 3
 

@@ -70,7 +70,7 @@ class LogView(ScrollView, can_focus=True):
         self.new_lines = 0
         if self.search_term:
             self._find_matches()
-        self.virtual_size = Size(max(self._longest, self.size.width), len(lines))
+        self.virtual_size = Size(self._longest, len(lines))
         # Deferred: after the next layout the new virtual size is known.
         self.scroll_end(animate=False, x_axis=False)
         self.refresh()
@@ -99,6 +99,10 @@ class LogView(ScrollView, can_focus=True):
         self.clear_search()
         self.follow = True
         self.scroll_end(animate=False, x_axis=False)
+
+    def on_resize(self) -> None:
+        if self.follow:  # the pane's layout settles after the first lines arrive
+            self.scroll_end(animate=False, x_axis=False)
 
     def pause(self) -> None:
         self.follow = False

@@ -1,0 +1,28 @@
+"""Shared fixtures for the UI tests: a recorded fleet with a frozen clock."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+if str(SRC) not in sys.path:  # the package may not be installed in the venv
+    sys.path.insert(0, str(SRC))
+
+from gpuwatch_tui.ui.app import GpuwatchApp  # noqa: E402
+from gpuwatch_tui.ui.recorded_source import RecordedSource  # noqa: E402
+
+DATA = Path(__file__).parent / "data"
+FLEET = DATA / "fleet.json"
+
+
+@pytest.fixture
+def source() -> RecordedSource:
+    return RecordedSource(FLEET)
+
+
+@pytest.fixture
+def app(source) -> GpuwatchApp:
+    return GpuwatchApp(source)

@@ -1,0 +1,199 @@
+"""Pilot tests for every dashboard binding, the palette, mouse and live updates."""
+
+from __future__ import annotations
+
+from textual.command import CommandPalette
+
+from gpuwatch_tui.ui.app import GpuwatchApp
+from gpuwatch_tui.ui.screens.dashboard import DashboardScreen
+from gpuwatch_tui.ui.screens.help_screen import HelpScreen, binding_rows
+from gpuwatch_tui.ui.screens.job_screen import JobScreen
+from gpuwatch_tui.ui.widgets.gpu_grid import GpuGrid
+from gpuwatch_tui.ui.widgets.host_bar import HostBar
+from gpuwatch_tui.ui.widgets.jobs_table import JobsTable
+
+from .helpers import lines_of, notifications
+
+SIZE = (120, 40)
+
+
+def job_ids(app) -> list[str]:
+    table = app.screen.query_one(JobsTable)
+    return [table.coordinate_to_cell_key((r, 0))[0].value for r in range(table.row_count)]
+
+
+async def test_first_frame_shows_hosts_gpus_and_jobs(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        bar = app.screen.query_one(HostBar).render().plain
+        assert "trainer-a" in bar and "unreachable" in bar and "host\u00a0key\u00a0unknown" in bar
+        grid = "\n".join(lines_of(app.screen.query_one(GpuGrid)))
+        assert "trainer-a" in grid and "llama-8b-pretrain" in grid and "690W" in grid
+        assert "timed out" in grid  # bastion-c's error text
+        assert "SHA256:" in grid  # lab-d's fingerprint hint
+        assert job_ids(app) == ["trainer-a:41200", "trainer-b:30100", "trainer-e:52001",
+                                "trainer-e:51877", "trainer-e:28841"]
+
+
+async def test_help_lists_every_binding(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        described = {what for _, _, what in binding_rows(app)}
+        for expected in ("Quit", "Help", "Filter", "Open", "Back", "Pause", "Theme", "Kill",
+                         "Restart with -u", "py-spy dump", "Command palette", "Sort", "Search log", "Follow"):
+            assert expected in described
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_q_quits_and_stops_the_source(app, source):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+    assert source._stopped.is_set()
+
+
+async def test_slash_filters_jobs_and_grid_and_esc_clears(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("slash")
+        await pilot.press(*"trainer-b")
+        await pilot.pause()
+        assert job_ids(app) == ["trainer-b:30100"]
+        grid = "\n".join(lines_of(app.screen.query_one(GpuGrid)))
+        assert "trainer-b" in grid and "trainer-a" not in grid
+        await pilot.press("enter")  # keeps the filter, back to the table
+        assert isinstance(app.focused, JobsTable)
+        assert job_ids(app) == ["trainer-b:30100"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(job_ids(app)) == 5
+
+
+async def test_filter_by_phase(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("slash", *"stalled")
+        await pilot.pause()
+        assert job_ids(app) == ["trainer-b:30100"]
+
+
+async def test_enter_opens_job_and_esc_goes_back(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, JobScreen) and app.screen.job_id == "trainer-b:30100"
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_p_pauses_display_but_not_the_source(app, source):
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one(JobsTable)
+        await pilot.press("p")
+        assert source.paused
+        assert "PAUSED" in app.screen.query_one(HostBar).render().plain
+        before = table.get_cell("trainer-e:28841", "since")
+        source.advance(60)
+        await pilot.pause()
+        assert table.get_cell("trainer-e:28841", "since") == before
+        await pilot.press("p")
+        await pilot.pause()
+        assert not source.paused
+        assert table.get_cell("trainer-e:28841", "since") == "1m25s"
+
+
+async def test_t_cycles_themes(app):
+    async with app.run_test(size=SIZE) as pilot:
+        seen = [app.theme]
+        for _ in range(3):
+            await pilot.press("t")
+            seen.append(app.theme)
+        assert seen == ["gpuwatch-dark", "gpuwatch-high-contrast", "gpuwatch-light", "gpuwatch-dark"]
+
+
+async def test_action_keys_say_not_available_yet(app):
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.press("down")
+        for key, name in (("k", "kill"), ("u", "restart with -u"), ("d", "py-spy dump")):
+            await pilot.press(key)
+            assert notifications(app)[-1] == f"{name}: not available yet (dpo-2rank on trainer-b)"
+
+
+async def test_action_keys_in_readonly_mode(source):
+    app = GpuwatchApp(source, readonly=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("k")
+        assert notifications(app)[-1].startswith("kill: disabled in read-only mode")
+
+
+async def test_command_palette_opens_a_job(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"open job sft")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, JobScreen) and app.screen.job_id == "trainer-e:51877"
+
+
+async def test_s_cycles_sort_and_header_click_sorts(app):
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one(JobsTable)
+        await pilot.press("s")  # host
+        assert table.sort_column == "host"
+        await pilot.press("s", "s", "s")  # job, gpus, phase
+        assert table.sort_column == "phase"
+        assert job_ids(app)[:3] == ["trainer-e:28841", "trainer-b:30100", "trainer-e:51877"]
+        await pilot.click(JobsTable, offset=(4, 0))  # the "Host" header
+        await pilot.pause()
+        assert table.sort_column == "host"
+        await pilot.click(JobsTable, offset=(4, 0))
+        await pilot.pause()
+        assert table.sort_reverse and job_ids(app)[-1] == "trainer-a:41200"
+
+
+async def test_mouse_double_click_on_a_gpu_opens_its_job(app):
+    async with app.run_test(size=SIZE) as pilot:
+        grid = app.screen.query_one(GpuGrid)
+        row = next(i for i, r in enumerate(grid._rows) if r.kind == "gpus" and r.host == "trainer-b")
+        await pilot.click(GpuGrid, offset=(10, row), times=2)
+        await pilot.pause()
+        assert isinstance(app.screen, JobScreen) and app.screen.job_id == "trainer-b:30100"
+
+
+async def test_grid_keyboard_cursor_opens_job(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("shift+tab")
+        assert isinstance(app.focused, GpuGrid)
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, JobScreen) and app.screen.job_id == "trainer-a:41200"
+
+
+async def test_updates_change_cells_in_place(app, source):
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one(JobsTable)
+        added = []
+        original = table.add_row
+        table.add_row = lambda *a, **k: added.append(k.get("key")) or original(*a, **k)
+        source.set_job("trainer-e:52001", phase="training", detail=None)
+        source.advance(1)
+        await pilot.pause()
+        assert added == []  # nothing rebuilt
+        assert table.get_cell("trainer-e:52001", "phase").plain == "training"
+        assert len(job_ids(app)) == 5
+
+
+async def test_source_changes_coalesce(app, source):
+    async with app.run_test(size=SIZE) as pilot:
+        calls = []
+        screen = app.screen
+        original = screen.refresh_from_source
+        screen.refresh_from_source = lambda: calls.append(1) or original()
+        for _ in range(200):
+            source.notify()  # 200 changes before the UI gets a turn
+        await pilot.pause()
+        assert 1 <= len(calls) < 20

@@ -1,0 +1,39 @@
+"""Formatting, levels and sparklines: pure functions the widgets draw with."""
+
+from __future__ import annotations
+
+from rich.style import Style
+
+from gpuwatch_tui.ui import formatting, levels
+from gpuwatch_tui.ui.sparkline import sparkline
+
+
+def test_levels():
+    assert levels.util_level(0) == "util-idle"
+    assert levels.util_level(30) == "util-low"
+    assert levels.util_level(70) == "util-mid"
+    assert levels.util_level(98) == "util-high"
+    assert levels.temp_level(90) == "temp-hot"
+    assert levels.host_level("auth-failed") == "host-bad"
+    assert levels.host_level("reconnecting") == "host-warn"
+    assert levels.phase_variable("stalled") == "phase-stalled"
+    assert levels.phase_variable("nonsense") == "phase-unknown"
+
+
+def test_formatting():
+    assert formatting.age(3.25) == "3.2s"
+    assert formatting.age(432) == "7m12s"
+    assert formatting.age(8712) == "2h25m"
+    assert formatting.duration(20265) == "5:37:45"
+    assert formatting.gpus([0, 1, 2, 3]) == "0-3"
+    assert formatting.gpus([0, 2]) == "0,2"
+    assert formatting.progress({"step": 50, "total": 200}) == "50/200 25%"
+    assert formatting.rate({"rate": 2.94, "unit": "it"}) == "2.9 it/s"
+    assert formatting.size(1_284_000_000_000) == "1.3 TB"
+
+
+def test_sparkline_is_right_aligned_and_bounded():
+    plain = Style()
+    text = sparkline([0, 50, 100], 5, lambda v: plain)
+    assert text.plain == "··▁▄█"
+    assert len(sparkline(range(100), 10, lambda v: plain)) == 10
