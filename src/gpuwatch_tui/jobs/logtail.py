@@ -45,13 +45,17 @@ def sanitize_line(raw: bytes | str, max_chars: int | None = None) -> str:
     return text
 
 
+_CSI_BYTES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
 def last_frame(segment: bytes) -> bytes:
     """The frame a terminal would show for one line written with carriage returns."""
     if b"\r" not in segment:
         return segment
     frames = segment.split(b"\r")
     for frame in reversed(frames):
-        if frame.strip():
+        # A frame of only cursor moves (tqdm's nested bars write "\x1b[A") shows nothing.
+        if _CSI_BYTES.sub(b"", frame).strip():
             return frame
     return b""
 
@@ -119,8 +123,10 @@ class LogBuffer:
             self.skipped_bytes += chunk.skipped
             self._append_marker(f"[gpuwatch: {chunk.skipped} bytes skipped, the log grew too fast]", now)
         if data:
+            first = self.total_bytes == 0 and self.last_growth is None
             self.total_bytes += len(data)
-            self.last_growth = now
+            # Backlog read at the first poll was written earlier: the file's mtime says when.
+            self.last_growth = min(now, chunk.mtime) if first and chunk.mtime is not None else now
             self._feed_bytes(data, now)
 
     def feed_bytes(self, data: bytes, now: float) -> None:

@@ -1,0 +1,228 @@
+"""Find jobs among a host's processes: GPU processes grouped by launcher tree (pure functions).
+
+torchrun / accelerate / deepspeed start an agent that starts the ranks; DataLoader workers and
+compile workers hang below the ranks. One job = one such tree, named after the training script.
+The probe only reports processes it is asked about, so `parents_to_watch` says which parent pids
+to ask for next, until the chain reaches a shell, an init or an unknown parent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..model import GpuSample, ProcInfo
+
+# Parents that end the walk up: shells, session managers, schedulers, init.
+STOP_NAMES = frozenset(
+    {"bash", "sh", "dash", "zsh", "fish", "ksh", "tcsh", "csh", "sshd", "tmux", "tmux: server", "screen",
+     "SCREEN", "systemd", "init", "login", "su", "sudo", "nohup", "setsid", "srun", "slurmstepd",
+     "containerd-shim", "containerd-shim-runc-v2", "docker-init", "tini", "dumb-init", "supervisord",
+     "runsv", "cron", "nvidia-smi", "timeout", "env", "conda", "uv", "make"}
+)
+# Python programs that host many unrelated GPU processes: a job never spans one of them.
+_HOSTS = re.compile(r"jupyter|ipykernel|ray::|raylet|vllm\.entrypoints|gunicorn|uvicorn")
+_LAUNCHERS = (
+    ("torchrun", re.compile(r"(^|/)torchrun$")),
+    ("torchrun", re.compile(r"^torch\.distributed\.(run|launch)$|torch/distributed/(run|launch)\.py$")),
+    ("accelerate", re.compile(r"(^|/)accelerate(-launch)?$|^accelerate\.commands\.(launch|accelerate_cli)$")),
+    ("deepspeed", re.compile(r"(^|/)deepspeed$|^deepspeed\.launcher\.(launch|runner)$|deepspeed/launcher/")),
+)
+_PY_FLAGS_WITH_ARG = {"-W", "-X", "-c", "-m", "--check-hash-based-pycs"}
+_OUTPUT_DIR_FLAGS = ("--output_dir", "--output-dir", "--out_dir", "--out-dir", "--save_dir", "--save-dir",
+                     "--checkpoint_dir", "--checkpoint-dir", "--default_root_dir", "--ckpt_dir", "--logdir")
+
+
+def _base(arg: str) -> str:
+    return arg.rstrip("/").rsplit("/", 1)[-1]
+
+
+def is_python(proc: ProcInfo) -> bool:
+    if proc.is_python:
+        return True
+    exe = _base(proc.cmdline[0]) if proc.cmdline else proc.name
+    return exe.startswith("python") or proc.name.startswith("python")
+
+
+def launcher_kind(proc: ProcInfo) -> str | None:
+    """torchrun / accelerate / deepspeed when this process is a launcher agent, else None."""
+    if proc.name == "pt_elastic":
+        return "torchrun"
+    args = list(proc.cmdline[:6])
+    for i, arg in enumerate(args):
+        if arg == "-m" and i + 1 < len(args):
+            args.append(args[i + 1])
+    for kind, pattern in _LAUNCHERS:
+        for arg in args:
+            if pattern.search(arg):
+                if kind == "accelerate" and _base(arg).startswith("accelerate") and "launch" not in proc.cmdline[:4]:
+                    if not arg.endswith("-launch") and "accelerate.commands" not in arg:
+                        continue  # `accelerate config` or `accelerate env`, not a launcher
+                return kind
+    return None
+
+
+def script_name(cmdline: Iterable[str]) -> str:
+    """The training script of a command line: train.py, -m package.module, or the program name."""
+    args = list(cmdline)
+    if not args:
+        return "?"
+    exe = _base(args[0])
+    if exe.startswith("python") or exe in ("pypy", "pypy3"):
+        i = 1
+        while i < len(args):
+            arg = args[i]
+            if arg == "-m" and i + 1 < len(args):
+                return args[i + 1]
+            if arg == "-c":
+                return "python -c"
+            if arg in _PY_FLAGS_WITH_ARG:
+                i += 2
+                continue
+            if arg.startswith("-"):
+                i += 1
+                continue
+            return _base(arg)
+        return exe
+    # Launchers and entry points: the first argument that looks like a script.
+    for arg in args[1:]:
+        if arg.endswith(".py"):
+            return _base(arg)
+    return exe
+
+
+def output_dir_from_cmdline(cmdline: Iterable[str], cwd: str | None) -> str | None:
+    args = list(cmdline)
+    for i, arg in enumerate(args):
+        for flag in _OUTPUT_DIR_FLAGS:
+            value = None
+            if arg == flag and i + 1 < len(args):
+                value = args[i + 1]
+            elif arg.startswith(flag + "="):
+                value = arg[len(flag) + 1 :]
+            if value:
+                if not value.startswith("/") and cwd:
+                    value = os.path.normpath(os.path.join(cwd, value))
+                return value
+    return None
+
+
+def _is_stop(proc: ProcInfo) -> bool:
+    if proc.name in STOP_NAMES or proc.pid <= 1:
+        return True
+    cmd = " ".join(proc.cmdline[:4])
+    return bool(_HOSTS.search(cmd))
+
+
+@dataclass(frozen=True)
+class JobGroup:
+    root: int
+    root_start: float
+    main: tuple[int, ...]  # root, ranks and the processes between them (not workers)
+    gpu_pids: tuple[int, ...]
+    gpus: tuple[int, ...]  # GPU indices
+    name: str
+    launcher: str | None
+    logs: tuple[str, ...]
+
+
+def gpu_pids_of(gpus: Iterable[GpuSample]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for g in gpus:
+        for p in g.processes:
+            out.setdefault(p.pid, []).append(g.index)
+    return out
+
+
+def chain_root(pid: int, procs: dict[int, ProcInfo]) -> tuple[int, list[int]]:
+    """Walk up from pid while parents are launchers or Python; returns (root, chain root-last)."""
+    chain = [pid]
+    root = pid
+    seen = {pid}
+    while True:
+        parent = procs.get(procs[root].ppid)
+        if parent is None or parent.pid in seen or _is_stop(parent):
+            break
+        if not (launcher_kind(parent) or is_python(parent)):
+            break
+        root = parent.pid
+        seen.add(root)
+        chain.append(root)
+    # Above a launcher, only another launcher joins (deepspeed runner -> launch -> ranks).
+    for i, p in enumerate(chain):
+        if launcher_kind(procs[p]):
+            top = i
+            for j in range(i + 1, len(chain)):
+                if launcher_kind(procs[chain[j]]):
+                    top = j
+            return chain[top], chain[: top + 1]
+    return root, chain
+
+
+def parents_to_watch(procs: dict[int, ProcInfo], pids: Iterable[int]) -> set[int]:
+    """Parent pids the probe should report next so chains can reach their launcher."""
+    want: set[int] = set()
+    for pid in pids:
+        if pid not in procs:
+            continue
+        root, _ = chain_root(pid, procs)
+        top = procs[root]
+        if top.ppid > 1 and top.ppid not in procs and (is_python(top) or launcher_kind(top)):
+            want.add(top.ppid)
+    return want
+
+
+def log_paths(procs: Iterable[ProcInfo], limit: int = 2) -> tuple[str, ...]:
+    """Files the job's stdout/stderr go to, root first; pipes and terminals cannot be followed."""
+    out: list[str] = []
+    for p in procs:
+        for target in (p.stdout, p.stderr):
+            if target is not None and target.kind == "file" and target.path not in out:
+                out.append(target.path)
+    return tuple(out[:limit])
+
+
+def discover(procs: dict[int, ProcInfo], gpus: list[GpuSample], claimed: Iterable[int] = ()) -> list[JobGroup]:
+    """Group the host's GPU processes into jobs, skipping pids already claimed (configured jobs)."""
+    claimed = set(claimed)
+    on_gpu = gpu_pids_of(gpus)
+    groups: dict[int, dict] = {}
+    for pid in sorted(on_gpu):
+        if pid in claimed or pid not in procs:
+            continue
+        root, chain = chain_root(pid, procs)
+        if root in claimed:
+            continue
+        g = groups.setdefault(root, {"main": [], "gpu_pids": [], "gpus": set()})
+        for p in reversed(chain):
+            if p not in g["main"]:
+                g["main"].append(p)
+        g["gpu_pids"].append(pid)
+        g["gpus"].update(on_gpu[pid])
+    # A GPU process below another GPU process of the same tree (a DataLoader worker touching CUDA)
+    # is part of its job already through the walk above.
+    out = []
+    for root, g in groups.items():
+        rp = procs[root]
+        launcher = None
+        for p in g["main"]:
+            launcher = launcher or launcher_kind(procs[p])
+        ranks = [procs[p] for p in sorted(g["gpu_pids"])]
+        name = script_name(ranks[0].cmdline) if launcher and ranks else script_name(rp.cmdline)
+        ordered = [rp] + [procs[p] for p in g["main"] if p != root]
+        out.append(JobGroup(root, rp.start_time, tuple(g["main"]), tuple(sorted(g["gpu_pids"])),
+                            tuple(sorted(g["gpus"])), name, launcher, log_paths(ordered)))
+    return out
+
+
+def configured_group(pids: Iterable[int], procs: dict[int, ProcInfo]) -> tuple[int, list[int]] | None:
+    """Root and main pids among the processes a configured job's regex or pid file matched."""
+    matched = [p for p in pids if p in procs]
+    if not matched:
+        return None
+    matched_set = set(matched)
+    tops = [p for p in matched if procs[p].ppid not in matched_set]
+    root = min(tops or matched, key=lambda p: (procs[p].start_time, p))
+    return root, sorted(matched_set, key=lambda p: (p != root, p))

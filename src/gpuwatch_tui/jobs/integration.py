@@ -1,0 +1,21 @@
+"""Build a JobTracker from the app's Config (the only place that knows both shapes)."""
+
+from __future__ import annotations
+
+from .rules import parse_rules
+from .settings import JobSettings, JobSpec
+from .tracker import JobTracker
+
+
+def settings_from_config(config) -> JobSettings:
+    s = config.settings
+    specs = tuple(
+        JobSpec(j.name, j.host, j.match, j.pid_file, tuple(j.logs), j.output_dir, j.stall_after)
+        for j in getattr(config, "jobs", ())
+    )
+    rules = tuple(parse_rules(list(getattr(config, "rules", ())), config.path or "<config>"))
+    return JobSettings(stall_after_s=float(s.stall_after), tail_lines=int(s.tail_lines), jobs=specs, rules=rules)
+
+
+def make_tracker(config) -> JobTracker:
+    return JobTracker(settings_from_config(config))

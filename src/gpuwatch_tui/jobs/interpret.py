@@ -1,0 +1,202 @@
+"""Read a job's log lines in order and keep what they say: the phase the log announces, training
+progress, and failures (tracebacks, OOM, NCCL timeouts, dead workers, exit codes)."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+from .progress import ProgressTracker
+from .rules import LineMatch, RuleSet
+
+_RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s?")
+_EXCEPTION_LINE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*)(?::\s*(?P<msg>.*))?$")
+_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+# Details that say more than "an exception happened": preferred as the verdict's detail.
+SPECIFIC_FAILURES = ("oom", "cuda-error", "nccl-timeout", "nccl-error", "worker-died", "collective-error")
+MAX_TRACEBACK_LINES = 400
+# Another rank may log a step already in flight right after a rank dies; only progress this long
+# after an error shows the error was survived.
+RECOVERY_S = 20.0
+RECOVERY_STEPS = 3
+
+
+@dataclass(frozen=True)
+class PhaseHint:
+    phase: str
+    detail: str | None
+    rule: str
+    time: float  # when the line arrived
+    since: float  # when this run of the same phase began in the log
+    seq: int
+    text: str
+
+
+@dataclass
+class Failure:
+    detail: str  # oom, cuda-error, nccl-timeout, nccl-error, worker-died, child-failed, exception, ...
+    summary: str  # "ValueError: boom", or the error line
+    time: float
+    seq: int
+    rank: int | None = None
+    rule: str | None = None
+
+
+@dataclass
+class _OpenTraceback:
+    start_seq: int
+    time: float
+    lines: int = 0
+
+
+@dataclass
+class LogInterpreter:
+    rules: RuleSet
+    progress: ProgressTracker = field(default_factory=ProgressTracker)
+    hint: PhaseHint | None = None
+    failures: list[Failure] = field(default_factory=list)  # since the last sign of progress
+    finished_at: float | None = None
+    finished_text: str | None = None
+    exit_code: int | None = None  # from the log (torchrun's root cause, launchers)
+    exit_rank: int | None = None
+    signal: str | None = None
+    phase_progress: dict[str, str] = field(default_factory=dict)  # e.g. loading bar numbers
+    phase_progress_phase: str | None = None
+    seq: int = 0
+    last_progress_seq: int = 0
+    last_progress_at: float | None = None
+    last_match: LineMatch | None = None
+    recent_rules: deque = field(default_factory=lambda: deque(maxlen=20))
+    _open: dict = field(default_factory=dict)  # rank -> _OpenTraceback
+    _in_root_cause: bool = False
+    _last_live: str = ""
+    _advances_after_failure: int = 0
+
+    # -- feeding -------------------------------------------------------------------
+    def feed_line(self, text: str, now: float) -> LineMatch:
+        self.seq += 1
+        m = self.rules.match(text)
+        self._track_traceback(text, m, now)
+        self._apply(m, text, now, complete=True)
+        return m
+
+    def feed_live(self, text: str, now: float) -> None:
+        """The latest frame of an unterminated line (a progress bar): progress and phase only."""
+        if not text or text == self._last_live:
+            return
+        self._last_live = text
+        m = self.rules.match(text)
+        self._apply(m, text, now, complete=False)
+
+    def _apply(self, m: LineMatch, text: str, now: float, complete: bool) -> None:
+        if m.empty:
+            return
+        self.last_match = m
+        self.recent_rules.append((now, m.rules[0]))
+        if m.progress and self.progress.update(m.progress, now):
+            self.last_progress_seq = self.seq
+            self.last_progress_at = now
+            if complete and self.failures:
+                self._advances_after_failure += 1
+                # Work went on well after the error (in time, or in steps for backlog read at once).
+                if now - self.failures[-1].time >= RECOVERY_S or self._advances_after_failure >= RECOVERY_STEPS:
+                    self.failures.clear()
+        if m.phase_progress:
+            self.phase_progress = dict(m.phase_progress)
+            self.phase_progress_phase = m.phase
+        if m.phase:
+            since = now
+            if self.hint is not None and self.hint.phase == m.phase:
+                since = self.hint.since
+            self.hint = PhaseHint(m.phase, m.detail, m.rule or "", now, since, self.seq, text[:300])
+        if not complete:
+            return
+        for event, detail, rule in m.events:
+            if event == "error":
+                self._add_failure(Failure(detail or "error", _summary(text), now, self.seq,
+                                          _rank(text, m), rule))
+            elif event == "finished":
+                self.finished_at = now
+                self.finished_text = text[:300]
+            elif event == "exit-code":
+                self._exit_code(m, text)
+            elif event == "signal":
+                self.signal = m.fields.get("msg") or f"signal {m.fields.get('signal')}"
+        if "Root Cause (first observed failure)" in text:
+            self._in_root_cause = True
+
+    def _exit_code(self, m: LineMatch, text: str) -> None:
+        try:
+            code = int(m.fields.get("exit_code", ""))
+        except ValueError:
+            return
+        # torchrun lists every failed rank; the root cause block names the one that started it.
+        if self._in_root_cause or self.exit_code is None:
+            self.exit_code = code
+            rank = m.fields.get("rank")
+            self.exit_rank = int(rank) if rank and rank.isdigit() else self.exit_rank
+            self._in_root_cause = False
+
+    # -- tracebacks -----------------------------------------------------------------
+    def _track_traceback(self, text: str, m: LineMatch, now: float) -> None:
+        prefix = _RANK_PREFIX.match(text)
+        rank = int(prefix.group(1)) if prefix else None
+        body = text[prefix.end():] if prefix else text
+        if any(e[0] == "traceback" for e in m.events):
+            if rank not in self._open:
+                self._open[rank] = _OpenTraceback(self.seq, now)
+            return
+        tb = self._open.get(rank)
+        if tb is None:
+            return
+        tb.lines += 1
+        if tb.lines > MAX_TRACEBACK_LINES:
+            del self._open[rank]
+            return
+        stripped = body.strip()
+        if not stripped or body[:1] in (" ", "\t", "^", "~") or stripped.startswith(_CHAINED):
+            return
+        exc = _EXCEPTION_LINE.match(stripped)
+        if exc is None:
+            return  # a stray line from another writer interleaved with the traceback
+        del self._open[rank]
+        name = exc.group("exc")
+        specific = next((d for e, d, _ in m.events if e == "error" and d), None)
+        if specific is None:
+            specific = "interrupted" if name.endswith("KeyboardInterrupt") else "exception"
+        if not any(f.seq == self.seq for f in self.failures):
+            self._add_failure(Failure(specific, _summary(stripped), now, self.seq, rank, "traceback"))
+
+    def _add_failure(self, failure: Failure) -> None:
+        self._advances_after_failure = 0
+        if len(self.failures) < 50:
+            self.failures.append(failure)
+
+    # -- reading --------------------------------------------------------------------
+    @property
+    def failure(self) -> Failure | None:
+        """The failure to report: the first specific one (OOM, NCCL...), else the first."""
+        if not self.failures:
+            return None
+        for f in self.failures:
+            if f.detail in SPECIFIC_FAILURES:
+                return f
+        return self.failures[0]
+
+    @property
+    def in_traceback(self) -> bool:
+        return bool(self._open)
+
+
+def _summary(text: str, limit: int = 160) -> str:
+    text = _RANK_PREFIX.sub("", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _rank(text: str, m: LineMatch) -> int | None:
+    prefix = _RANK_PREFIX.match(text)
+    if prefix:
+        return int(prefix.group(1))
+    rank = m.fields.get("rank")
+    return int(rank) if rank and rank.isdigit() else None

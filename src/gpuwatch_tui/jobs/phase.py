@@ -1,0 +1,572 @@
+"""The phase engine: from a window of observations of one job to a verdict with evidence.
+
+Pure: no I/O, no clock. The caller passes `now` and the previous verdict (to keep `since`
+stable while the phase holds). Numbers that matter come from real H200 measurements (see
+DESIGN.md): a CUDA context doing nothing sits at 0% util and ~17% of the power limit; training
+runs ~98-100% util near the limit; a spinning NCCL collective shows ~100% util at idle power.
+"""
+
+from __future__ import annotations
+
+import math
+import signal as _signal
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..model import FdTarget
+from .interpret import Failure, PhaseHint
+from .progress import Progress
+
+# Thresholds, named for what they separate.
+RATE_WINDOW_S = 60.0  # CPU / GPU rates are measured over the last minute
+CPU_BUSY_CORES = 0.3  # main process + children, in cores
+CPU_FLAT_CORES = 0.05
+GPU_BUSY_UTIL = 50.0
+GPU_IDLE_UTIL = 10.0
+GPU_SPIN_UTIL = 90.0
+# Power as a share of the power limit: ~119 W of 700 W (17%) is a held-idle H200; 690 W is training.
+GPU_WORKING_POWER_FRACTION = 0.30
+COMPILE_RECENT_S = 30.0  # compiler children seen this recently still count as compiling
+MIN_SPIN_S = 30.0  # util-without-power must hold this long to be called a spin
+
+COMPILER_NAMES = frozenset(
+    {"gcc", "cc", "cc1", "cc1plus", "g++", "c++", "clang", "clang++", "ld", "ld.lld", "as", "collect2",
+     "ptxas", "nvcc", "cicc", "nvlink", "fatbinary", "cudafe++", "ninja", "nvdisasm"}
+)
+COMPILE_WORKER_MARK = "torch/_inductor/compile_worker"
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    index: int
+    util_pct: float | None
+    mem_used_mib: float | None
+    power_w: float | None
+    power_limit_w: float | None
+
+    @property
+    def power_fraction(self) -> float | None:
+        if self.power_w is None or not self.power_limit_w:
+            return None
+        return self.power_w / self.power_limit_w
+
+
+@dataclass(frozen=True)
+class ResourceSample:
+    """One instant of a job's processes and GPUs."""
+
+    time: float
+    cpu_s: float | None  # CPU seconds of the main processes (launcher + ranks), own time only
+    children_cpu_s: float | None = None  # of everything below them: workers, compilers
+    gpus: tuple[GpuReading, ...] = ()
+    states: tuple[str, ...] = ()  # of the main processes
+    compilers: tuple[str, ...] = ()  # names of compiler processes alive (gcc, cc1, ptxas, ...)
+    compile_workers: int = 0  # inductor compile-worker processes alive (idle or not)
+    rank_cpu_s: tuple[tuple[int, float], ...] = ()  # (pid, cpu seconds) per rank
+    log_bytes: int | None = None  # bytes seen in the job's log(s) so far
+
+
+@dataclass(frozen=True)
+class LogFacts:
+    """What the log says, as of now (built by the tracker from a LogInterpreter + LogBuffer)."""
+
+    path: str | None = None
+    total_bytes: int = 0
+    last_growth_at: float | None = None
+    hint: PhaseHint | None = None
+    failure: Failure | None = None
+    failures: int = 0
+    finished_at: float | None = None
+    progress: Progress | None = None
+    last_progress_at: float | None = None
+    exit_code: int | None = None  # as the log reports it (torchrun root cause)
+    signal: str | None = None
+    phase_progress: dict = field(default_factory=dict)
+    phase_progress_phase: str | None = None
+    error: str | None = None  # the probe could not read the log
+
+
+@dataclass(frozen=True)
+class ExitFacts:
+    ended_at: float
+    exit_code: int | None = None
+    signal: int | None = None
+
+
+@dataclass(frozen=True)
+class OutputFacts:
+    path: str
+    newest_mtime: float | None
+    newest_name: str | None
+    files: int
+    total_bytes: int
+
+
+@dataclass(frozen=True)
+class JobObservation:
+    samples: Sequence[ResourceSample]  # oldest first
+    stall_after_s: float = 300.0
+    started_at: float | None = None  # the earliest process start of the job
+    log: LogFacts = field(default_factory=LogFacts)
+    stdout: FdTarget | None = None
+    stderr: FdTarget | None = None
+    unbuffered: bool | None = None  # None: unknown (not Python, or environment unreadable)
+    unbuffered_reason: str = ""
+    is_python: bool = True
+    exit: ExitFacts | None = None  # set once every main process is gone
+    output: OutputFacts | None = None
+    has_gpus: bool = True  # whether the job holds GPUs at all (CPU-only jobs: False)
+    compile_worker_since: float | None = None  # when the inductor worker pool first appeared
+
+
+@dataclass(frozen=True)
+class Verdict:
+    phase: str
+    since: float
+    confidence: float
+    detail: str | None = None
+    evidence: tuple[str, ...] = ()
+    advice: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "phase": self.phase,
+            "detail": self.detail,
+            "since": self.since,
+            "confidence": round(self.confidence, 2),
+            "evidence": list(self.evidence),
+            "advice": self.advice,
+        }
+
+
+# ----------------------------------------------------------------------------- helpers
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    s = int(max(0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def signal_name(signum: int | None) -> str:
+    if signum is None:
+        return "?"
+    try:
+        return _signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+@dataclass
+class _Activity:
+    """Rates over the recent window."""
+
+    span_s: float = 0.0
+    cpu_cores: float | None = None  # main + children
+    main_cores: float | None = None
+    child_cores: float | None = None
+    max_rank_cores: float | None = None
+    gpus: dict[int, GpuReading] = field(default_factory=dict)  # latest per GPU
+    gpu_util_min: dict[int, float] = field(default_factory=dict)  # over the window
+    gpu_power_frac_max: dict[int, float] = field(default_factory=dict)
+    gpu_mem_delta: dict[int, float] = field(default_factory=dict)
+    compilers_recent: tuple[str, ...] = ()
+    compilers_now: tuple[str, ...] = ()
+    compile_workers: int = 0
+    states: tuple[str, ...] = ()
+    log_grew_in_window: bool = False
+
+
+def _delta(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None:
+        return None
+    return max(0.0, b - a)  # processes come and go: a drop is not negative work
+
+
+def _activity(samples: Sequence[ResourceSample], now: float, window: float = RATE_WINDOW_S) -> _Activity:
+    act = _Activity()
+    if not samples:
+        return act
+    last = samples[-1]
+    recent = [s for s in samples if s.time >= now - window] or [last]
+    first = recent[0] if len(recent) > 1 else (samples[-2] if len(samples) > 1 else last)
+    span = last.time - first.time
+    act.span_s = span
+    if span > 0:
+        main = _delta(first.cpu_s, last.cpu_s)
+        kids = _delta(first.children_cpu_s, last.children_cpu_s)
+        act.main_cores = None if main is None else main / span
+        act.child_cores = None if kids is None else kids / span
+        if act.main_cores is not None:
+            act.cpu_cores = act.main_cores + (act.child_cores or 0.0)
+        before = dict(first.rank_cpu_s)
+        rates = [(cpu - before[pid]) / span for pid, cpu in last.rank_cpu_s if pid in before]
+        act.max_rank_cores = max(rates) if rates else None
+        if first.log_bytes is not None and last.log_bytes is not None:
+            act.log_grew_in_window = last.log_bytes > first.log_bytes
+    for g in last.gpus:
+        act.gpus[g.index] = g
+    window_samples = [s for s in samples if s.time >= now - window] or [last]
+    for s in window_samples:
+        for g in s.gpus:
+            if g.util_pct is not None:
+                act.gpu_util_min[g.index] = min(act.gpu_util_min.get(g.index, 100.0), g.util_pct)
+            pf = g.power_fraction
+            if pf is not None:
+                act.gpu_power_frac_max[g.index] = max(act.gpu_power_frac_max.get(g.index, 0.0), pf)
+    first_mem = {g.index: g.mem_used_mib for g in window_samples[0].gpus}
+    for g in last.gpus:
+        if g.mem_used_mib is not None and first_mem.get(g.index) is not None:
+            act.gpu_mem_delta[g.index] = g.mem_used_mib - first_mem[g.index]
+    seen: list[str] = []
+    for s in samples:
+        if s.time >= now - COMPILE_RECENT_S:
+            seen.extend(s.compilers)
+    act.compilers_recent = tuple(dict.fromkeys(seen))
+    act.compilers_now = tuple(dict.fromkeys(last.compilers))
+    act.compile_workers = last.compile_workers
+    act.states = last.states
+    return act
+
+
+def _gpu_facts(act: _Activity) -> tuple[bool, bool, bool, list[int]]:
+    """(busy, idle, spinning, spinning GPU indices) of the job's GPUs over the window."""
+    if not act.gpus:
+        return False, True, False, []
+    busy = idle = False
+    spinning: list[int] = []
+    utils = []
+    for idx, g in act.gpus.items():
+        util = g.util_pct
+        if util is None:
+            continue
+        utils.append(util)
+        pf = g.power_fraction
+        if util >= GPU_BUSY_UTIL and (pf is None or pf >= GPU_WORKING_POWER_FRACTION):
+            busy = True
+        sustained = act.gpu_util_min.get(idx, util) >= GPU_SPIN_UTIL and act.span_s >= MIN_SPIN_S
+        peak_pf = act.gpu_power_frac_max.get(idx)
+        if sustained and peak_pf is not None and peak_pf < GPU_WORKING_POWER_FRACTION:
+            spinning.append(idx)
+    idle = bool(utils) and all(u < GPU_IDLE_UTIL for u in utils)
+    if not utils:
+        idle = True
+    if spinning:
+        busy = any(
+            i not in spinning and (g.util_pct or 0) >= GPU_BUSY_UTIL
+            and (g.power_fraction is None or g.power_fraction >= GPU_WORKING_POWER_FRACTION)
+            for i, g in act.gpus.items()
+        )
+    return busy, idle, bool(spinning), spinning
+
+
+def _gpu_evidence(act: _Activity, limit: int = 4) -> list[str]:
+    out = []
+    items = sorted(act.gpus.items())
+    for idx, g in items[:limit]:
+        parts = [f"GPU{idx}"]
+        if g.util_pct is not None:
+            parts.append(f"{g.util_pct:.0f}% util")
+        if g.mem_used_mib is not None:
+            parts.append(f"{g.mem_used_mib / 1024:.0f} GB")
+        if g.power_w is not None:
+            pw = f"{g.power_w:.0f} W"
+            if g.power_limit_w:
+                pw += f" ({g.power_w / g.power_limit_w:.0%} of limit)"
+            parts.append(pw)
+        text = parts[0] + " " + ", ".join(parts[1:])
+        out.append(text)
+    if len(items) > limit:
+        utils = [g.util_pct for _, g in items if g.util_pct is not None]
+        if utils:
+            out.append(f"{len(items)} GPUs, mean {sum(utils) / len(utils):.0f}% util")
+    return out
+
+
+def _cpu_evidence(act: _Activity) -> str | None:
+    if act.cpu_cores is None:
+        return None
+    window = fmt_duration(act.span_s)
+    if act.cpu_cores < CPU_FLAT_CORES:
+        return f"CPU flat (+{act.cpu_cores:.2f} cores over {window})"
+    text = f"CPU +{act.cpu_cores:.1f} cores"
+    if act.child_cores and act.child_cores >= 0.1:
+        text += f" ({act.child_cores:.1f} in children)"
+    return text + f" over {window}"
+
+
+def _buffering(obs: JobObservation) -> tuple[bool, str | None]:
+    """Whether stdout is block-buffered into a file or pipe, and the evidence line."""
+    out = obs.stdout
+    if out is None:
+        return False, None
+    target = out.path.rsplit("/", 1)[-1] if out.kind == "file" else out.path
+    if not obs.is_python:
+        return False, f"stdout -> {target} ({out.kind})"
+    if out.kind in ("file", "pipe", "deleted"):
+        if obs.unbuffered:
+            return False, f"stdout -> {target} ({out.kind}, unbuffered: {obs.unbuffered_reason or 'yes'})"
+        if obs.unbuffered is None:
+            return False, f"stdout -> {target} ({out.kind}, buffering unknown)"
+        return True, f"stdout -> {target} ({out.kind}, no -u, no PYTHONUNBUFFERED)"
+    return False, f"stdout -> {target} ({out.kind})"
+
+
+def _progress_evidence(p: Progress | None) -> str | None:
+    if p is None:
+        return None
+    parts = []
+    if p.step is not None:
+        step = f"{p.step:g}" + (f"/{p.total:g}" if p.total else "")
+        parts.append(f"step {step}")
+    if p.rate is not None and p.unit:
+        parts.append(f"{p.rate:.3g} {p.unit}")
+    if p.loss is not None:
+        parts.append(f"loss {p.loss:.4g}")
+    if p.epoch is not None:
+        parts.append(f"epoch {p.epoch:g}")
+    if p.eta_s:
+        parts.append(f"ETA {fmt_duration(p.eta_s)}")
+    return ", ".join(parts) if parts else None
+
+
+def _phase_progress_evidence(log: LogFacts) -> str | None:
+    pp = log.phase_progress
+    if not pp or "step" not in pp:
+        return None
+    desc = pp.get("desc", "").strip() or (log.phase_progress_phase or "")
+    total = f"/{pp['total']}" if "total" in pp else ""
+    return f"{desc} {pp['step']}{total}".strip()
+
+
+# ----------------------------------------------------------------------------- the engine
+def infer_phase(obs: JobObservation, now: float, previous: Verdict | None = None) -> Verdict:
+    phase, detail, confidence, evidence, advice, since = _decide(obs, now)
+    # `since` holds while the phase does; a new phase starts at its own natural time.
+    if previous is not None and previous.phase == phase:
+        since = previous.since
+    evidence = [e for e in evidence if e]
+    return Verdict(phase, since, max(0.0, min(1.0, confidence)), detail, tuple(dict.fromkeys(evidence)), advice)
+
+
+def _decide(obs: JobObservation, now: float):
+    log = obs.log
+    act = _activity(obs.samples, now)
+    first_seen = obs.samples[0].time if obs.samples else now
+    started = obs.started_at if obs.started_at is not None else first_seen
+    age = max(0.0, now - started)
+    last_log = log.last_growth_at
+    quiet_from = last_log if last_log is not None else started
+    quiet_s = max(0.0, now - quiet_from)
+    threshold = obs.stall_after_s
+    buffered, stdout_line = _buffering(obs)
+    gpu_busy, gpu_idle, gpu_spin, spin_idx = _gpu_facts(act)
+    gpu_lines = _gpu_evidence(act)
+    cpu_line = _cpu_evidence(act)
+    progress_line = _progress_evidence(log.progress)
+    log_line = (
+        f"log silent {fmt_duration(quiet_s)}" if last_log is not None
+        else f"log empty after {fmt_duration(age)}" + (f" ({log.path.rsplit('/', 1)[-1]})" if log.path else "")
+    )
+    if log.error:
+        log_line += f" (log unreadable: {log.error})"
+    hint = log.hint
+
+    if obs.exit is not None:
+        return _ended(obs, now, log, buffered, stdout_line, progress_line)
+
+    failure = log.failure
+    if failure is not None:
+        where = f" (rank {failure.rank})" if failure.rank is not None else ""
+        ev = [f"log: {failure.summary}{where}", f"{log.failures} error line(s) since the last progress"
+              if log.failures > 1 else None, *gpu_lines[:2], cpu_line, "processes still running"]
+        advice = {
+            "oom": "out of GPU memory: press k to kill the survivors; lower the batch size",
+            "nccl-timeout": "a collective timed out: press d to dump stacks to find the rank that stopped",
+        }.get(failure.detail, "press k to kill the remaining processes; press d to dump stacks first")
+        return "crashed", failure.detail, 0.85, ev, advice, failure.time
+
+    cpu_busy = act.cpu_cores is not None and act.cpu_cores >= CPU_BUSY_CORES
+    cpu_flat = act.cpu_cores is not None and act.cpu_cores < CPU_FLAT_CORES
+    compilers = act.compilers_recent
+    workers_new = obs.compile_worker_since is not None and (
+        log.last_progress_at is None or obs.compile_worker_since > log.last_progress_at
+    )
+    compiling = bool(compilers) and not gpu_busy
+    if not compiling and act.compile_workers and not gpu_busy and cpu_busy and workers_new:
+        compiling = True  # the worker pool just appeared and nothing has trained since
+    if not compiling and hint is not None and hint.phase == "compiling" and cpu_busy and not gpu_busy:
+        compiling = True  # dynamo tracing in the main process, before any compiler child
+    if compiling:
+        ev = [
+            f"compiler processes: {', '.join(compilers)}" if compilers else None,
+            f"inductor compile workers: {act.compile_workers}" if act.compile_workers else None,
+            cpu_line, *gpu_lines[:2],
+            f"log: {hint.text[:120]}" if hint is not None and hint.phase == "compiling" else None,
+            log_line if quiet_s >= 60 else None,
+        ]
+        since = hint.since if hint is not None and hint.phase == "compiling" else (obs.compile_worker_since or now)
+        detail = hint.detail if hint is not None and hint.phase == "compiling" else "torch.compile"
+        return "compiling", detail, 0.8 if compilers else 0.65, ev, "first compile can take minutes; wait", since
+
+    states = act.states
+    if states and all(s == "T" for s in states):
+        return ("stalled", "stopped", 0.9, ["process stopped (state T)", log_line, *gpu_lines[:2]],
+                "the process is stopped (SIGSTOP / ^Z): send SIGCONT, or press k to kill", now)
+
+    if quiet_s < threshold:
+        return _active(obs, now, act, log, hint, age, quiet_s, threshold, gpu_busy, gpu_idle, gpu_spin,
+                       cpu_busy, buffered, stdout_line, gpu_lines, cpu_line, progress_line, log_line)
+
+    # ---- the log has been quiet past the threshold
+    quiet_since = quiet_from
+    out = obs.output
+    if gpu_spin:
+        spin_gpus = ", ".join(f"GPU{i}" for i in spin_idx)
+        ev = [log_line, *gpu_lines,
+              f"{spin_gpus}: ~100% util at idle power: a kernel waiting, not computing",
+              f"one rank spins {act.max_rank_cores:.1f} cores" if act.max_rank_cores else cpu_line,
+              "GPU memory flat" if all(abs(d) < 64 for d in act.gpu_mem_delta.values()) else None]
+        return ("stalled", "nccl-spin", 0.8, ev,
+                "a collective is waiting for a rank that stopped: press d to dump stacks of every rank", quiet_since)
+    if gpu_busy:
+        detail = "buffered-stdout" if buffered else "not-logging"
+        ev = [log_line, *gpu_lines, cpu_line, stdout_line, progress_line]
+        advice = ("output is sitting in the process's stdout buffer: press u to restart with -u"
+                  if buffered else "working but not logging: press d to dump stacks to see where")
+        return "silent", detail, 0.8 if buffered else 0.6, ev, advice, quiet_since
+    if cpu_busy:
+        if hint is not None and hint.phase == "loading":
+            return ("loading", hint.detail, 0.6, [log_line, cpu_line, f"log: {hint.text[:120]}", *gpu_lines[:2]],
+                    "", hint.since)
+        detail = "buffered-stdout" if buffered else "cpu-busy"
+        ev = [log_line, cpu_line, *gpu_lines[:2], stdout_line, progress_line]
+        advice = ("output is sitting in the process's stdout buffer: press u to restart with -u"
+                  if buffered else "busy on CPU without logging: press d to dump stacks to see where")
+        return "silent", detail, 0.7 if buffered else 0.55, ev, advice, quiet_since
+    if out is not None and out.newest_mtime is not None and now - out.newest_mtime < threshold:
+        ev = [f"output dir written {fmt_duration(now - out.newest_mtime)} ago"
+              + (f" ({out.newest_name})" if out.newest_name else ""), log_line, cpu_line, *gpu_lines[:2]]
+        return "checkpointing", "output-dir", 0.5, ev, "", out.newest_mtime
+    if states and any(s == "D" for s in states):
+        if hint is None or hint.phase in ("loading", "starting", "checkpointing"):
+            phase = hint.phase if hint is not None and hint.phase != "starting" else "loading"
+            return (phase, "io-wait", 0.5, ["process in disk wait (state D)", log_line, cpu_line], "",
+                    hint.since if hint is not None else started)
+        return ("stalled", "io-wait", 0.6, ["process in disk wait (state D)", log_line, cpu_line, *gpu_lines[:2]],
+                "stuck on I/O: check the filesystem; press d to dump stacks", quiet_since)
+    # Nothing moves: no log, no CPU, no GPU work.
+    held = any((g.mem_used_mib or 0) > 0 for g in act.gpus.values())
+    ev = [log_line, cpu_line or "CPU time unknown", *gpu_lines,
+          "GPU memory held, no kernels running" if held and gpu_idle else None,
+          f"last log phase: {hint.phase} ({fmt_duration(now - hint.time)} ago)" if hint is not None else None,
+          progress_line]
+    confidence = 0.85 if cpu_flat else 0.6
+    return ("stalled", "no-progress", confidence, ev,
+            "no sign of progress: press d to dump stacks (py-spy), k to kill", quiet_since)
+
+
+def _active(obs, now, act, log, hint, age, quiet_s, threshold, gpu_busy, gpu_idle, gpu_spin, cpu_busy,
+            buffered, stdout_line, gpu_lines, cpu_line, progress_line, log_line):
+    """The log is not quiet past the threshold (or the job is young): trust the log, check resources."""
+    last_line = f"last log line {fmt_duration(quiet_s)} ago" if log.last_growth_at is not None else log_line
+    warn_buffer = stdout_line if buffered and log.total_bytes == 0 else None
+    spin_warning = "GPU ~100% util at idle power: may be waiting in a collective" if gpu_spin else None
+    if hint is not None:
+        phase = hint.phase
+        ev = [f"log: {hint.text[:120]}", last_line]
+        if phase == "training":
+            ev.append(progress_line)
+        else:
+            ev.append(_phase_progress_evidence(log))
+        ev += [*gpu_lines[:4], cpu_line, spin_warning]
+        confidence = 0.9 if quiet_s < min(60.0, threshold / 2) else 0.7
+        if phase == "training" and gpu_idle and obs.has_gpus and act.gpus and quiet_s >= 60:
+            confidence = 0.5  # the log says training but the GPUs have gone idle
+        return phase, hint.detail, confidence, ev, "", hint.since
+    # No rule has matched yet: judge from the resources.
+    if gpu_busy:
+        ev = [*gpu_lines, cpu_line, last_line, warn_buffer]
+        advice = "stdout is block-buffered: press u to restart with -u to see its output" if warn_buffer else ""
+        return "training", None, 0.55, ev, advice, obs.samples[0].time if obs.samples else now
+    if age < threshold:
+        ev = [f"started {fmt_duration(age)} ago", last_line, cpu_line, *gpu_lines[:2], warn_buffer]
+        return "starting", None, 0.7, ev, "", obs.started_at if obs.started_at is not None else now
+    if log.last_growth_at is not None:
+        ev = [last_line, cpu_line, *gpu_lines[:2]]
+        return "unknown", "no-rule-matched", 0.3, ev, "add a [[rules]] pattern for this job's log lines", now
+    ev = [log_line, cpu_line, *gpu_lines[:2], warn_buffer]
+    return "unknown", None, 0.3, ev, "", now
+
+
+def _ended(obs: JobObservation, now: float, log: LogFacts, buffered: bool, stdout_line: str | None,
+           progress_line: str | None):
+    ex = obs.exit
+    assert ex is not None
+    ended = ex.ended_at
+    failure = log.failure
+    code = ex.exit_code
+    sig = ex.signal
+    if sig is None and code is not None and code < 0:
+        sig, code = -code, None  # subprocess convention: -9 is SIGKILL
+    ev: list[str | None] = []
+    fail_line = None
+    if failure is not None:
+        where = f" (rank {failure.rank})" if failure.rank is not None else ""
+        fail_line = f"log: {failure.summary}{where}"
+    tail_advice = "read the end of the log; dismiss the job when done"
+    if sig is not None:
+        ev = [f"killed by {signal_name(sig)} ({sig})", fail_line, progress_line, stdout_line if buffered else None]
+        if buffered:
+            ev.append("buffered stdout was lost with the process")
+        advice = ("SIGKILL: check `dmesg` for the OOM killer" if sig == 9 else tail_advice)
+        return "crashed", "signal", 0.95, ev, advice, ended
+    if code is not None:
+        if code == 0:
+            ev = ["exit code 0", progress_line, fail_line]
+            return "finished", None, 0.95, ev, "", ended
+        detail = failure.detail if failure is not None else "exit-code"
+        extra = None
+        if code > 128 and code - 128 < 65:
+            extra = f"exit code {code} = 128 + {signal_name(code - 128)}"
+            if failure is None:
+                detail = "signal"
+        ev = [f"exit code {code}", extra, fail_line, progress_line]
+        return "crashed", detail, 0.95, ev, tail_advice, ended
+    # Exit status unknown (the probe did not start the process): read the log's last word.
+    ev_unknown = "process gone, exit status unknown (not started by gpuwatch)"
+    if failure is not None:
+        return "crashed", failure.detail, 0.85, [fail_line, ev_unknown, progress_line], tail_advice, failure.time
+    if log.exit_code is not None and log.exit_code != 0:
+        return ("crashed", "exit-code", 0.85, [f"log: exit code {log.exit_code}", ev_unknown, progress_line],
+                tail_advice, ended)
+    p = log.progress
+    complete = p is not None and p.step is not None and p.total is not None and p.step >= p.total
+    if log.finished_at is not None or complete:
+        why = "log: training finished" if log.finished_at is not None else "progress reached its total"
+        return "finished", None, 0.8, [why, ev_unknown, progress_line], "", ended
+    flushed_at_exit = log.last_growth_at is not None and ended - log.last_growth_at <= 15.0
+    if buffered and not flushed_at_exit:
+        ev = [ev_unknown, "nothing flushed at exit: a clean exit would have written the stdout buffer",
+              stdout_line, "likely SIGKILL, the OOM killer or a segfault"]
+        return "crashed", "killed", 0.65, ev, "check `dmesg` for the OOM killer or a segfault", ended
+    if buffered and flushed_at_exit:
+        return ("finished", None, 0.6, [ev_unknown, "stdout buffer flushed at exit (a normal exit)", progress_line],
+                "", ended)
+    ev = [ev_unknown, "no completion line and no traceback in the log", progress_line]
+    return "crashed", "vanished", 0.5, ev, "check `dmesg` (OOM killer, segfault); " + tail_advice, ended
