@@ -6,7 +6,6 @@ import os
 import select
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -136,6 +135,9 @@ def test_compute_apps(smi):
     r = run(smi, "--query-compute-apps=pid,process_name,used_memory", "--format=csv")
     assert r.stdout.splitlines()[0] == "pid, process_name, used_gpu_memory [MiB]"
     assert r.stdout.splitlines()[1].endswith(" MiB")
+    scen.update(processes=[{"gpu": 0, "pid": 11, "used_memory_mib": 1}, {"gpu": 1, "pid": 12, "used_memory_mib": 2}])
+    stamps = {ln.split(", ")[0] for ln in run(smi, *APPS_Q).stdout.splitlines()}
+    assert len(stamps) == 1  # all lines of one tick share the timestamp (the probe groups ticks by it)
     scen.update(processes="recorded", phase="training")
     r = run(smi, *APPS_Q)
     assert [ln.split(", ")[1:] for ln in r.stdout.splitlines()] == [

@@ -196,8 +196,9 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def gpu_rows(scen: dict, tick: int) -> list[dict[str, str]]:
-    """Field->value dicts for every GPU at *tick*."""
+def gpu_rows(scen: dict, tick: int, stamp: str | None = None) -> list[dict[str, str]]:
+    """Field->value dicts for every GPU at *tick* (all rows of a batch share one timestamp)."""
+    stamp = stamp or _now_stamp()
     n = int(scen.get("gpus", 1))
     start = int(scen.get("start_row", 0))
     prefix = scen.get("uuid_prefix")
@@ -218,7 +219,7 @@ def gpu_rows(scen: dict, tick: int) -> list[dict[str, str]]:
         for src in (scen.get("fields") or {}, pg.get("fields") or {}):
             for k, v in src.items():
                 row[GPU_ALIASES.get(k, k)] = _fmt(v)
-        row["timestamp"] = _now_stamp()
+        row["timestamp"] = stamp
         row["count"] = str(n)
         try:
             row.setdefault("memory.free", str(int(float(row["memory.total"])) - int(float(row["memory.used"]))))
@@ -237,6 +238,7 @@ def _process_name(pid) -> str:
 
 
 def app_rows(scen: dict, gpus: list[dict[str, str]]) -> list[dict[str, str]]:
+    stamp = gpus[0]["timestamp"] if gpus else _now_stamp()
     procs = scen.get("processes", [])
     out = []
     if procs == "recorded":
@@ -257,7 +259,7 @@ def app_rows(scen: dict, gpus: list[dict[str, str]]) -> list[dict[str, str]]:
                 out.append({
                     "gpu_uuid": g["uuid"], "gpu_name": g.get("name", ""), "pid": r.get("pid", ""),
                     "used_memory": r.get("used_memory", "[N/A]"), "process_name": _process_name(r.get("pid")),
-                    "timestamp": _now_stamp(),
+                    "timestamp": stamp,
                 })
         return out
     by_index = {g["index"]: g for g in gpus}
@@ -271,7 +273,7 @@ def app_rows(scen: dict, gpus: list[dict[str, str]]) -> list[dict[str, str]]:
             "pid": str(p["pid"]),
             "used_memory": _fmt(p.get("used_memory_mib", 0)),
             "process_name": p.get("name") or _process_name(p["pid"]),
-            "timestamp": _now_stamp(),
+            "timestamp": stamp,
         })
     return out
 
