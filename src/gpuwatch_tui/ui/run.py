@@ -9,15 +9,32 @@ from .source import DashboardSource
 from .theme_files import DEFAULT_THEME
 
 
+def user_themes_dir() -> Path:
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("gpuwatch")) / "themes"
+
+
 def run_dashboard(
-    source: DashboardSource,
+    source,
     *,
     theme: str = DEFAULT_THEME,
     themes_dir: Path | None = None,
     readonly: bool = False,
-    history: int = 60,
+    history: int | None = None,
 ) -> int:
-    """Run the dashboard until the user quits; returns the process exit code."""
-    app = GpuwatchApp(source, theme=theme, themes_dir=themes_dir, readonly=readonly, history=history)
+    """Run the dashboard until the user quits; returns the process exit code.
+
+    `source` is a DashboardSource, or a loaded Config (then the live Monitor is built here).
+    """
+    if not isinstance(source, DashboardSource) and hasattr(source, "hosts") and hasattr(source, "settings"):
+        from ..monitor import Monitor
+        from .monitor_source import MonitorSource
+
+        config = source
+        history = history or config.settings.history
+        themes_dir = themes_dir or getattr(config.settings, "themes_dir", None) or user_themes_dir()
+        source = MonitorSource(Monitor(config))
+    app = GpuwatchApp(source, theme=theme, themes_dir=themes_dir, readonly=readonly, history=history or 60)
     result = app.run()
     return result if isinstance(result, int) else (app.return_code or 0)

@@ -1,0 +1,81 @@
+"""One smoke test in a real terminal: `gpuwatch --config F` in tmux against sshd test hosts.
+
+Keys go in with `tmux send-keys`, the screen comes back with `tmux capture-pane`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.tmux, pytest.mark.ssh]
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+
+
+def screen(session: str) -> str:
+    return tmux("capture-pane", "-p", "-t", session)
+
+
+def wait_for(session: str, predicate, timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        try:
+            text = screen(session)
+        except subprocess.CalledProcessError:  # the session ended
+            return ""
+        if predicate(text):
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"timed out; the screen was:\n{text}")
+
+
+def write_config(path: Path, ssh_env, hosts) -> Path:
+    lines = ["[settings]", f'ssh_config = ["{ssh_env.ssh_config}"]', f'known_hosts = "{ssh_env.known_hosts}"',
+             "sample_interval = 1", ""]
+    for host in hosts:
+        lines += ["[[hosts]]", f'name = "{host.name}"', f'ssh = "{host.name}"', ""]
+    path.write_text("\n".join(lines))
+    return path
+
+
+def test_dashboard_in_tmux(sshd_factory, ssh_env, tmp_path):
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    hosts = sshd_factory(2)
+    config = write_config(tmp_path / "hosts.toml", ssh_env, hosts)
+    session = f"gpuwatch-smoke-{os.getpid()}"
+    env = ssh_env.environ()
+    env["PYTHONPATH"] = str(ROOT / "src")
+    env["TERM"] = "xterm-256color"  # what a plain SSH terminal reports; no COLORTERM=truecolor
+    env.pop("COLORTERM", None)
+    command = " ".join([sys.executable, "-m", "gpuwatch_tui.cli", "--config", str(config)])
+    env_args = [f"{k}={v}" for k, v in env.items() if k in ("HOME", "PATH", "PYTHONPATH", "TERM", "LANG", "LC_ALL")]
+    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "36", "env", *env_args, *command.split())
+    try:
+        text = wait_for(session, lambda s: all(h.name in s for h in hosts) and s.count("connected") >= 2)
+        assert "Host" in text and "Job" in text  # the jobs table header
+        tmux("send-keys", "-t", session, "?")
+        wait_for(session, lambda s: "gpuwatch keys" in s)
+        tmux("send-keys", "-t", session, "Escape")
+        wait_for(session, lambda s: "gpuwatch keys" not in s)
+        tmux("send-keys", "-t", session, "p")
+        wait_for(session, lambda s: "PAUSED" in s)
+        tmux("send-keys", "-t", session, "p")
+        wait_for(session, lambda s: "PAUSED" not in s)
+        tmux("send-keys", "-t", session, "t")
+        tmux("send-keys", "-t", session, "q")
+        wait_for(session, lambda s: "connected" not in s, timeout=15)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
