@@ -17,7 +17,7 @@ from ..model import TailChunk
 # colour codes are common and harmless in intent, the rest must not reach a terminal.
 _CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]")
 _OSC = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?")
-_OTHER_ESC = re.compile(r"\x1b[@-Z\\-_]|\x1b[ -/]+[0-~]?")
+_OTHER_ESC = re.compile(r"\x1b[@-Z\\-_]|\x1b[!-/]+[0-~]?")
 # C0 (minus tab), DEL, C1, and bidi overrides / isolates (text that reads differently than it is).
 _UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 

@@ -171,15 +171,15 @@ class ProgressTracker:
             value = parse_number(fields.get(name))
             if value is not None:
                 setattr(cur, name, value)
-        eta = parse_clock(fields.get("eta")) if "eta" in fields else None
-        if eta is not None:
-            cur.eta_s = eta
-        elif step is not None:
-            cur.eta_s = self._estimate_eta(now)
         cur.updated_at = now
         if advanced:
             self.last_advance_at = now
             self.history.append(ProgressPoint(now, cur.step, cur.total, cur.loss, cur.epoch, cur.rate))
+        eta = parse_clock(fields.get("eta")) if "eta" in fields else None
+        if eta is not None:
+            cur.eta_s = eta
+        elif step is not None:
+            cur.eta_s = self._estimate_eta(now, is_bar)
         return advanced
 
     def _bar_accepts(self, desc: str, step: float, total: float | None, now: float) -> bool:
@@ -197,7 +197,7 @@ class ProgressTracker:
             self._bar = _Bar(step, total, now)
         return accept
 
-    def _estimate_eta(self, now: float) -> float | None:
+    def _estimate_eta(self, now: float, from_bar: bool) -> float | None:
         cur = self.current
         if cur.step is None or cur.total is None or cur.total <= cur.step:
             return 0.0 if cur.total is not None and cur.step is not None else None
@@ -205,7 +205,7 @@ class ProgressTracker:
         if cur.rate and cur.unit:
             if cur.unit.startswith("s/"):
                 return remaining * cur.rate
-            if cur.desc is not None:  # a bar's rate counts the bar's own units
+            if from_bar:  # a bar's rate counts the bar's own units
                 return remaining / cur.rate
         # Otherwise from the step history of the last few minutes.
         points = [p for p in self.history if p.step is not None and now - p.time <= 600]

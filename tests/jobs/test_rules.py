@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import pytest
+
+from gpuwatch_tui.errors import ConfigError
+from gpuwatch_tui.jobs.interpret import LogInterpreter
+from gpuwatch_tui.jobs.rules import RuleSet, builtin_rules, parse_rules
+
+
+def test_builtin_pack_loads_and_names_are_unique():
+    rules = builtin_rules()
+    assert len(rules) > 40
+    assert len({r.name for r in rules}) == len(rules)
+
+
+def test_user_rule_with_progress_groups_and_phase():
+    rules = parse_rules([{"name": "mine", "pattern": r"it=(?P<step>\d+)/(?P<total>\d+) L=(?P<loss>[\d.]+)",
+                          "phase": "training"}], "hosts.toml")
+    interp = LogInterpreter(RuleSet.with_user_rules(rules))
+    interp.feed_line("it=5/100 L=0.25", 1.0)
+    p = interp.progress.current
+    assert (p.step, p.total, p.loss) == (5, 100, 0.25)
+    assert interp.hint.rule == "mine"
+
+
+def test_user_rules_take_precedence_for_the_phase():
+    rules = parse_rules([{"name": "eval-steps", "pattern": r"^step \d+ eval", "phase": "evaluating"}], "f")
+    m = RuleSet.with_user_rules(rules).match("step 10 eval loss 0.5")
+    assert m.phase == "evaluating" and m.rule == "eval-steps"
+
+
+def test_user_event_rule_makes_a_failure():
+    rules = parse_rules([{"name": "nan", "pattern": "loss is nan", "event": "error", "detail": "nan-loss"}], "f")
+    interp = LogInterpreter(RuleSet.with_user_rules(rules))
+    interp.feed_line("loss is nan, stopping", 1.0)
+    assert interp.failure.detail == "nan-loss"
+
+
+@pytest.mark.parametrize("raw,key,expected", [
+    ([{"name": "a", "pattern": "("}], "rules[0].pattern", "a valid regular expression"),
+    ([{"name": "a", "pattern": "x", "phase": "training"}, {"name": "b", "pattern": "[", "phase": "x"}],
+     "rules[1].pattern", "a valid regular expression"),
+    ([{"name": "a", "pattern": "x", "phase": "sleeping"}], "rules[0].phase", "one of"),
+    ([{"name": "a", "pattern": "x", "event": "boom"}], "rules[0].event", "one of"),
+    ([{"pattern": "x", "phase": "training"}], "rules[0].name", "a non-empty string"),
+    ([{"name": "a", "pattern": "x", "colour": "red"}], "rules[0].colour", "one of"),
+    ([{"name": "a", "pattern": "x"}], "rules[0]", "at least one of"),
+    ([{"name": "a", "pattern": "x", "phase": "training"}, {"name": "a", "pattern": "y", "phase": "training"}],
+     "rules[1].name", "not used by another rule"),
+    (["text"], "rules[0]", "a table"),
+])
+def test_parse_rules_errors_name_file_key_and_expectation(raw, key, expected):
+    with pytest.raises(ConfigError) as info:
+        parse_rules(raw, "/etc/gpuwatch/hosts.toml")
+    err = info.value
+    assert err.file == "/etc/gpuwatch/hosts.toml" and err.key == key
+    assert expected in err.expected
+
+
+def test_generic_lines_from_plain_logging():
+    rs = RuleSet.with_user_rules()
+    m = rs.match("2024-05-01 12:00:00 INFO iter 1200: loss 2.3456, time 98.2ms")
+    assert m.phase == "training" and m.progress["step"] == "1200" and m.progress["loss"] == "2.3456"
+    m = rs.match("epoch 3/10 step 120/500 | loss=0.812 | 15234 tok/s")
+    assert (m.progress["step"], m.progress["total"], m.progress["epoch"], m.progress["epochs"]) == ("120", "500", "3", "10")
+    assert m.progress["rate"] == "15234" and m.progress["unit"] == "tok/s"
+    assert rs.match("val_loss 0.5").progress.get("loss") is None
+    assert rs.match("  Num update steps per epoch = 8").progress.get("epoch") is None
