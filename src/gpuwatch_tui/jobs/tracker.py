@@ -235,6 +235,8 @@ class JobTracker:
                 self._track_members(job, procs, gone, skew, now)
             if job.members or job.exit is not None:
                 self._observe(job, sample, on_gpu, skew, now)
+            elif job.spec is not None:
+                self._judge(job, now, skew)
         self._parents[host] = parents_to_watch(procs, on_gpu)
 
     def _new_job(self, host: str, name: str, job_id: str, now: float, spec: JobSpec | None = None) -> JobState:
@@ -308,19 +310,19 @@ class JobTracker:
                     if found:
                         job.output_dir = found
                         break
-        # Jobs whose root moved up may now duplicate one another: merge into the older.
-        by_root: dict[tuple[int, float], JobState] = {}
-        for j in sorted(self.jobs(host), key=lambda j: j.first_seen):
-            if j.spec is not None or j.root is None or j.exit is not None:
+        # Jobs whose root moved up may now share processes: merge each into the older one.
+        live = sorted((j for j in self.jobs(host) if j.spec is None and j.exit is None), key=lambda j: j.first_seen)
+        for i, older in enumerate(live):
+            if older.id not in self._jobs:
                 continue
-            other = by_root.get(j.root)
-            if other is None:
-                by_root[j.root] = j
-                continue
-            other.members.update(j.members)
-            other.gpu_pids.update(j.gpu_pids)
-            self.dismiss(j.id)
-            self._dismissed.discard((host, *j.root))
+            for newer in live[i + 1 :]:
+                if newer.id in self._jobs and any(older.members.get(p) == st for p, st in newer.members.items()):
+                    for pid, start in newer.members.items():
+                        older.members.setdefault(pid, start)
+                    older.gpu_pids.update(newer.gpu_pids)
+                    self.dismiss(newer.id)
+                    if newer.root is not None:
+                        self._dismissed.discard((host, *newer.root))
 
     def _attach_logs(self, job: JobState, procs: list[ProcInfo], configured: tuple[str, ...]) -> None:
         paths: list[str] = []

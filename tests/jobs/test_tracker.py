@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import json
+
+from gpuwatch_tui.jobs.settings import JobSettings, JobSpec
+from gpuwatch_tui.jobs.tracker import JobTracker
+from gpuwatch_tui.model import ExitInfo, TailChunk
+
+from .procs import LOG, gpu, proc, sample, torchrun_tree
+
+JSON_KEYS = {"name", "host", "pids", "gpus", "phase", "detail", "since", "confidence", "evidence", "advice", "log",
+             "exit_code", "progress", "history"}
+PROGRESS_KEYS = {"step", "total", "rate", "unit", "loss", "epoch", "eta_s"}
+
+
+def tail(key, data, size=None):
+    return TailChunk(key, LOG.path, data, False, 0, size, None, None)
+
+
+def run_torchrun(tracker, t, cpu, lines=b"", util=99.0, power=690.0):
+    procs, gpus = torchrun_tree(cpu=cpu, util=util, power=power)
+    wants = tracker.wanted("gpu1")
+    tails = [tail(k, lines) for k in wants.tails] if lines else []
+    tracker.update("gpu1", sample(t, procs, gpus, tails=tails), now=t)
+
+
+def test_discovers_torchrun_job_tails_its_log_and_reports_json():
+    tr = JobTracker(JobSettings(stall_after_s=300))
+    run_torchrun(tr, 0.0, 10.0)
+    wants = tr.wanted("gpu1")
+    assert {100, 101, 102} <= set(wants.pids)
+    assert list(wants.tails.values()) == ["/work/run/train.log"]
+    run_torchrun(tr, 5.0, 15.0, b"{'loss': 2.5, 'learning_rate': 1e-4, 'epoch': 0.1}\n")
+    run_torchrun(tr, 10.0, 20.0, b" 10%|#         | 100/1000 [01:00<09:00, 1.67it/s]\n")
+    [job] = tr.to_json()
+    assert JSON_KEYS <= set(job) and PROGRESS_KEYS <= set(job["progress"])
+    assert job["name"] == "train.py" and job["pids"] == [100, 101, 102] and job["gpus"] == [0, 1]
+    assert job["phase"] == "training"
+    assert job["progress"]["step"] == 100 and job["progress"]["total"] == 1000 and job["progress"]["loss"] == 2.5
+    assert job["history"][-1]["phase"] == "training"
+    json.dumps(tr.to_json())  # serialisable
+    assert tr.log_lines(job["id"])[-1].startswith(" 10%")
+
+
+def test_crashed_job_stays_listed_until_dismissed():
+    tr = JobTracker()
+    run_torchrun(tr, 0.0, 10.0)
+    run_torchrun(tr, 5.0, 15.0, b"[rank1]: Traceback (most recent call last):\n[rank1]: ValueError: boom\n")
+    [job] = tr.to_json()
+    assert (job["phase"], job["detail"]) == ("crashed", "exception")
+    gone = [ExitInfo(p, 1000.0 + p / 1000, 9.0) for p in (100, 101, 102)]
+    tr.update("gpu1", sample(10.0, {}, [gpu(0, []), gpu(1, [])], gone=gone), now=10.0)
+    [job] = tr.to_json()
+    assert job["phase"] == "crashed" and job["alive"] is False
+    tr.update("gpu1", sample(3600.0, {}, [gpu(0, [])]), now=3600.0)
+    assert len(tr.to_json()) == 1
+    assert tr.dismiss(job["id"]) and tr.to_json() == []
+
+
+def test_vanished_processes_without_exit_info_are_gone_after_a_grace():
+    tr = JobTracker()
+    run_torchrun(tr, 0.0, 10.0)
+    tr.update("gpu1", sample(1.0, {}, []), now=1.0)
+    assert tr.to_json()[0]["alive"] is True
+    tr.update("gpu1", sample(2.0, {}, []), now=2.0)
+    assert tr.to_json()[0]["alive"] is False
+
+
+def test_agent_found_after_ranks_keeps_one_job():
+    tr = JobTracker()
+    procs, gpus = torchrun_tree(with_agent=False)
+    tr.update("gpu1", sample(0.0, procs, gpus), now=0.0)
+    assert len(tr.to_json()) == 2 and 100 in tr.wanted("gpu1").pids
+    run_torchrun(tr, 1.0, 10.0)
+    jobs = tr.to_json()
+    assert len(jobs) == 1 and jobs[0]["pids"] == [100, 101, 102]
+
+
+def test_configured_job_by_regex_with_log_and_output_dir():
+    spec = JobSpec("pretrain", "gpu1", match=r"train\.py", logs=("logs/out.log",), output_dir="/data/ckpt",
+                   stall_after_s=60)
+    tr = JobTracker(JobSettings(jobs=(spec,)))
+    [job] = tr.to_json()
+    assert job["phase"] == "unknown" and job["configured"] is True
+    tr.update("gpu1", sample(0.0, {}, []), now=0.0)
+    assert tr.to_json()[0]["detail"] == "not-running"
+    wants = tr.wanted("gpu1")
+    assert wants.matches == {"cfg0": {"regex": r"train\.py", "pid_file": None}}
+    p = proc(200, 50, ["python", "train.py"], cpu=5.0)
+    tr.update("gpu1", sample(1.0, {200: p}, [gpu(0, [200])], matches={"cfg0": [200]}), now=1.0)
+    wants = tr.wanted("gpu1")
+    assert list(wants.tails.values()) == ["/work/run/logs/out.log"]
+    assert list(wants.dirs.values()) == ["/data/ckpt"]
+    [job] = tr.to_json()
+    assert job["name"] == "pretrain" and job["pids"] == [200] and job["stall_after_s"] == 60
+
+
+def test_cpu_only_job_from_configuration_goes_stalled_when_nothing_moves():
+    spec = JobSpec("hang", "cpu1", match="hang.py", stall_after_s=30)
+    tr = JobTracker(JobSettings(jobs=(spec,)))
+    for i in range(12):
+        t = float(i * 5)
+        p = proc(300, 1, ["python", "-u", "hang.py"], cpu=3.0, unbuffered=True, start=0.0)
+        chunks = [tail(k, b"step 3/100 loss 1.0\n") for k in tr.wanted("cpu1").tails] if i == 1 else []
+        tr.update("cpu1", sample(t, {300: p}, [], tails=chunks, matches={"cfg0": [300]}), now=t)
+    [job] = tr.to_json()
+    assert job["phase"] == "stalled", job
+    assert any(e.startswith("log silent") for e in job["evidence"])
