@@ -25,4 +25,5 @@ def source() -> RecordedSource:
 
 @pytest.fixture
 def app(source) -> GpuwatchApp:
-    return GpuwatchApp(source)
+    # No redraw throttle in tests: a change shows on the next pause, deterministically.
+    return GpuwatchApp(source, min_refresh_interval=0)

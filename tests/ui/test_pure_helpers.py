@@ -22,6 +22,7 @@ def test_levels():
 
 def test_formatting():
     assert formatting.age(3.25) == "3.2s"
+    assert formatting.coarse_age(0.4) == "<1s" and formatting.coarse_age(7.9) == "7s"
     assert formatting.age(432) == "7m12s"
     assert formatting.age(8712) == "2h25m"
     assert formatting.duration(20265) == "5:37:45"

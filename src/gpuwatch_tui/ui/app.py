@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from textual.app import App
@@ -42,6 +43,7 @@ class GpuwatchApp(App):
         themes_dir: Path | None = None,
         readonly: bool = False,
         history: int = 60,
+        min_refresh_interval: float = 0.25,
     ) -> None:
         loaded = load_themes(themes_dir)
         # Needed by get_theme_variable_defaults(), which App.__init__ already calls.
@@ -50,6 +52,11 @@ class GpuwatchApp(App):
             self._theme_defaults.update(loaded.themes[DEFAULT_THEME].variables)
         super().__init__()
         self.source = source
+        # Redraws from data happen at most this often (4 Hz): 128 hosts each reporting once a
+        # second would otherwise mean 128 redraws a second. Keys are not throttled.
+        self.min_refresh_interval = min_refresh_interval
+        self._last_refresh = 0.0
+        self._refresh_timer = None
         self.readonly = readonly
         self.history = history
         self.theme_problems = list(loaded.problems)
@@ -81,6 +88,17 @@ class GpuwatchApp(App):
         self.post_message(SourceChanged())
 
     def on_source_changed(self, message: SourceChanged) -> None:
+        if self.source.paused or self._refresh_timer is not None:
+            return  # a redraw is already scheduled; it will read the newest data
+        wait = self._last_refresh + self.min_refresh_interval - time.monotonic()
+        if wait <= 0:
+            self._refresh_screen()
+        else:
+            self._refresh_timer = self.set_timer(wait, self._refresh_screen)
+
+    def _refresh_screen(self) -> None:
+        self._refresh_timer = None
+        self._last_refresh = time.monotonic()
         if self.source.paused:
             return
         refresh = getattr(self.screen, "refresh_from_source", None)
@@ -106,8 +124,6 @@ class GpuwatchApp(App):
 
     def action_toggle_pause(self) -> None:
         self.source.paused = not self.source.paused
-        if self.source.paused:
-            self.notify("Display paused; sampling continues. p resumes.", timeout=3)
         refresh = getattr(self.screen, "refresh_from_source", None)
         if refresh is not None:
             # One redraw so the PAUSED mark shows (or, on resume, the newest data at once).

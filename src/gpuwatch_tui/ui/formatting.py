@@ -18,6 +18,17 @@ def age(seconds: float | None) -> str:
     return f"{seconds // 86400:.0f}d{seconds % 86400 // 3600:02.0f}h"
 
 
+def coarse_age(seconds: float | None) -> str:
+    """Whole seconds: a healthy host's age does not flicker between 0.2s and 0.9s."""
+    if seconds is None:
+        return "-"
+    if seconds < 1:
+        return "<1s"
+    if seconds < 60:
+        return f"{int(seconds)}s"
+    return age(seconds)
+
+
 def duration(seconds: float | None) -> str:
     """ETA-style: 1:02:03 / 12:34."""
     if seconds is None:

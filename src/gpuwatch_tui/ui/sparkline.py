@@ -23,9 +23,18 @@ def sparkline(
     if len(samples) < width:
         text.append("·" * (width - len(samples)), empty_style)
     steps = len(BLOCKS) - 1
+    run: list[str] = []
+    run_style: Style | None = None
     for value in samples:
         fraction = 0.0 if top <= 0 else max(0.0, min(1.0, value / top))
-        level = max(1, round(fraction * steps))
         # Zero still draws the lowest block (in its level's colour): "measured 0" differs from "no data".
-        text.append(BLOCKS[level], style_for(value))
+        level = max(1, round(fraction * steps))
+        style = style_for(value)
+        if style is not run_style and run:
+            text.append("".join(run), run_style)  # one span per run of one colour: cheap to render
+            run = []
+        run_style = style
+        run.append(BLOCKS[level])
+    if run:
+        text.append("".join(run), run_style)
     return text

@@ -94,6 +94,7 @@ class GpuGrid(ScrollView, can_focus=True):
         self._layout_key: tuple = ()
         self.cursor = 0
         self._palette: Palette | None = None
+        self._strips: dict[int, tuple[tuple, Strip]] = {}  # row index -> (signature, strip)
 
     # -- data in ---------------------------------------------------------------------------
 
@@ -111,6 +112,7 @@ class GpuGrid(ScrollView, can_focus=True):
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
+        self._strips.clear()
         self.refresh()
 
     def on_resize(self) -> None:
@@ -139,6 +141,7 @@ class GpuGrid(ScrollView, can_focus=True):
             for start in range(0, len(indices), columns):
                 rows.append(Row("gpus", host.name, tuple(indices[start : start + columns])))
         self._rows = rows
+        self._strips.clear()
         self.cursor = min(self.cursor, max(0, len(rows) - 1))
         self.virtual_size = Size(self.size.width, len(rows))
 
@@ -150,6 +153,16 @@ class GpuGrid(ScrollView, can_focus=True):
             self._palette = Palette(self.app.theme_variables)
         return self._palette
 
+    def _signature(self, row: Row, host: HostRecord) -> tuple:
+        """Everything a row's pixels depend on; an unchanged row is served from the cache."""
+        if row.kind == "host":
+            age = host.sample_age(self._now)
+            return ("h", host.state, host.error, host.gpu_error, host.gpu_source, host.last_sample_time,
+                    None if age is None else formatting.coarse_age(age), len(host.gpus), host.reconnects)
+        if row.kind == "note":
+            return ("n", row.text)
+        return ("g", host.last_sample_time, host.state, tuple(self._jobs.get((host.name, i)) for i in row.gpus))
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         index = self.scroll_offset.y + y
@@ -160,6 +173,16 @@ class GpuGrid(ScrollView, can_focus=True):
         host = self._store.hosts.get(row.host)
         if host is None:
             return Strip.blank(width, base)
+        cursor = index == self.cursor and self.has_focus
+        key = (self._signature(row, host), width, cursor, id(self._palette), base)
+        cached = self._strips.get(index)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        strip = self._render_row(row, host, width, cursor, base)
+        self._strips[index] = (key, strip)
+        return strip
+
+    def _render_row(self, row: Row, host: HostRecord, width: int, cursor: bool, base: Style) -> Strip:
         if row.kind == "host":
             text = self._host_line(host)
         elif row.kind == "note":
@@ -168,9 +191,19 @@ class GpuGrid(ScrollView, can_focus=True):
             text = self._gpu_line(host, row.gpus, width)
         text.truncate(width, overflow="ellipsis")
         style = base
-        if index == self.cursor and self.has_focus:
+        if cursor:
             style = base + self.get_component_rich_style("gpu-grid--cursor")
-        segments = [Segment(seg.text, style + seg.style if seg.style else style) for seg in text.render(self.app.console)]
+        combined: dict = {}  # a handful of distinct styles per line: combine each once
+
+        def on_base(seg_style):
+            if seg_style is None:
+                return style
+            result = combined.get(seg_style)
+            if result is None:
+                result = combined[seg_style] = style + seg_style
+            return result
+
+        segments = [Segment(seg.text, on_base(seg.style)) for seg in text.render(self.app.console)]
         return Strip(segments).extend_cell_length(width, style).crop(0, width)
 
     def _host_line(self, host: HostRecord) -> Text:
@@ -186,7 +219,7 @@ class GpuGrid(ScrollView, can_focus=True):
             text.append(f" · {host.gpu_source}", muted)
         age = host.sample_age(self._now)
         if age is not None:
-            text.append(f" · {formatting.age(age)} ago", muted)
+            text.append(f" · {formatting.coarse_age(age)} ago", muted)
         if host.gpus:
             total_w = sum(r.latest.power_w or 0 for r in host.gpus.values())
             text.append(f" · {len(host.gpus)} GPU{'s' if len(host.gpus) != 1 else ''} · {total_w / 1000:.1f} kW", muted)

@@ -51,7 +51,7 @@ class HostBar(Widget):
         details = []
         age = host.sample_age(self._now)
         if age is not None:
-            details.append(formatting.age(age))
+            details.append(formatting.coarse_age(age))
         if host.gpu_source:
             details.append(host.gpu_source)
         if details:

@@ -63,6 +63,7 @@ class JobsTable(DataTable):
         super().__init__(id=id, cursor_type="row", zebra_stripes=False)
         self._jobs: dict[str, dict] = {}
         self._cells: dict[str, tuple] = {}
+        self._shown_at = float("-inf")
         self._palette: Palette | None = None
         self.sort_column: str | None = None
         self.sort_reverse = False
@@ -80,6 +81,7 @@ class JobsTable(DataTable):
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
         self._cells = {key: () for key in self._cells}  # recolour every cell on next show
+        self._shown_at = float("-inf")
 
     @property
     def selected_job_id(self) -> str | None:
@@ -111,9 +113,16 @@ class JobsTable(DataTable):
             formatting.duration(progress.get("eta_s")),
         )
 
-    def show(self, jobs: list[dict], now: float) -> None:
-        """Bring the table to `jobs`: add, remove and update cells by key; never rebuild."""
+    def show(self, jobs: list[dict], now: float, force: bool = False) -> None:
+        """Bring the table to `jobs`: add, remove and update cells by key; never rebuild.
+
+        Cells have one-second resolution, so with the same set of jobs this runs at most once a
+        second of the source's clock (each run re-renders the visible rows).
+        """
         wanted = {job["id"]: job for job in jobs}
+        if not force and wanted.keys() == self._jobs.keys() and 0 <= now - self._shown_at < 1.0:
+            return
+        self._shown_at = now
         for job_id in [k for k in self._cells if k not in wanted]:
             self.remove_row(job_id)
             del self._cells[job_id]
