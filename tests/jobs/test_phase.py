@@ -259,6 +259,16 @@ def test_gone_after_completion_line_is_finished():
     assert v.phase == "finished" and v.since == T0 + 60
 
 
+def test_gone_mid_run_with_flushed_lines_is_crashed():
+    # crash_sigkill.py / crash_segfault.py print with flush=True, then die: the log just stops.
+    s = series(T0, 60, step=5)
+    log = LogFacts(total_bytes=400, last_growth_at=T0 + 59, hint=hint("training", T0 + 5),
+                   progress=Progress(step=3, total=30, loss=0.1, eta_s=13))
+    v = verdict_at(obs(s, log=log, exit=ExitFacts(T0 + 60)), T0 + 62)
+    assert (v.phase, v.detail) == ("crashed", "vanished")
+    assert not any("ETA" in e for e in v.evidence)
+
+
 def test_gone_after_traceback_without_exit_status_is_crashed():
     s = series(T0, 60, step=5)
     log = LogFacts(total_bytes=4096, last_growth_at=T0 + 59,

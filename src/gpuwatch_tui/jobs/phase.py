@@ -327,7 +327,7 @@ def _buffering(obs: JobObservation) -> tuple[bool, str | None]:
     return False, f"stdout -> {target} ({out.kind})"
 
 
-def _progress_evidence(p: Progress | None) -> str | None:
+def _progress_evidence(p: Progress | None, with_eta: bool = True) -> str | None:
     if p is None:
         return None
     parts = []
@@ -340,7 +340,7 @@ def _progress_evidence(p: Progress | None) -> str | None:
         parts.append(f"loss {p.loss:.4g}")
     if p.epoch is not None:
         parts.append(f"epoch {p.epoch:g}")
-    if p.eta_s:
+    if p.eta_s and with_eta:
         parts.append(f"ETA {fmt_duration(p.eta_s)}")
     return ", ".join(parts) if parts else None
 
@@ -388,7 +388,8 @@ def _decide(obs: JobObservation, now: float):
     hint = log.hint
 
     if obs.exit is not None:
-        return _ended(obs, now, log, buffered, stdout_line, progress_line)
+        ended_progress = _progress_evidence(log.progress, with_eta=False)
+        return _ended(obs, now, log, buffered, stdout_line, ended_progress)
 
     failure = log.failure
     if failure is not None:
@@ -560,13 +561,17 @@ def _ended(obs: JobObservation, now: float, log: LogFacts, buffered: bool, stdou
     if log.finished_at is not None or complete:
         why = "log: training finished" if log.finished_at is not None else "progress reached its total"
         return "finished", None, 0.8, [why, ev_unknown, progress_line], "", ended
+    if p is not None and p.step is not None and p.total is not None:
+        ev = [ev_unknown, f"stopped at step {p.step:g}/{p.total:g} with no completion line and no traceback",
+              "likely SIGKILL, the OOM killer or a segfault"]
+        return "crashed", "vanished", 0.65, ev, "check `dmesg` (OOM killer, segfault); " + tail_advice, ended
     flushed_at_exit = log.last_growth_at is not None and ended - log.last_growth_at <= 15.0
     if buffered and not flushed_at_exit:
         ev = [ev_unknown, "nothing flushed at exit: a clean exit would have written the stdout buffer",
               stdout_line, "likely SIGKILL, the OOM killer or a segfault"]
         return "crashed", "killed", 0.65, ev, "check `dmesg` for the OOM killer or a segfault", ended
     if buffered and flushed_at_exit:
-        return ("finished", None, 0.6, [ev_unknown, "stdout buffer flushed at exit (a normal exit)", progress_line],
+        return ("finished", None, 0.55, [ev_unknown, "stdout buffer flushed at exit (a normal exit)", progress_line],
                 "", ended)
     ev = [ev_unknown, "no completion line and no traceback in the log", progress_line]
     return "crashed", "vanished", 0.5, ev, "check `dmesg` (OOM killer, segfault); " + tail_advice, ended

@@ -371,9 +371,12 @@ class JobTracker:
                        now: float) -> None:
         for pid, start in list(job.members.items()):
             p = procs.get(pid)
-            if p is not None and abs(p.start_time - start) < 0.5:
+            if p is not None and abs(p.start_time - start) < 0.5 and p.state != "Z":
                 job.missing.pop(pid, None)
                 continue
+            if p is not None and p.state == "Z" and pid not in job.exit_infos:
+                # Exited, not yet reaped by its parent: as gone as it gets.
+                job.exit_infos[pid] = ExitInfo(pid, start, now - skew)
             info = gone.get((pid, round(start, 2)))
             if info is None:
                 info = next((g for (gp, _), g in gone.items() if gp == pid), None)
