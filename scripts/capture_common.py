@@ -12,10 +12,12 @@ LOGS = Path(__file__).resolve().parent.parent / "tests" / "data" / "logs"
 
 
 def run_to_log(argv: list[str], log_name: str, env: dict[str, str] | None = None, cwd: str | None = None,
-               timeout: float = 600, keep_empty: bool = True) -> int:
+               timeout: float = 600, keep_empty: bool = True, logs_dir: Path | None = None) -> int:
     """Run argv with stdout and stderr both appended to one file, as a shell redirect does."""
-    LOGS.mkdir(parents=True, exist_ok=True)
-    path = LOGS / log_name
+    logs = Path(os.environ.get("CAPTURE_LOGS_DIR", "")) if os.environ.get("CAPTURE_LOGS_DIR") else LOGS
+    logs = logs_dir or logs
+    logs.mkdir(parents=True, exist_ok=True)
+    path = logs / log_name
     full_env = dict(os.environ)
     full_env.pop("PYTHONUNBUFFERED", None)
     full_env.update(env or {})
