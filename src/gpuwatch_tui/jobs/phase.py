@@ -27,7 +27,7 @@ GPU_SPIN_UTIL = 90.0
 # Power as a share of the power limit: ~119 W of 700 W (17%) is a held-idle H200; 690 W is training.
 GPU_WORKING_POWER_FRACTION = 0.30
 COMPILE_RECENT_S = 30.0  # compiler children seen this recently still count as compiling
-MIN_SPIN_S = 30.0  # util-without-power must hold this long to be called a spin
+MIN_SPIN_S = 15.0  # util-without-power must hold this long (within the quiet period) to be a spin
 
 COMPILER_NAMES = frozenset(
     {"gcc", "cc", "cc1", "cc1plus", "g++", "c++", "clang", "clang++", "ld", "ld.lld", "as", "collect2",
@@ -244,8 +244,11 @@ def _activity(samples: Sequence[ResourceSample], now: float, window: float = RAT
     return act
 
 
-def _gpu_facts(act: _Activity) -> tuple[bool, bool, bool, list[int]]:
-    """(busy, idle, spinning, spinning GPU indices) of the job's GPUs over the window."""
+def _gpu_facts(act: _Activity, quiet: _Activity | None = None) -> tuple[bool, bool, bool, list[int]]:
+    """(busy, idle, spinning, spinning GPU indices) of the job's GPUs.
+
+    A spin is judged over the quiet period only (`quiet`): before it the GPU was really working."""
+    quiet = quiet or act
     if not act.gpus:
         return False, True, False, []
     busy = idle = False
@@ -259,8 +262,8 @@ def _gpu_facts(act: _Activity) -> tuple[bool, bool, bool, list[int]]:
         pf = g.power_fraction
         if util >= GPU_BUSY_UTIL and (pf is None or pf >= GPU_WORKING_POWER_FRACTION):
             busy = True
-        sustained = act.gpu_util_min.get(idx, util) >= GPU_SPIN_UTIL and act.span_s >= MIN_SPIN_S
-        peak_pf = act.gpu_power_frac_max.get(idx)
+        sustained = quiet.gpu_util_min.get(idx, util) >= GPU_SPIN_UTIL and quiet.span_s >= MIN_SPIN_S
+        peak_pf = quiet.gpu_power_frac_max.get(idx)
         if sustained and peak_pf is not None and peak_pf < GPU_WORKING_POWER_FRACTION:
             spinning.append(idx)
     idle = bool(utils) and all(u < GPU_IDLE_UTIL for u in utils)
@@ -375,7 +378,8 @@ def _decide(obs: JobObservation, now: float):
     quiet_s = max(0.0, now - quiet_from)
     threshold = obs.stall_after_s
     buffered, stdout_line = _buffering(obs)
-    gpu_busy, gpu_idle, gpu_spin, spin_idx = _gpu_facts(act)
+    quiet_act = _activity(obs.samples, now, window=max(1.0, min(RATE_WINDOW_S, quiet_s)))
+    gpu_busy, gpu_idle, gpu_spin, spin_idx = _gpu_facts(act, quiet_act)
     gpu_lines = _gpu_evidence(act)
     cpu_line = _cpu_evidence(act)
     progress_line = _progress_evidence(log.progress)
