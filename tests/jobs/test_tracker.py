@@ -106,3 +106,18 @@ def test_cpu_only_job_from_configuration_goes_stalled_when_nothing_moves():
     [job] = tr.to_json()
     assert job["phase"] == "stalled", job
     assert any(e.startswith("log silent") for e in job["evidence"])
+
+
+def test_configured_job_by_pid_file_and_phase_history():
+    spec = JobSpec("byfile", "h", pid_file="/run/train.pid")
+    tr = JobTracker(JobSettings(jobs=(spec,), stall_after_s=30))
+    assert tr.wanted("h").matches == {"cfg0": {"regex": None, "pid_file": "/run/train.pid"}}
+    for i in range(20):
+        t = float(i * 5)
+        p = proc(400, 1, ["python", "-u", "x.py"], cpu=1.0 + (t if i < 4 else 20.0), unbuffered=True, start=-10.0)
+        chunks = [tail(k, b"step %d/100 loss 1.0\n" % i) for k in tr.wanted("h").tails] if i < 4 else []
+        tr.update("h", sample(t, {400: p}, [], tails=chunks, matches={"cfg0": [400]}), now=t)
+    [job] = tr.to_json(95.0)
+    assert [h["phase"] for h in job["history"]] == ["starting", "training", "stalled"]
+    assert job["history_text"].startswith("starting ") and " -> stalled " in job["history_text"]
+    assert job["progress_history"][-1]["step"] == 3

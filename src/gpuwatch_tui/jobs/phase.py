@@ -18,7 +18,7 @@ from .interpret import Failure, PhaseHint
 from .progress import Progress
 
 # Thresholds, named for what they separate.
-RATE_WINDOW_S = 60.0  # CPU / GPU rates are measured over the last minute
+RATE_WINDOW_S = 30.0  # CPU / GPU rates: what the job does now, not a minute ago
 CPU_BUSY_CORES = 0.3  # main process + children, in cores
 CPU_FLAT_CORES = 0.05
 GPU_BUSY_UTIL = 50.0
@@ -151,6 +151,15 @@ def fmt_duration(seconds: float | None) -> str:
     if s < 86400:
         return f"{s // 3600}h{(s % 3600) // 60:02d}m"
     return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def format_history(history: Sequence[tuple[str, float]], now: float) -> str:
+    """[(phase, since), ...] -> "loading 22m00s -> compiling 4m00s -> training 3h00m"."""
+    parts = []
+    for i, (phase, since) in enumerate(history):
+        end = history[i + 1][1] if i + 1 < len(history) else now
+        parts.append(f"{phase} {fmt_duration(end - since)}")
+    return " -> ".join(parts)
 
 
 def fmt_bytes(n: float | None) -> str:

@@ -12,10 +12,11 @@ Everything here is plain Python driven by the caller's clock; nothing does I/O.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..model import DirStat, ExitInfo, FdTarget, HostSample, ProcInfo, TailChunk
+from ..model import DirStat, ExitInfo, HostSample, ProcInfo, TailChunk
 from .discovery import (
     configured_group,
     discover,
@@ -37,6 +38,7 @@ from .phase import (
     OutputFacts,
     ResourceSample,
     Verdict,
+    format_history,
     infer_phase,
 )
 from .progress import ProgressTracker
@@ -100,7 +102,11 @@ class JobState:
     def primary_log(self) -> LogBuffer | None:
         return next(iter(self.logs.values()), None)
 
-    def to_json(self) -> dict:
+    def history_text(self, now: float) -> str:
+        """"loading 22m00s -> compiling 4m00s -> training 3h00m"."""
+        return format_history(self.history, now)
+
+    def to_json(self, now: float | None = None) -> dict:
         v = self.verdict
         progress = self.interp.progress.current.to_json() if self.interp else {}
         code = self.exit.exit_code if self.exit else None
@@ -132,6 +138,11 @@ class JobState:
             "output_dir": self.output_dir,
             "log_lines": log.total_lines if log else 0,
             "stall_after_s": self.stall_after_s,
+            "progress_history": [
+                {"time": p.time, "step": p.step, "total": p.total, "loss": _finite(p.loss), "epoch": p.epoch}
+                for p in list(self.interp.progress.history)[-100:]
+            ] if self.interp else [],
+            "history_text": self.history_text(now if now is not None else self.last_seen),
         }
 
 
@@ -156,7 +167,7 @@ class JobTracker:
         return self._jobs.get(job_id)
 
     def to_json(self, now: float | None = None) -> list[dict]:
-        return [j.to_json() for j in self._jobs.values()]
+        return [j.to_json(now) for j in self._jobs.values()]
 
     def log_lines(self, job_id: str, n: int | None = None) -> list[str]:
         job = self._jobs.get(job_id)
@@ -487,6 +498,10 @@ class JobTracker:
             job.history.append((verdict.phase, verdict.since))
             del job.history[:-MAX_HISTORY]
         job.verdict = verdict
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
 
 
 def _lead_process(procs: list[ProcInfo]) -> ProcInfo | None:
