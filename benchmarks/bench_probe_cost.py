@@ -1,0 +1,104 @@
+"""CPU time per sample: the running gpuwatch probe vs spawning `nvidia-smi --query-gpu` once per sample.
+
+Run on a GPU host:  python benchmarks/bench_probe_cost.py [--samples 200] [--watch 3] [--json OUT]
+The probe runs as gpuwatch runs it (bootstrap + shipped bundle over stdin, NVML path), sampling
+every 50 ms so that its per-sample cost dominates; the processes it watches are real processes.
+Both costs are read from /proc (utime+stime), the spawn cost with getrusage(RUSAGE_CHILDREN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+
+from gpuwatch_tui.probe.bundle import build_payload, local_argv  # noqa: E402
+
+QUERY = ("--query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total,temperature.gpu,"
+         "power.draw,power.limit,clocks.sm")
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def probe_cost(samples: int, interval: float, watch: list[int], gpu_source: str) -> dict:
+    proc = subprocess.Popen(local_argv(sys.executable), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc.stdin.write(build_payload({"interval": interval, "gpu_source": gpu_source}))
+    proc.stdin.write((json.dumps({"op": "want", "pids": watch, "tails": {}, "dirs": {}, "matches": {}}) + "\n").encode())
+    proc.stdin.flush()
+    hello = json.loads(proc.stdout.readline())
+    for _ in range(5):  # warm up: first scan, NVML handles, caches
+        proc.stdout.readline()
+    start_cpu, start = cpu_seconds(proc.pid), time.time()
+    frame = None
+    for _ in range(samples):
+        frame = json.loads(proc.stdout.readline())
+    used = cpu_seconds(proc.pid) - start_cpu
+    elapsed = time.time() - start
+    proc.stdin.close()
+    proc.wait(timeout=10)
+    return {
+        "gpu_source": hello["gpu_source"], "gpus": len(frame["gpus"]), "procs_reported": len(frame["procs"]),
+        "samples": samples, "interval_s": interval, "elapsed_s": round(elapsed, 2),
+        "cpu_ms_per_sample": round(1000 * used / samples, 3),
+    }
+
+
+def spawn_cost(samples: int) -> dict:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.time()
+    for _ in range(samples):
+        subprocess.run(["nvidia-smi", QUERY, "--format=csv,noheader,nounits"], stdout=subprocess.DEVNULL, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"samples": samples, "cpu_ms_per_sample": round(1000 * used / samples, 3),
+            "wall_ms_per_sample": round(1000 * (time.time() - start) / samples, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--samples", type=int, default=200)
+    ap.add_argument("--spawns", type=int, default=50)
+    ap.add_argument("--watch", type=int, default=3, help="extra real processes for the probe to watch")
+    ap.add_argument("--json", help="write results here")
+    args = ap.parse_args()
+    # Real processes to watch, each with a child, like a job with a worker.
+    workers = [subprocess.Popen([sys.executable, "-c", "import subprocess,sys,time; subprocess.Popen(['sleep','600']); time.sleep(600)"])
+               for _ in range(args.watch)]
+    pids = [w.pid for w in workers]
+    stages = {
+        "probe_nvml": lambda: probe_cost(args.samples, 0.05, pids, "auto"),
+        "probe_nvml_1hz": lambda: probe_cost(max(10, args.samples // 20), 1.0, pids, "auto"),
+        "probe_smi_stream": lambda: probe_cost(max(20, args.samples // 4), 0.2, pids, "nvidia-smi"),
+        "nvidia_smi_spawn": lambda: spawn_cost(args.spawns),
+    }
+    result = {}
+    try:
+        time.sleep(0.5)
+        for name, stage in stages.items():
+            print(f"stage {name}...", file=sys.stderr, flush=True)
+            result[name] = stage()
+            print(f"  {result[name]}", file=sys.stderr, flush=True)
+    finally:
+        for w in workers:
+            w.kill()
+    result["ratio_spawn_vs_probe"] = round(
+        result["nvidia_smi_spawn"]["cpu_ms_per_sample"] / max(result["probe_nvml"]["cpu_ms_per_sample"], 1e-6), 1)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
