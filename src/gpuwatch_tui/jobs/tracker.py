@@ -192,6 +192,19 @@ class JobTracker:
         job = self._jobs.get(job_id)
         return job.outdir if job else None
 
+    # The names the dashboard's MonitorSource asks for.
+    def job_log(self, job_id: str) -> list[str]:
+        return self.log_lines(job_id)
+
+    def job_log_total(self, job_id: str) -> int:
+        return self.log_total(job_id)
+
+    def job_procs(self, job_id: str) -> list[ProcInfo]:
+        return self.procs(job_id)
+
+    def job_outdir(self, job_id: str) -> DirStat | None:
+        return self.outdir(job_id)
+
     def dismiss(self, job_id: str) -> bool:
         """Forget a job. A live discovered job stays hidden; a configured job starts over."""
         job = self._jobs.pop(job_id, None)
