@@ -423,6 +423,8 @@ class JobTracker:
                  now: float) -> None:
         procs = [sample.procs[pid] for pid in job.members if pid in sample.procs
                  and abs(sample.procs[pid].start_time - job.members[pid]) < 0.5]
+        root_pid = job.root[0] if job.root else None
+        procs.sort(key=lambda p: (p.pid != root_pid, p.pid))  # root (launcher) first
         if procs:
             job.procs = procs
         main = {p.pid for p in procs}
