@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs on a fresh Debian/Ubuntu machine, then run it all.
+#   OpenSSH server (the tests start real sshd instances on 127.0.0.x), tmux (one smoke test in a
+#   real terminal), gcc (torch.compile on CPU), a venv with gpuwatch[test] and torch (CPU).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ssh-keygen >/dev/null || need+=(openssh-client)
+command -v tmux >/dev/null || need+=(tmux)
+command -v gcc >/dev/null || need+=(gcc)
+if [ ${#need[@]} -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
+fi
+
+VENV=${GPUWATCH_TEST_VENV:-.venv}
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q -e '.[test]'
+# torch (CPU) lets the scenario tests really torch.compile; they are skipped without it.
+if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
+    "$VENV/bin/python" -m pip install -q "torch==2.13.0" || echo "torch not installed: compile scenarios will be skipped"
+fi
+exec "$VENV/bin/python" -m pytest -q "$@"

@@ -1,0 +1,25 @@
+"""hosts.example.toml documents every option: it must parse cleanly and name every setting."""
+
+import dataclasses
+from pathlib import Path
+
+from gpuwatch_tui.config import HostConfig, JobConfig, Settings, load_config_file
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "hosts.example.toml"
+
+
+def test_example_parses_without_warnings():
+    config = load_config_file(EXAMPLE)
+    assert config.warnings == ()
+    assert {h.name for h in config.hosts} >= {"trainer-a", "trainer-b", "laptop"}
+
+
+def test_example_mentions_every_option():
+    text = EXAMPLE.read_text()
+    # fields derived from others, not keys of their own
+    derived = {"host"}
+    keys = [f.name for f in dataclasses.fields(Settings)] + [
+        f.name for f in dataclasses.fields(HostConfig) if f.name not in derived
+    ] + [f.name for f in dataclasses.fields(JobConfig) if f.name != "logs"]
+    missing = [k for k in keys if f"{k} =" not in text and f"{k} =" not in text.replace("# ", "")]
+    assert missing == []
