@@ -61,13 +61,15 @@ class HostSession:
                 pass
         await self._teardown()
 
-    async def _teardown(self) -> None:
+    async def _teardown(self, keep_conn: bool = False) -> None:
         link, self.link = self.link, None
         if link is not None:
             try:
                 await link.close()
             except Exception:
                 pass
+        if keep_conn:
+            return
         conn, self.conn = self.conn, None
         if conn is not None:
             conn.close()
@@ -107,38 +109,68 @@ class HostSession:
     # -- the loop ------------------------------------------------------------------
     async def run(self) -> None:
         attempt = 0
-        first = True
+        self._set("connecting")
         while not self._stopping:
-            self._set("connecting" if first else "reconnecting", None if first else self._last_error)
-            first = False
+            if self.state in ("connected", "stale"):
+                # A working link just broke: say so until the next attempt tells us more.
+                self._set("reconnecting", self._last_error)
+            served_for = 0.0
             try:
                 await self._connect()
-                got_frames = await self._serve()
+                started = time.monotonic()
+                try:
+                    await self._serve()
+                finally:
+                    served_for = time.monotonic() - started if self._was_serving else 0.0
             except ConnectFailure as failure:
                 self._last_error = failure.reason
                 await self._teardown()
-                self._set(failure.state, failure.reason, failure.hint)
-                got_frames = False
-                # A refused key or an untrusted host key will not fix itself quickly.
-                if failure.state != "unreachable":
-                    attempt = max(attempt, 4)
+                attempt += 1
+                delay = self._backoff(max(attempt, 4) if failure.state != "unreachable" else attempt)
+                # The failure state stays put while we retry: a status taken between two
+                # attempts must still say why the host is not being watched.
+                self._set(failure.state, f"{failure.reason} (retrying in {delay:.0f}s)"
+                          if delay >= 1 else failure.reason, failure.hint)
+                if self._stopping:
+                    break
+                await asyncio.sleep(delay)
+                continue
             except ProbeExited as exc:
-                self._last_error = str(exc)
-                await self._teardown()
-                if self.samples == 0 or not self._was_serving:
-                    self._set("probe-failed", str(exc), "check that `python3` (or the host's `python`) runs there")
-                got_frames = self._was_serving
+                if await self._conn_lost():
+                    self._last_error = "connection lost"
+                    await self._teardown()
+                elif not self._was_serving:
+                    self._last_error = str(exc)
+                    await self._teardown()
+                    self._set("probe-failed", str(exc),
+                              f"check that `{self.host.python}` runs on {self.host.name}"
+                              + (" through the prefix" if self.host.prefix else ""))
+                else:
+                    # The probe died (killed, crashed) but the connection is fine: restart
+                    # just the probe on the same connection.
+                    self._last_error = f"{exc}; restarting the probe"
+                    await self._teardown(keep_conn=True)
             except (asyncssh.Error, OSError, asyncio.IncompleteReadError) as exc:
                 self._last_error = f"connection lost: {exc}"
                 await self._teardown()
-                got_frames = self._was_serving
-            attempt = 0 if got_frames else attempt + 1
             if self._stopping:
                 break
+            # A link that worked for a while is retried at once; one that keeps failing
+            # right after it starts backs off like a refused connect.
+            attempt = 0 if served_for >= 10 else attempt + 1
             await asyncio.sleep(self._backoff(attempt))
 
     _last_error: str | None = None
     _was_serving = False
+
+    async def _conn_lost(self) -> bool:
+        if self.host.local:
+            return False
+        conn = self.conn
+        if conn is None:
+            return True
+        await asyncio.sleep(0)  # let asyncssh finish tearing a dead connection down
+        return conn.is_closed() or getattr(conn, "_transport", True) is None
 
     def _backoff(self, attempt: int) -> float:
         if attempt == 0:
@@ -152,7 +184,9 @@ class HostSession:
             self.link = await LocalProbeLink.start(self.host, self._options())
             return
         assert self.connector is not None
-        self.conn = await self.connector.connect(self.host)
+        if self.conn is None or self.conn.is_closed():
+            self.conn = None
+            self.conn = await self.connector.connect(self.host)
         try:
             self.link = await SshProbeLink.start(self.conn, self.host, self._options())
         except asyncssh.ChannelOpenError as exc:

@@ -4,7 +4,9 @@ always verified, failures turned into a host state with words a person can act o
 from __future__ import annotations
 
 import asyncio
+import getpass
 import os
+import shlex
 import socket
 from dataclasses import dataclass
 
@@ -74,20 +76,47 @@ class SshConnector:
         assert host.ssh is not None
         target = host.host or host.ssh
         opts = self._options(target, host.port, host.user, host.identity_file)
-        if host.jump:
-            opts["tunnel"] = await self._jump(host.jump)
+        jump = host.jump or self._config_proxy_jump(target, host.port, host.user)
+        if jump:
+            opts["tunnel"] = await self._jump(jump)
         async with self._slots:
             return await self._open(opts, host.name)
 
+    def _config_proxy_jump(self, target: str, port: int | None, user: str | None) -> str | None:
+        """The ProxyJump the ssh config gives this host, so that we open (and share) the jump
+        connection ourselves: asyncssh would open a private one per host, without our
+        known_hosts and keepalive settings."""
+        files = self.config_files()
+        if not files:
+            return None
+        try:
+            from asyncssh.config import SSHClientConfig
+
+            config = SSHClientConfig.load(
+                None, files, False, False, False, getpass.getuser(),
+                user if user is not None else (), target, port if port is not None else (),
+            )
+            jump = config.get("ProxyJump")
+        except Exception:
+            return None  # asyncssh reports a broken config itself, when it connects
+        return jump if isinstance(jump, str) and jump and jump.lower() != "none" else None
+
     async def _jump(self, jump: str) -> asyncssh.SSHClientConnection:
-        """One shared connection per jump host; reopened when it has died."""
+        """One shared connection per jump host; reopened when it has died.
+
+        A chain "a,b" reaches b through (the shared connection to) a."""
         lock = self._jump_locks.setdefault(jump, asyncio.Lock())
         async with lock:
             conn = self._jumps.get(jump)
             if conn is not None and not conn.is_closed():
                 return conn
-            user, target, port = split_ssh_target(jump)
+            first, _, last = jump.rpartition(",")
+            user, target, port = split_ssh_target(last.strip())
             opts = self._options(target, port, user, None)
+            # The jump host's own ProxyJump (from the config or the chain) is shared too.
+            via = first.strip() or self._config_proxy_jump(target, port, user)
+            if via and via != jump:
+                opts["tunnel"] = await self._jump(via)
             try:
                 async with self._slots:
                     conn = await self._open(opts, f"jump host {jump}")
@@ -127,28 +156,31 @@ class SshConnector:
         host, port = options.host, options.port
         fingerprint = key_type = None
         try:
-            key = await asyncssh.get_server_host_key(
+            key = await asyncio.wait_for(asyncssh.get_server_host_key(
                 host, port, tunnel=opts.get("tunnel", ()), config=opts["config"],
-            )
+            ), self.settings.connect_timeout)
             if key is not None:
                 fingerprint, key_type = key.get_fingerprint("sha256"), key.get_algorithm()
         except Exception:
             pass
         known = self.known_hosts()
         try:
-            addr = socket.gethostbyname(host)
-        except OSError:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            addr = infos[0][4][0]
+        except (OSError, IndexError):
             addr = host
         trusted, *_ = known.match(host, addr, port if port != 22 else None)
         where = host if port == 22 else f"[{host}]:{port}"
         path = self.known_hosts_path()
         offered = f"{key_type} {fingerprint}" if fingerprint else "(could not read the offered key)"
-        keyscan = f"ssh-keyscan -p {port} {host} >> {path}"
+        # Words a person may paste into a shell: quote everything that came from config.
+        keyscan = f"ssh-keyscan -p {int(port)} {shlex.quote(host)} >> {shlex.quote(path)}"
         if trusted:
             return ConnectFailure(
                 "host-key-changed",
                 f"HOST KEY CHANGED for {where}: offered {offered} does not match {path}",
-                f"if the change is expected, verify the fingerprint, then: ssh-keygen -R '{where}' -f {path} && {keyscan}",
+                f"if the change is expected, verify the fingerprint, then: "
+                f"ssh-keygen -R {shlex.quote(where)} -f {shlex.quote(path)} && {keyscan}",
             )
         return ConnectFailure(
             "host-key-unknown",
