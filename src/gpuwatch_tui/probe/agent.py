@@ -75,20 +75,26 @@ class Stat(object):
                  "start", "rss")
 
 
-def read_stat(pid):
-    """Parse /proc/PID/stat; None if the process is gone or unreadable."""
-    # os.open/os.read: about three times cheaper than open(), and this runs for every process
-    # on every /proc scan.
+def read_raw(path):
+    """One small /proc file's bytes, or None if it is gone. os.open/os.read: about three times
+    cheaper than open(), and a scan does this for every process on the host."""
     try:
-        fd = os.open("/proc/%d/stat" % pid, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
     try:
-        raw = os.read(fd, 4096)
+        return os.read(fd, 4096)
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def read_stat(pid):
+    """Parse /proc/PID/stat; None if the process is gone or unreadable."""
+    raw = read_raw("/proc/%d/stat" % pid)
+    if raw is None:
+        return None
     lpar, rpar = raw.find(b"("), raw.rfind(b")")
     fields = raw[rpar + 2:].split()
     if len(fields) < 22:
@@ -118,16 +124,9 @@ def all_pids():
 
 def read_parent(pid):
     """(ppid, start) from /proc/PID/stat, parsing no more than the scan needs."""
-    try:
-        fd = os.open("/proc/%d/stat" % pid, os.O_RDONLY)
-    except OSError:
+    raw = read_raw("/proc/%d/stat" % pid)
+    if raw is None:
         return None
-    try:
-        raw = os.read(fd, 4096)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     fields = raw[raw.rfind(b")") + 2:].split(None, 20)
     if len(fields) < 21:
         return None
