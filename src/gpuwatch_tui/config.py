@@ -23,6 +23,9 @@ GPU_SOURCE_CHOICES = ("auto", "nvml", "nvidia-smi", "none")
 _DURATION = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m)?\s*(?:(\d+(?:\.\d+)?)\s*s?)?\s*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HOST_NAME = re.compile(r"^[A-Za-z0-9_.:@\[\]-]+$")
+# An ssh alias, host, user@host, user@host:port or [v6]:port: nothing a shell would act on.
+_SSH_TARGET = re.compile(r"^[A-Za-z0-9_.@:%\[\]-]+$")
+_USER_NAME = re.compile(r"^[A-Za-z0-9_.@-]+$")
 
 
 @dataclass(frozen=True)
@@ -275,8 +278,11 @@ def _parse_host(table: Any, index: int, file: str, warnings: list[str], default_
     user = host = None
     port = None
     if ssh:
-        if ssh.startswith("-") or any(c.isspace() for c in ssh):
-            raise ConfigError(file, r.key("ssh"), "an ssh alias or user@host:port, without spaces or a leading '-'", ssh)
+        if ssh.startswith("-") or not _SSH_TARGET.match(ssh):
+            raise ConfigError(
+                file, r.key("ssh"),
+                "an ssh alias or user@host:port (letters, digits and . _ - @ : [ ] only; no leading '-')", ssh,
+            )
         try:
             user, host, port = split_ssh_target(ssh)
         except ValueError:
@@ -291,10 +297,24 @@ def _parse_host(table: Any, index: int, file: str, warnings: list[str], default_
     elif port is not None and not 1 <= port <= 65535:
         raise ConfigError(file, r.key("ssh"), "a port number from 1 to 65535", ssh)
     user = r.string("user", user)
+    if user is not None and (user.startswith("-") or not _USER_NAME.match(user)):
+        raise ConfigError(file, r.key("user"), "a user name (letters, digits and . _ - @ only)", user)
     identity = r.string("identity_file")
+    if identity is not None and not identity.strip():
+        raise ConfigError(file, r.key("identity_file"), "a path to a private key file", identity)
     jump = r.string("jump")
-    if jump is not None and (jump.startswith("-") or any(c.isspace() for c in jump)):
-        raise ConfigError(file, r.key("jump"), "an ssh alias or user@host:port, without spaces", jump)
+    if jump is not None:
+        expected_jump = "an ssh alias or user@host:port, or a chain of them separated by commas"
+        hops = jump.split(",")
+        for hop in hops:
+            if not hop or hop.startswith("-") or not _SSH_TARGET.match(hop):
+                raise ConfigError(file, r.key("jump"), expected_jump, jump)
+            try:
+                _, jump_host, jump_port = split_ssh_target(hop)
+            except ValueError:
+                raise ConfigError(file, r.key("jump"), expected_jump + " (numeric port)", jump) from None
+            if not jump_host or (jump_port is not None and not 1 <= jump_port <= 65535):
+                raise ConfigError(file, r.key("jump"), expected_jump, jump)
     r.used.add("prefix")
     prefix_raw = r.table.get("prefix")
     if prefix_raw is None:

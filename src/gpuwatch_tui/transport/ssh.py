@@ -68,7 +68,10 @@ class SshConnector:
         if user is not None:
             opts["username"] = user
         if identity is not None:
-            opts["client_keys"] = [_expand(identity)]
+            path = _expand(identity)
+            if not os.path.isfile(path):
+                raise ConnectFailure("auth-failed", f"identity file {path} not found")
+            opts["client_keys"] = [path]
         return opts
 
     # -- connecting ----------------------------------------------------------------
@@ -111,7 +114,10 @@ class SshConnector:
             if conn is not None and not conn.is_closed():
                 return conn
             first, _, last = jump.rpartition(",")
-            user, target, port = split_ssh_target(last.strip())
+            try:
+                user, target, port = split_ssh_target(last.strip())
+            except ValueError:
+                raise ConnectFailure("unreachable", f"jump host {jump!r}: not an alias or user@host:port") from None
             opts = self._options(target, port, user, None)
             # The jump host's own ProxyJump (from the config or the chain) is shared too.
             via = first.strip() or self._config_proxy_jump(target, port, user)
