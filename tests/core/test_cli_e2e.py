@@ -1,0 +1,169 @@
+"""`gpuwatch status` / `gpuwatch watch --json` as real subprocesses against real sshd hosts."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+
+from .helpers import host_entry, probes_on, settings_for, write_toml
+
+HOST_KEYS = {"name", "state", "error", "gpu_source", "last_sample_age_s", "gpus"}
+GPU_KEYS = {"index", "uuid", "name", "util_pct", "mem_used_mib", "mem_total_mib", "temp_c", "power_w",
+            "power_limit_w", "sm_clock_mhz", "processes"}
+PROC_KEYS = {"pid", "mem_used_mib"}
+
+
+def cli_env(tmp_path) -> dict:
+    env = dict(os.environ)
+    env.pop("GPUWATCH_CONFIG", None)
+    env.pop("SSH_AUTH_SOCK", None)
+    home = tmp_path / "clihome"
+    home.mkdir(exist_ok=True)
+    env["HOME"] = str(home)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    return env
+
+
+def gpuwatch(*args):
+    return [sys.executable, "-m", "gpuwatch_tui.cli", *args]
+
+
+def check_schema(snap: dict) -> None:
+    """Fails if any key of the documented schema disappears (new keys are fine)."""
+    assert snap["version"] == 1
+    assert isinstance(snap["time"], (int, float)) and abs(snap["time"] - time.time()) < 120
+    assert isinstance(snap["jobs"], list)
+    assert snap["hosts"], "no hosts"
+    for h in snap["hosts"]:
+        assert HOST_KEYS <= set(h), HOST_KEYS - set(h)
+        assert isinstance(h["gpus"], list)
+        for g in h["gpus"]:
+            assert GPU_KEYS <= set(g), GPU_KEYS - set(g)
+            assert isinstance(g["index"], int) and isinstance(g["uuid"], str) and isinstance(g["name"], str)
+            for k in GPU_KEYS - {"index", "uuid", "name", "processes"}:
+                assert g[k] is None or isinstance(g[k], (int, float)), (k, g[k])
+            for p in g["processes"]:
+                assert PROC_KEYS <= set(p), PROC_KEYS - set(p)
+                assert isinstance(p["pid"], int)
+
+
+def test_status_json_schema_and_no_probe_left(sshd_factory, ssh_env, tmp_path, ssh_keys):
+    a, b = sshd_factory(2)
+    a.set_scenario(gpus=2, phase="training", uuid_prefix="GPU-a",
+                   processes=[{"gpu": 0, "pid": 31337, "used_memory_mib": 80000}])
+    hosts = [host_entry(a), host_entry(b),
+             {"name": "denied", "ssh": f"{a.user}@{a.address}:{a.port}", "identity_file": str(ssh_keys.wrong_private_key)},
+             {"name": "me", "local": True}]
+    cfg = write_toml(tmp_path / "hosts.toml", settings_for(ssh_env), hosts)
+    t0 = time.monotonic()
+    r = subprocess.run(gpuwatch("status", "--json", "--config", str(cfg)), capture_output=True, text=True,
+                       env=cli_env(tmp_path), timeout=60)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    # status returned: no probe (nor its nvidia-smi) is left on any host
+    for h in (a, b):
+        assert not probes_on(h), probes_on(h)
+        assert not [p for p in h.user_processes() if p.name() != "sshd"], h.user_processes()
+    assert "Traceback" not in r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 1
+    snap = json.loads(lines[0])
+    check_schema(snap)
+    by = {h["name"]: h for h in snap["hosts"]}
+    assert [h["name"] for h in snap["hosts"]] == ["host2", "host3", "denied", "me"]
+    assert by["host2"]["state"] == "connected" and len(by["host2"]["gpus"]) == 2
+    assert by["host2"]["gpus"][0]["processes"] == [{"pid": 31337, "mem_used_mib": 80000}]
+    assert by["host2"]["gpus"][0]["util_pct"] >= 90
+    assert by["host3"]["state"] == "connected" and len(by["host3"]["gpus"]) == 1
+    assert by["denied"]["state"] == "auth-failed" and by["denied"]["gpus"] == []
+    assert by["denied"]["last_sample_age_s"] is None
+    assert by["me"]["state"] == "connected"
+    assert took < 15
+
+
+def test_status_table_says_why(sshd_factory, ssh_env, tmp_path, ssh_keys):
+    (a,) = sshd_factory(1)
+    hosts = [host_entry(a),
+             {"name": "denied", "ssh": f"{a.user}@{a.address}:{a.port}", "identity_file": str(ssh_keys.wrong_private_key)}]
+    cfg = write_toml(tmp_path / "hosts.toml", settings_for(ssh_env), hosts)
+    r = subprocess.run(gpuwatch("status", "--config", str(cfg)), capture_output=True, text=True,
+                       env=cli_env(tmp_path), timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "HOST" in out and "STATE" in out
+    host_line = next(line for line in out.splitlines() if line.startswith("host2 "))
+    assert "connected" in host_line and "nvidia-smi" in host_line
+    denied = next(line for line in out.splitlines() if line.startswith("denied "))
+    assert "auth-failed" in denied and "authentication" in denied
+    assert "NVIDIA H200" in out
+    assert not probes_on(a)
+
+
+def test_status_without_config_reports_this_machine(tmp_path):
+    r = subprocess.run(gpuwatch("status", "--json"), capture_output=True, text=True, env=cli_env(tmp_path),
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    snap = json.loads(r.stdout)
+    check_schema(snap)
+    (host,) = snap["hosts"]
+    assert host["state"] == "connected"
+    assert host["name"] == os.uname().nodename or host["name"]
+    assert host["last_sample_age_s"] is not None and host["last_sample_age_s"] < 5
+
+
+def test_watch_json_one_object_per_interval_stops_on_sigint(sshd_factory, ssh_env, tmp_path):
+    (a,) = sshd_factory(1)
+    interval = 0.3
+    cfg = write_toml(tmp_path / "hosts.toml", settings_for(ssh_env, sample_interval=interval), [host_entry(a)])
+    proc = subprocess.Popen(gpuwatch("watch", "--json", "--config", str(cfg)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=cli_env(tmp_path))
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        lines, stamps, buf = [], [], b""
+        deadline = time.monotonic() + 20
+        while len(lines) < 8 and time.monotonic() < deadline:
+            if not sel.select(timeout=1):
+                continue
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            assert chunk, proc.stderr.read()
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                lines.append(json.loads(line))
+                stamps.append(time.monotonic())
+        assert len(lines) >= 8
+        assert probes_on(a)  # streaming while watch runs
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(10)
+        err = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rc == 0, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    for snap in lines:
+        check_schema(snap)
+    connected = [s for s in lines if s["hosts"][0]["state"] == "connected"]
+    assert len(connected) >= 6
+    assert all(s["hosts"][0]["gpus"] for s in connected)
+    # one object per interval: steady spacing once running, and sample times move on
+    gaps = [b - a_ for a_, b in zip(stamps[2:], stamps[3:])]
+    assert all(0.5 * interval < g < 2.5 * interval for g in gaps), gaps
+    times = [s["time"] for s in lines]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    ages = [s["hosts"][0]["last_sample_age_s"] for s in connected]
+    assert max(ages) < 3 * interval
+    # nothing left behind on the host after SIGINT
+    deadline = time.monotonic() + 5
+    while probes_on(a) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not probes_on(a)
