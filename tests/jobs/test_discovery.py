@@ -30,7 +30,18 @@ def test_ranks_alone_until_the_parent_is_known_and_the_parent_is_requested():
 
 def test_the_walk_stops_at_a_shell():
     procs, gpus = torchrun_tree()
-    assert parents_to_watch(procs, [101, 102]) == set()
+    # The shell above the agent stays requested (it ends the walk; nothing above it is asked for).
+    assert parents_to_watch(procs, [101, 102]) == {50}
+    [job] = discover(procs, gpus)
+    assert job.root == 100 and 50 not in job.main
+
+
+def test_parent_requests_do_not_flip_between_frames():
+    # A parent reported (because we asked) must stay asked for: otherwise the wanted list changes
+    # every frame and the probe rescans /proc each time.
+    procs, _ = torchrun_tree()
+    without_shell = {k: v for k, v in procs.items() if k != 50}
+    assert parents_to_watch(procs, [101, 102]) == parents_to_watch(without_shell, [101, 102]) == {50}
 
 
 def test_plain_python_job():

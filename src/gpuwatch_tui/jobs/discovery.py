@@ -169,7 +169,9 @@ def parents_to_watch(procs: dict[int, ProcInfo], pids: Iterable[int]) -> set[int
             continue
         root, _ = chain_root(pid, procs)
         top = procs[root]
-        if top.ppid > 1 and top.ppid not in procs and (is_python(top) or launcher_kind(top)):
+        # Asked for as long as the chain tops out there (present or not): dropping a parent once it
+        # was reported would make the request list flip every frame.
+        if top.ppid > 1 and (is_python(top) or launcher_kind(top)):
             want.add(top.ppid)
     return want
 
@@ -214,6 +216,25 @@ def discover(procs: dict[int, ProcInfo], gpus: list[GpuSample], claimed: Iterabl
         ordered = [rp] + [procs[p] for p in g["main"] if p != root]
         out.append(JobGroup(root, rp.start_time, tuple(g["main"]), tuple(sorted(g["gpu_pids"])),
                             tuple(sorted(g["gpus"])), name, launcher, log_paths(ordered)))
+    return out
+
+
+def configured_groups(pids: Iterable[int], procs: dict[int, ProcInfo]) -> list[tuple[int, list[int]]]:
+    """The separate process trees among a configured job's matches, oldest first.
+
+    A regex such as `train.py` may match two independent runs (two shells, two sessions): each
+    tree (matched processes linked by parent pids) is its own job. Returns [(root, main pids)]."""
+    matched = [p for p in dict.fromkeys(pids) if p in procs]
+    mset = set(matched)
+    trees: dict[int, list[int]] = {}
+    for pid in matched:
+        top, seen = pid, {pid}
+        while procs[top].ppid in mset and procs[top].ppid not in seen:
+            top = procs[top].ppid
+            seen.add(top)
+        trees.setdefault(top, []).append(pid)
+    out = [(root, sorted(members, key=lambda p: (p != root, p))) for root, members in trees.items()]
+    out.sort(key=lambda rm: (procs[rm[0]].start_time, rm[0]))
     return out
 
 

@@ -98,9 +98,11 @@ class LogBuffer:
         self.mtime: float | None = None
         self.error: str | None = None
         self.path: str | None = None
+        self.received = False  # the probe has reported on this file at least once (data, size or error)
 
     # -- feeding -----------------------------------------------------------------
     def feed(self, chunk: TailChunk, now: float) -> None:
+        self.received = True
         self.path = chunk.path
         self.error = chunk.error
         if chunk.size is not None:

@@ -28,6 +28,7 @@ GPU_SPIN_UTIL = 90.0
 GPU_WORKING_POWER_FRACTION = 0.30
 COMPILE_RECENT_S = 30.0  # compiler children seen this recently still count as compiling
 MIN_SPIN_S = 15.0  # util-without-power must hold this long (within the quiet period) to be a spin
+YOUNG_S = 30.0  # a job first seen this soon after its start, log not read yet, is "starting"
 
 COMPILER_NAMES = frozenset(
     {"gcc", "cc", "cc1", "cc1plus", "g++", "c++", "clang", "clang++", "ld", "ld.lld", "as", "collect2",
@@ -84,6 +85,11 @@ class LogFacts:
     phase_progress: dict = field(default_factory=dict)
     phase_progress_phase: str | None = None
     error: str | None = None  # the probe could not read the log
+    # Whether the probe has reported on the log file at all yet (the first tail read comes a frame
+    # after the job is first seen). Until then nothing may be claimed about the log's silence.
+    observed: bool = True
+    size: int | None = None  # the file's size as the probe last reported it (0: really empty)
+    mtime: float | None = None  # the file's mtime (local clock): when it was last written
 
 
 @dataclass(frozen=True)
@@ -383,8 +389,16 @@ def _decide(obs: JobObservation, now: float):
     started = obs.started_at if obs.started_at is not None else first_seen
     age = max(0.0, now - started)
     last_log = log.last_growth_at
-    quiet_from = last_log if last_log is not None else started
-    quiet_s = max(0.0, now - quiet_from)
+    log_known = log.path is None or log.observed  # no log to follow, or the probe has read it
+    if last_log is None and log.path and log.observed and log.mtime is not None and (log.size or 0) > 0:
+        last_log = min(now, log.mtime)  # bytes written before we looked: silent since the last write
+    if last_log is not None:
+        quiet_from = last_log
+    elif log.path and log.observed and log.mtime is not None:
+        quiet_from = min(now, max(started, log.mtime))  # empty since it was created or truncated
+    else:
+        quiet_from = started
+    quiet_s = max(0.0, now - quiet_from) if log_known else 0.0
     threshold = obs.stall_after_s
     buffered, stdout_line = _buffering(obs)
     quiet_act = _activity(obs.samples, now, window=max(1.0, min(RATE_WINDOW_S, quiet_s)))
@@ -392,10 +406,17 @@ def _decide(obs: JobObservation, now: float):
     gpu_lines = _gpu_evidence(act)
     cpu_line = _cpu_evidence(act)
     progress_line = _progress_evidence(log.progress)
-    log_line = (
-        f"log silent {fmt_duration(quiet_s)}" if last_log is not None
-        else f"log empty after {fmt_duration(age)}" + (f" ({log.path.rsplit('/', 1)[-1]})" if log.path else "")
-    )
+    log_name = f" ({log.path.rsplit('/', 1)[-1]})" if log.path else ""
+    if not log_known:
+        log_line = f"log not read yet{log_name}"
+    elif last_log is not None:
+        log_line = f"log silent {fmt_duration(quiet_s)}"
+    elif log.path is None:
+        log_line = f"no log file to follow (stdout -> {obs.stdout.kind})" if obs.stdout else "no log file to follow"
+    elif log.size == 0:
+        log_line = f"log empty after {fmt_duration(quiet_s)}{log_name}"
+    else:
+        log_line = f"no log output seen in {fmt_duration(quiet_s)}{log_name}"
     if log.error:
         log_line += f" (log unreadable: {log.error})"
     hint = log.hint
@@ -443,6 +464,13 @@ def _decide(obs: JobObservation, now: float):
         return ("stalled", "stopped", 0.9, ["process stopped (state T)", log_line, *gpu_lines[:2]],
                 "the process is stopped (SIGSTOP / ^Z): send SIGCONT, or press k to kill", now)
 
+    if not log_known and hint is None and not gpu_busy:
+        # First sight: the log has not been read yet. Say so rather than guess.
+        if age < min(threshold, YOUNG_S):
+            return ("starting", None, 0.5, [f"started {fmt_duration(age)} ago", log_line, cpu_line, *gpu_lines[:2]],
+                    "", started)
+        return ("unknown", "observing", 0.2, [f"first seen, started {fmt_duration(age)} ago", log_line,
+                                              cpu_line or "CPU rate not measured yet", *gpu_lines[:2]], "", now)
     if quiet_s < threshold:
         return _active(obs, now, act, log, hint, age, quiet_s, threshold, gpu_busy, gpu_idle, gpu_spin,
                        cpu_busy, buffered, stdout_line, gpu_lines, cpu_line, progress_line, log_line)
@@ -477,6 +505,10 @@ def _decide(obs: JobObservation, now: float):
         ev = [f"output dir written {fmt_duration(now - out.newest_mtime)} ago"
               + (f" ({out.newest_name})" if out.newest_name else ""), log_line, cpu_line, *gpu_lines[:2]]
         return "checkpointing", "output-dir", 0.5, ev, "", out.newest_mtime
+    if act.cpu_cores is None:
+        # One sample: no CPU rate yet. A job is never called stalled on a single look.
+        ev = [log_line, "CPU rate not measured yet (one sample)", *gpu_lines[:2]]
+        return "unknown", "observing", 0.2, ev, "", now
     if states and any(s == "D" for s in states):
         if hint is None or hint.phase in ("loading", "starting", "checkpointing"):
             phase = hint.phase if hint is not None and hint.phase != "starting" else "loading"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..model import DirStat, ExitInfo, HostSample, ProcInfo, TailChunk
 from .discovery import (
-    configured_group,
+    configured_groups,
     discover,
     gpu_pids_of,
     launcher_kind,
@@ -192,6 +192,17 @@ class JobTracker:
         job = self._jobs.get(job_id)
         return job.outdir if job else None
 
+    def ready(self, host: str) -> bool:
+        """Whether every live job on `host` has been observed enough to judge: each of its logs read
+        at least once by the probe and two resource samples (a CPU rate). Until then a job's verdict
+        is `starting` / `unknown (observing)`; one-shot readers (`gpuwatch status`) wait for this."""
+        for job in self.jobs(host):
+            if not job.alive:
+                continue
+            if len(job.samples) < 2 or not all(b.received for b in job.logs.values()):
+                return False
+        return True
+
     # The names the dashboard's MonitorSource asks for.
     def job_log(self, job_id: str) -> list[str]:
         return self.log_lines(job_id)
@@ -212,11 +223,11 @@ class JobTracker:
             return False
         for key in [k for k, (jid, _) in self._tail_keys.items() if jid == job_id]:
             del self._tail_keys[key]
-        if job.root is not None and job.spec is None:
+        extra = job.spec is not None and "#" in job.id  # a second (third...) tree of a configured job
+        if job.root is not None and (job.spec is None or (extra and job.exit is None)):
             self._dismissed.add((job.host, *job.root))
-        if job.spec is not None:
-            key = next(k for k, s in self._specs.items() if s is job.spec)
-            self._new_job(job.spec.host, job.spec.name, key, spec=job.spec, now=job.last_seen)
+        if job.spec is not None and not extra:
+            self._new_job(job.spec.host, job.spec.name, job.id, spec=job.spec, now=job.last_seen)
         return True
 
     # ------------------------------------------------------------------ what to ask the probe
@@ -274,35 +285,63 @@ class JobTracker:
         return job
 
     def _update_configured(self, host: str, sample: HostSample, now: float) -> set[int]:
+        """Configured jobs: every separate process tree the regex / pid file matches is one job.
+
+        The oldest tree is `name`; further trees running at the same time are `name#2`, `name#3`...
+        A tree keeps its job while it lives; a new tree takes the first job of the spec whose run
+        has ended (a restart: fresh record, phase history kept) or that never ran, else a new `#n`."""
         claimed: set[int] = set()
+        procs = sample.procs
         for key, spec in self._specs.items():
             if spec.host != host:
                 continue
-            job = next((j for j in self.jobs(host) if j.spec is spec), None)
-            if job is None:
+            trees = [t for t in configured_groups(sample.matches.get(key, []), procs)
+                     if (host, t[0], procs[t[0]].start_time) not in self._dismissed]
+            if not trees:
                 continue
-            found = configured_group(sample.matches.get(key, []), sample.procs)
-            if found is None:
-                continue
-            root, main = found
-            claimed.update(main)
-            for pid in main:
-                claimed.update(c.pid for c in sample.procs[pid].children)
-            root_key = (root, sample.procs[root].start_time)
-            if job.exit is not None and job.root != root_key:
-                # A new run of a configured job: start a fresh record, keep the phase history.
-                history = job.history
-                self._jobs.pop(job.id)
-                for k in [k for k, (jid, _) in self._tail_keys.items() if jid == job.id]:
-                    del self._tail_keys[k]
-                job = self._new_job(host, spec.name, key, spec=spec, now=now)
-                job.history = history
-            if job.root is None or job.exit is None:
-                job.root = job.root or root_key
+            slots = sorted((j for j in self.jobs(host) if j.spec is spec), key=lambda j: _instance(j.id, key))
+            taken: set[str] = set()
+            fresh: list[tuple[int, list[int]]] = []
+            for root, main in trees:
+                claimed.update(main)
                 for pid in main:
-                    job.members.setdefault(pid, sample.procs[pid].start_time)
-                self._attach_logs(job, [sample.procs[p] for p in main], spec.logs)
+                    claimed.update(c.pid for c in procs[pid].children)
+                keys = {(pid, procs[pid].start_time) for pid in main}
+                job = next((j for j in slots if j.exit is None and j.id not in taken
+                            and any(j.members.get(pid) == st for pid, st in keys)), None)
+                if job is None:
+                    fresh.append((root, main))
+                    continue
+                taken.add(job.id)
+                self._join_configured(job, root, main, procs)
+            for root, main in fresh:
+                job = next((j for j in slots if j.id not in taken and (not j.members or j.exit is not None)), None)
+                if job is None:
+                    used = {_instance(j.id, key) for j in slots}
+                    n = next(i for i in range(2, len(used) + 3) if i not in used)
+                    job = self._new_job(host, spec.name, f"{key}#{n}", spec=spec, now=now)
+                    job.name = f"{spec.name}#{n}"
+                    slots.append(job)
+                elif job.exit is not None:
+                    # A new run of a configured job: start a fresh record, keep the phase history.
+                    history, name = job.history, job.name
+                    self._jobs.pop(job.id)
+                    for k in [k for k, (jid, _) in self._tail_keys.items() if jid == job.id]:
+                        del self._tail_keys[k]
+                    slots.remove(job)
+                    job = self._new_job(host, spec.name, job.id, spec=spec, now=now)
+                    job.history, job.name = history, name
+                    slots.append(job)
+                taken.add(job.id)
+                self._join_configured(job, root, main, procs)
         return claimed
+
+    def _join_configured(self, job: JobState, root: int, main: list[int], procs: dict[int, ProcInfo]) -> None:
+        if job.root is None:
+            job.root = (root, procs[root].start_time)
+        for pid in main:
+            job.members.setdefault(pid, procs[pid].start_time)
+        self._attach_logs(job, [procs[p] for p in main], job.spec.logs if job.spec else ())
 
     def _update_discovered(self, host: str, sample: HostSample, claimed: set[int], now: float) -> None:
         procs = sample.procs
@@ -482,6 +521,10 @@ class JobTracker:
             phase_progress=dict(interp.phase_progress),
             phase_progress_phase=interp.phase_progress_phase,
             error=log.error if log else None,
+            observed=all(b.received for b in job.logs.values()),
+            size=(sum(b.size for b in job.logs.values())
+                  if job.logs and all(b.size is not None for b in job.logs.values()) else None),
+            mtime=max((b.mtime for b in job.logs.values() if b.mtime is not None), default=None),
         )
         lead = _lead_process(job.procs)
         out = None
@@ -513,6 +556,16 @@ class JobTracker:
             job.history.append((verdict.phase, verdict.since))
             del job.history[:-MAX_HISTORY]
         job.verdict = verdict
+
+
+def _instance(job_id: str, key: str) -> int:
+    """1 for a configured job's first tree (id `cfgN`), n for `cfgN#n`."""
+    if job_id == key:
+        return 1
+    try:
+        return int(job_id.rsplit("#", 1)[1])
+    except (IndexError, ValueError):
+        return 1_000_000
 
 
 def _finite(x: float | None) -> float | None:
