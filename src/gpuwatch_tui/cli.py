@@ -61,6 +61,7 @@ async def run_status(config: Config, as_json: bool, window: float | None) -> int
         await monitor.wait_settled(config.settings.connect_timeout + 5)
         # A second sample gives rates (CPU, log growth) something to compare against.
         await asyncio.sleep(window if window is not None else 2 * interval)
+        await _wait_jobs_observed(monitor, max(5.0, 4 * interval))
         snapshot = monitor.snapshot()
     finally:
         await monitor.stop()
@@ -69,6 +70,17 @@ async def run_status(config: Config, as_json: bool, window: float | None) -> int
     else:
         print(render_status(snapshot))
     return 0
+
+
+async def _wait_jobs_observed(monitor: Monitor, limit: float) -> None:
+    """A one-shot verdict needs each job's log read once and two CPU samples: a job first seen in
+    the last frame of the window would otherwise print `unknown (observing)`. Wait up to `limit`."""
+    ready = getattr(monitor.tracker, "ready", None)
+    if ready is None:
+        return
+    deadline = time.monotonic() + limit
+    while not all(ready(host) for host in monitor.sessions) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
 
 
 async def run_watch(config: Config, count: int) -> int:
