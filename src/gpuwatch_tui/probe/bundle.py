@@ -13,12 +13,13 @@ import zlib
 from functools import lru_cache
 from importlib import resources
 
-# Reads "<length>\n" then that many bytes of zlib'd JSON from stdin, then runs the probe with
-# the same stdin left for requests.
+# Reads "<length>\n" then that many bytes of zlib'd JSON (the probe and shipped modules), then
+# one JSON line of options, then runs the probe with the same stdin left for requests.
 BOOTSTRAP = (
     "import sys,zlib,json;"
-    "n=int(sys.stdin.buffer.readline());"
-    "b=json.loads(zlib.decompress(sys.stdin.buffer.read(n)));"
+    "r=sys.stdin.buffer;n=int(r.readline());"
+    "b=json.loads(zlib.decompress(r.read(n)));"
+    "b['options']=json.loads(r.readline());"
     "exec(compile(b['probe'],'<gpuwatch-probe>','exec'),"
     "{'__name__':'__gpuwatch_probe__','BUNDLE':b})"
 )
@@ -43,12 +44,18 @@ def shipped_modules() -> dict[str, str]:
         return {"pynvml": f.read()}
 
 
-def build_payload(options: dict) -> bytes:
-    body = json.dumps(
-        {"probe": probe_source(), "modules": shipped_modules(), "options": options}
-    ).encode()
+@lru_cache(maxsize=2)
+def _packed_code(with_modules: bool) -> bytes:
+    """The probe (and its modules), compressed once per process (~40 ms of CPU), not per host."""
+    body = json.dumps({"probe": probe_source(), "modules": shipped_modules() if with_modules else {}}).encode()
     packed = zlib.compress(body, 6)
     return str(len(packed)).encode() + b"\n" + packed
+
+
+def build_payload(options: dict) -> bytes:
+    # pynvml is 4/5 of the payload: only ship it where the probe may use NVML.
+    with_modules = options.get("gpu_source", "auto") in ("auto", "nvml")
+    return _packed_code(with_modules) + json.dumps(options, separators=(",", ":")).encode() + b"\n"
 
 
 def remote_command(python: str, prefix: list[str], env: dict[str, str]) -> str:

@@ -39,6 +39,7 @@ class SshConnector:
         self._slots = asyncio.Semaphore(settings.max_concurrent_connects)
         self._jumps: dict[str, asyncssh.SSHClientConnection] = {}
         self._jump_locks: dict[str, asyncio.Lock] = {}
+        self._proxy_jumps: dict[tuple, str | None] = {}
 
     # -- options -------------------------------------------------------------------
     def config_files(self) -> list[str]:
@@ -92,6 +93,34 @@ class SshConnector:
         files = self.config_files()
         if not files:
             return None
+        stamp = []
+        for f in files:
+            try:
+                st = os.stat(f)
+                stamp.append((f, st.st_mtime_ns, st.st_size))
+            except OSError:
+                stamp.append((f, 0, 0))
+        key = (target, port, user, tuple(stamp))
+        if key not in self._proxy_jumps:
+            if not self._may_proxy_jump(files):
+                return None
+            self._proxy_jumps[key] = self._read_proxy_jump(files, target, port, user)
+        return self._proxy_jumps[key]
+
+    @staticmethod
+    def _may_proxy_jump(files: list[str]) -> bool:
+        """Cheap pre-check: parsing a config costs ~10 ms a host, most configs have no ProxyJump."""
+        for f in files:
+            try:
+                with open(f, "rb") as fh:
+                    text = fh.read().lower()
+            except OSError:
+                continue
+            if b"proxyjump" in text or b"include" in text or b"match" in text:
+                return True
+        return False
+
+    def _read_proxy_jump(self, files: list[str], target: str, port: int | None, user: str | None) -> str | None:
         try:
             from asyncssh.config import SSHClientConfig
 
