@@ -17,13 +17,16 @@ from .status_table import render_status
 
 
 def build_parser() -> argparse.ArgumentParser:
+    config_help = "hosts file (default: $GPUWATCH_CONFIG, then hosts.toml in the user config dir; none: this machine)"
+    # `gpuwatch --config F status` and `gpuwatch status --config F` both work: the verb's own
+    # --config must not overwrite the one given before the verb with its default.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", metavar="FILE", help="hosts file (default: $GPUWATCH_CONFIG, then hosts.toml in the user config dir; none: this machine)")
+    common.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS, help=config_help)
     parser = argparse.ArgumentParser(
         prog="gpuwatch",
         description="Watch GPU hosts over SSH and tell what each training job is doing.",
-        parents=[common],
     )
+    parser.add_argument("--config", metavar="FILE", default=None, help=config_help)
     parser.add_argument("--version", action="version", version=f"gpuwatch {__version__}")
     parser.add_argument("--readonly", action="store_true", help="never act on processes (kill, restart, dump)")
     parser.add_argument("--theme", help="theme name (e.g. gpuwatch-dark, gpuwatch-light, gpuwatch-contrast)")

@@ -153,6 +153,17 @@ class HostSession:
             except (asyncssh.Error, OSError, asyncio.IncompleteReadError) as exc:
                 self._last_error = f"connection lost: {exc}"
                 await self._teardown()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # never let one host's surprise end its session silently
+                self._last_error = f"{type(exc).__name__}: {exc}"
+                await self._teardown()
+                attempt += 1
+                self._set("unreachable", f"unexpected error: {self._last_error}")
+                if self._stopping:
+                    break
+                await asyncio.sleep(self._backoff(attempt))
+                continue
             if self._stopping:
                 break
             # A link that worked for a while is retried at once; one that keeps failing

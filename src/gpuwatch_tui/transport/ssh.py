@@ -11,6 +11,7 @@ import socket
 from dataclasses import dataclass
 
 import asyncssh
+import asyncssh.config
 
 from ..config import HostConfig, Settings, split_ssh_target
 
@@ -179,8 +180,12 @@ class SshConnector:
             raise ConnectFailure("unreachable", exc.strerror or str(exc)) from None
         except asyncssh.Error as exc:
             raise ConnectFailure("unreachable", str(exc)) from None
-        except ValueError as exc:  # e.g. unreadable identity file, bad config value
-            raise ConnectFailure("auth-failed", str(exc)) from None
+        except asyncssh.config.ConfigParseError as exc:
+            raise ConnectFailure("unreachable", f"ssh config error: {exc}") from None
+        except asyncssh.KeyImportError as exc:  # an identity file that is not a usable key
+            raise ConnectFailure("auth-failed", f"could not load a client key: {exc}") from None
+        except ValueError as exc:  # e.g. a bad option value
+            raise ConnectFailure("unreachable", f"ssh options: {exc}") from None
 
     async def _host_key_failure(self, opts: dict, exc: Exception) -> ConnectFailure:
         """Unknown or changed? Fetch the offered key (no login, no data) to say which and show it."""
