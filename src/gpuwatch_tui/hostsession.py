@@ -43,6 +43,8 @@ class HostSession:
         self.last_frame_at: float | None = None
         self.hello: dict | None = None
         self.samples = 0
+        self.bad_frames = 0
+        self.last_bad_frame: str | None = None
         self._stopping = False
         self._task: asyncio.Task | None = None
 
@@ -221,11 +223,18 @@ class HostSession:
                 frame = await link.next_frame()
                 kind = frame.get("type")
                 if kind == "sample":
+                    try:
+                        sample = parse_sample(frame)
+                    except (KeyError, TypeError, ValueError) as exc:
+                        # One malformed frame (a newer or broken probe) is dropped, not fatal.
+                        self.bad_frames += 1
+                        self.last_bad_frame = f"{type(exc).__name__}: {exc}"
+                        continue
                     self.last_frame_at = time.monotonic()
                     self.samples += 1
                     if self.state != "connected":
                         self._set("connected")
-                    self.sink.host_sample(self.host.name, parse_sample(frame))
+                    self.sink.host_sample(self.host.name, sample)
                 elif kind == "fatal":
                     raise ProbeExited(None, frame.get("error", "probe failed"))
         except asyncio.TimeoutError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import time
 
 import psutil
@@ -371,3 +372,38 @@ async def test_unreachable_host_says_so(sshd_factory, ssh_env):
         assert r.state == "unreachable" and "refused" in r.error
     finally:
         await monitor.stop()
+
+
+async def test_protocol_mismatch_is_probe_failed(sshd_factory, ssh_env, monkeypatch):
+    (a,) = sshd_factory(1)
+    monkeypatch.setattr(hostsession, "PROTOCOL_VERSION", 99)
+    monitor = Monitor(make_config(ssh_env, [host_entry(a)]))
+    await monitor.start()
+    try:
+        await monitor.wait_settled(10)
+        r = host_rec(monitor, a.name)
+        assert r.state == "probe-failed" and "protocol 1, expected 99" in r.error
+        assert r.gpus == {}
+    finally:
+        await monitor.stop()
+    await wait_for(lambda: not probes_on(a), 5, what="no probe left")
+
+
+async def test_local_host_with_prefix_and_env(tmp_path):
+    """A local host through a prefix: the env crosses it as words, literally."""
+    from gpuwatch_tui.config import parse_config
+
+    pwned = tmp_path / "pwned"
+    hostile = f"$(touch {pwned});touch {pwned}"
+    cfg = parse_config({"settings": {"sample_interval": 0.2}, "hosts": [{
+        "name": "me", "local": True, "prefix": ["env", "GPUWATCH_PREFIX_SEEN=1"],
+        "python": sys.executable, "env": {"GPUWATCH_HOSTILE": hostile}}]}, "t.toml")
+    monitor = Monitor(cfg)
+    await monitor.start()
+    try:
+        await wait_for(lambda: host_rec(monitor, "me").state == "connected", 10, what="local via prefix")
+        env = psutil.Process(monitor.sessions["me"].link.proc.pid).environ()
+        assert env["GPUWATCH_PREFIX_SEEN"] == "1" and env["GPUWATCH_HOSTILE"] == hostile
+    finally:
+        await monitor.stop()
+    assert not pwned.exists()

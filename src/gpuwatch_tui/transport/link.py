@@ -93,11 +93,19 @@ class LocalProbeLink(ProbeLink):
 
     @classmethod
     async def start(cls, host: HostConfig, options: dict) -> "LocalProbeLink":
-        python = sys.executable if host.python == "python3" else host.python
         env = dict(os.environ)
-        env.update(dict(host.env))
+        words = list(host.prefix)
+        if host.prefix:
+            # Through a prefix (`docker exec -i NAME`, `sudo`) our interpreter path means nothing
+            # on the other side, and the environment does not cross it: pass it as words.
+            python = host.python
+            if host.env:
+                words += ["env", *(f"{k}={v}" for k, v in host.env)]
+        else:
+            python = sys.executable if host.python == "python3" else host.python
+            env.update(dict(host.env))
         proc = await asyncio.create_subprocess_exec(
-            *host.prefix, python, "-c", BOOTSTRAP,
+            *words, python, "-c", BOOTSTRAP,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env=env, limit=FRAME_LIMIT,
         )
