@@ -19,12 +19,14 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--profile", metavar="FILE", help="run the app under pyinstrument; write its call tree here")
     args = parser.parse_args()
     if args.serve:
         serve(open_first_job=False, flood=0)
         return 0
     result = drive(__file__, [], ready=lambda s: "node-000" in s and "Job" in s,
-                   toggled=lambda s: "PAUSED" in s, measure_s=args.seconds)
+                   toggled=lambda s: "PAUSED" in s, measure_s=args.seconds,
+                   profile=args.profile)
     result["targets"] = TARGETS
     result["met"] = {k: result[k] <= v for k, v in TARGETS.items()}
     print(json.dumps(result, indent=1))

@@ -137,7 +137,20 @@ def serve(open_first_job: bool, flood: int) -> None:
         app.call_later(lambda: app.open_job(source.jobs()[0]["id"]))
     # The synthetic fleet's history is built above; the app's own start counts from here.
     Path(os.environ["BENCH_APP_START_FILE"]).write_text(repr(time.time()))
-    app.run()
+    profile = os.environ.get("BENCH_PROFILE")
+    if not profile:
+        app.run()
+        return
+    from pyinstrument import Profiler  # pip install pyinstrument
+
+    profiler = Profiler(interval=0.0005)
+    profiler.start()
+    try:
+        app.run()
+    finally:
+        profiler.stop()
+        Path(profile).write_text(profiler.output_text(unicode=True, show_all=False))
+        profiler.last_session.save(profile + ".pyisession")  # pyinstrument --load FILE.pyisession
 
 
 # -- the driver --------------------------------------------------------------------------------
@@ -169,11 +182,15 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def drive(script: str, args: list[str], ready: Callable[[str], bool], toggled: Callable[[str], bool],
-          measure_s: float = 20.0, presses: int = 40) -> dict:
+          measure_s: float = 20.0, presses: int = 40, profile: str | None = None) -> dict:
+    """Run `script --serve ARGS` in tmux and measure it. With `profile`, the app runs under
+    pyinstrument and quits with `q` at the end; the call tree is written to that file."""
     session = f"gpuwatch-bench-{os.getpid()}"
     start_file = Path(f"/tmp/gpuwatch-bench-{os.getpid()}.start")
     start_file.unlink(missing_ok=True)
     env = {"BENCH_APP_START_FILE": str(start_file), "PYTHONPATH": str(ROOT / "src"), "TERM": "xterm-256color", "PATH": os.environ.get("PATH", "")}
+    if profile:
+        env["BENCH_PROFILE"] = str(Path(profile).resolve())
     start = time.monotonic()
     tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", "env",
          *[f"{k}={v}" for k, v in env.items()], sys.executable, script, "--serve", *args)
@@ -205,6 +222,11 @@ def drive(script: str, args: list[str], ready: Callable[[str], bool], toggled: C
             state = not state
             time.sleep(0.15)
         rss_samples.append(rss_mb(pid))
+        if profile:
+            tmux("send-keys", "-t", session, "q")
+            deadline = time.monotonic() + 30
+            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
         return {
             "first_frame_s": round(first_frame_from_app, 3),
             "first_frame_from_spawn_s": round(first_frame, 3),

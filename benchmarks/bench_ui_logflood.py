@@ -19,13 +19,15 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--profile", metavar="FILE", help="run the app under pyinstrument; write its call tree here")
     parser.add_argument("--rate", type=int, default=50_000)
     args = parser.parse_args()
     if args.serve:
         serve(open_first_job=True, flood=args.rate)
         return 0
     result = drive(__file__, ["--rate", str(args.rate)], ready=lambda s: "step " in s and "train-000" in s,
-                   toggled=lambda s: "PAUSED" in s, measure_s=args.seconds)
+                   toggled=lambda s: "PAUSED" in s, measure_s=args.seconds,
+                   profile=args.profile)
     result["lines_per_s"] = args.rate
     result["targets"] = TARGETS
     result["met"] = {k: result[k] <= v for k, v in TARGETS.items()}

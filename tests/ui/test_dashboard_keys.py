@@ -10,7 +10,7 @@ from gpuwatch_tui.ui.screens.help_screen import HelpScreen, binding_rows
 from gpuwatch_tui.ui.screens.job_screen import JobScreen
 from gpuwatch_tui.ui.widgets.gpu_grid import GpuGrid
 from gpuwatch_tui.ui.widgets.host_bar import HostBar
-from gpuwatch_tui.ui.widgets.jobs_table import JobsTable
+from gpuwatch_tui.ui.widgets.jobs_table import COLUMNS, JobsTable
 
 from .helpers import lines_of, notifications
 
@@ -19,14 +19,14 @@ SIZE = (120, 40)
 
 def job_ids(app) -> list[str]:
     table = app.screen.query_one(JobsTable)
-    return [table.coordinate_to_cell_key((r, 0))[0].value for r in range(table.row_count)]
+    return table.job_ids
 
 
 async def test_first_frame_shows_hosts_gpus_and_jobs(app):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         bar = app.screen.query_one(HostBar).render().plain
-        assert "trainer-a" in bar and "unreachable" in bar and "host\u00a0key\u00a0unknown" in bar
+        assert "trainer-a" in bar and "unreachable" in bar and "host key unknown" in bar
         grid = "\n".join(lines_of(app.screen.query_one(GpuGrid)))
         assert "trainer-a" in grid and "llama-8b-pretrain" in grid and "690W" in grid
         assert "timed out" in grid  # bastion-c's error text
@@ -176,15 +176,46 @@ async def test_grid_keyboard_cursor_opens_job(app):
 async def test_updates_change_cells_in_place(app, source):
     async with app.run_test(size=SIZE) as pilot:
         table = app.screen.query_one(JobsTable)
-        added = []
-        original = table.add_row
-        table.add_row = lambda *a, **k: added.append(k.get("key")) or original(*a, **k)
+        order = table.job_ids
         source.set_job("trainer-e:52001", phase="training", detail=None)
         source.advance(1)
         await pilot.pause()
-        assert added == []  # nothing rebuilt
         assert table.get_cell("trainer-e:52001", "phase").plain == "training"
-        assert len(job_ids(app)) == 5
+        assert table.job_ids == order  # same rows, same places
+        row = order.index("trainer-e:52001")
+        assert "training" in table.render_line(row + 1).text
+
+
+async def test_unchanged_rows_are_not_rerendered(app, source):
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one(JobsTable)
+        await pilot.pause()
+        before = dict(table._strips)
+        table.show(source.jobs(), source.now(), force=True)  # same data again
+        await pilot.pause()
+        for y in range(1, table.row_count + 1):
+            table.render_line(y)
+        assert all(table._strips[k][1] is before[k][1] for k in before)
+
+
+async def test_jobs_table_fits_80_columns_without_scrolling(source):
+    app = GpuwatchApp(source, min_refresh_interval=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one(JobsTable)
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        assert table.max_scroll_x == 0
+        keys = table.layout_keys
+        assert {"host", "job", "phase", "since", "progress", "eta"} <= set(keys)
+        header = table.render_line(0).text
+        assert "Host" in header and "ETA" in header
+        for y in range(table.row_count + 1):
+            line = table.render_line(y).text
+            assert len(line.rstrip()) <= table.scrollable_content_region.width
+        # wide terminals get every column back
+        await pilot.resize_terminal(200, 50)
+        await pilot.pause()
+        assert table.layout_keys == tuple(k for k, _ in COLUMNS)
 
 
 async def test_source_changes_coalesce(app, source):
@@ -197,3 +228,15 @@ async def test_source_changes_coalesce(app, source):
             source.notify()  # 200 changes before the UI gets a turn
         await pilot.pause()
         assert 1 <= len(calls) < 20
+
+
+async def test_host_bar_keeps_each_host_whole_at_80_columns(source):
+    app = GpuwatchApp(source, min_refresh_interval=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        lines = app.screen.query_one(HostBar).render().plain.splitlines()
+        assert 1 <= len(lines) <= 2
+        for line in lines:
+            assert not line.rstrip().endswith(("●", "○", "✗"))
+            assert len(line) <= 78
+        assert "bastion-c" in "".join(lines) and "lab-d" in "".join(lines)

@@ -38,3 +38,19 @@ def test_sparkline_is_right_aligned_and_bounded():
     text = sparkline([0, 50, 100], 5, lambda v: plain)
     assert text.plain == "··▁▄█"
     assert len(sparkline(range(100), 10, lambda v: plain)) == 10
+
+
+def test_host_bar_packs_whole_hosts_never_splitting_symbol_from_name():
+    from rich.text import Text
+
+    from gpuwatch_tui.ui.widgets.host_bar import pack
+
+    parts = [Text(f"● host-{i:02d} connected <1s nvml") for i in range(3)]
+    lines = pack(parts, 70, 2)
+    assert [line.plain for line in lines] == [
+        "● host-00 connected <1s nvml  ● host-01 connected <1s nvml",
+        "● host-02 connected <1s nvml",
+    ]
+    assert pack(parts * 3, 70, 2) is None  # does not fit: the caller summarises
+    long = pack([Text("✗ " + "x" * 100)], 30, 2)
+    assert long[0].plain.startswith("✗ x") and long[0].cell_len == 30

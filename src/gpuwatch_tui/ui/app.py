@@ -123,11 +123,13 @@ class GpuwatchApp(App):
             self.push_screen(HelpScreen())
 
     def action_toggle_pause(self) -> None:
-        self.source.paused = not self.source.paused
-        refresh = getattr(self.screen, "refresh_from_source", None)
-        if refresh is not None:
-            # One redraw so the PAUSED mark shows (or, on resume, the newest data at once).
-            refresh()
+        self.source.paused = paused = not self.source.paused
+        # Show the mark at once and cheaply; on resume the newest data follows a frame later.
+        show_paused = getattr(self.screen, "show_paused", None)
+        if show_paused is not None:
+            show_paused(paused)
+        if not paused:
+            self.call_after_refresh(self._refresh_screen)
 
     def action_next_theme(self) -> None:
         names = self.theme_names or [self.theme]

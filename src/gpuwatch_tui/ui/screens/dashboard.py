@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input
+from textual.widgets import Footer, Input
 
 from ..palette import Palette
 from ..widgets.gpu_grid import GpuGrid
@@ -65,6 +65,9 @@ class DashboardScreen(Screen):
         self.query_one(GpuGrid).show(source.store, jobs, now, host_filter)
         self.query_one(JobsTable).show(jobs, now)
 
+    def show_paused(self, paused: bool) -> None:
+        self.query_one(HostBar).set_paused(paused)
+
     def theme_changed(self, palette: Palette) -> None:
         for widget in (self.query_one(HostBar), self.query_one(GpuGrid), self.query_one(JobsTable)):
             widget.theme_changed(palette)
@@ -107,9 +110,8 @@ class DashboardScreen(Screen):
 
     # -- open a job ------------------------------------------------------------------------
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if isinstance(event.data_table, JobsTable) and event.row_key.value is not None:
-            self.app.open_job(event.row_key.value)
+    def on_jobs_table_open_job(self, event: JobsTable.OpenJob) -> None:
+        self.app.open_job(event.job_id)
 
     def on_gpu_grid_open_job(self, event: GpuGrid.OpenJob) -> None:
         self.app.open_job(event.job_id)

@@ -36,6 +36,7 @@ class JobScreen(Screen):
         super().__init__()
         self.job_id = job_id
         self.job: dict | None = None
+        self._title = Text(job_id)
 
     def compose(self) -> ComposeResult:
         yield Static(id="job-title")
@@ -75,9 +76,8 @@ class JobScreen(Screen):
             title.append(f" · pid {','.join(str(p) for p in job['pids'])}")
         if job.get("log"):
             title.append(f" · {job['log']}")
-        if source.paused:
-            title.append("  PAUSED", "bold reverse")
-        self.query_one("#job-title", Static).update(title)
+        self._title = title
+        self.show_paused(source.paused)
         self.query_one(VerdictPanel).show(job, now)
         self.query_one(PhaseHistory).show(tuple(job.get("history") or ()), now)
         log = self.query_one(LogView)
@@ -88,6 +88,12 @@ class JobScreen(Screen):
             log.set_total(total)
         self.query_one(ProcessTable).show(source.job_procs(self.job_id), now)
         self.query_one(OutdirLine).show(source.job_outdir(self.job_id), now)
+
+    def show_paused(self, paused: bool) -> None:
+        title = self._title.copy()
+        if paused:
+            title.append("  PAUSED", "bold reverse")
+        self.query_one("#job-title", Static).update(title)
 
     def theme_changed(self, palette: Palette) -> None:
         for widget in (self.query_one(VerdictPanel), self.query_one(PhaseHistory),

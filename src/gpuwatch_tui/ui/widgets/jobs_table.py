@@ -1,19 +1,33 @@
-"""The jobs table: updated in place by row key (only changed cells are touched), sortable.
+"""The jobs table: one line per job, drawn with the Line API, sortable, fitted to the width.
 
-`s` cycles the sort column, clicking a header sorts by it (again: reverse).
+Only the rows on screen are rendered, and a row whose cells did not change is served from a
+cache, so 128 jobs updating once a second cost what the visible ones cost. Columns are laid out
+for the terminal's width: at narrow widths progress is shortened and Rate, Loss and GPUs are
+dropped (in that order) rather than scrolling sideways; the job pane has every detail.
+
+`s` cycles the sort column, clicking a header sorts by it (again: reverse), enter or a
+double click opens the job.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import DataTable
+from textual.events import Click
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from .. import formatting, levels
 from ..palette import Palette
 
+# key -> header label. Order is the order on screen.
 COLUMNS = (
     ("host", "Host"),
     ("job", "Job"),
@@ -25,12 +39,24 @@ COLUMNS = (
     ("loss", "Loss"),
     ("eta", "ETA"),
 )
-
-
-class KeyedText(Text):
-    """A cell that remembers its job, so sorting can use the job's real values, not the text."""
-
-    job_id: str = ""
+LABELS = dict(COLUMNS)
+GAP = 2  # spaces between columns
+# Widest a column may get (its header or content decides below that); None: takes what is left.
+MAX_WIDTH = {"host": 16, "job": None, "gpus": 7, "phase": 22, "since": 6, "progress": 16, "rate": 12,
+             "loss": 7, "eta": 7}
+MIN_JOB = 14  # below this a job name is cut; drop a less useful column first
+NARROW_PHASE = 14
+# Tried in order until the row fits: (columns dropped, progress shortened to a percentage,
+# phase column capped narrower).
+LAYOUTS = (
+    ((), False, False),
+    ((), True, False),
+    (("rate",), True, False),
+    (("rate", "loss"), True, False),
+    (("rate", "loss", "gpus"), True, False),
+    (("rate", "loss", "gpus"), True, True),
+    (("rate", "loss", "gpus", "since"), True, True),
+)
 
 
 def _progress_fraction(job: dict) -> float:
@@ -53,24 +79,99 @@ SORT_KEYS: dict[str, Callable[[dict], Any]] = {
 }
 
 
-class JobsTable(DataTable):
+def short_progress(p: dict | None) -> str:
+    if not p or p.get("step") is None:
+        return "-"
+    if p.get("total"):
+        return f"{100 * p['step'] / p['total']:.0f}%"
+    return str(p["step"])
+
+
+@dataclass(frozen=True)
+class Layout:
+    columns: tuple[tuple[str, int], ...]  # (key, width) on screen, left to right
+    short_progress: bool
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(key for key, _ in self.columns)
+
+
+def fit_columns(width: int, natural: dict[str, int]) -> Layout:
+    """The richest layout whose columns fit in `width` cells; the job column takes what is left."""
+    for dropped, short, narrow_phase in LAYOUTS:
+        keys = [k for k, _ in COLUMNS if k not in dropped]
+        widths = {}
+        for key in keys:
+            want = natural.get(f"{key}:short" if short and key == "progress" else key, len(LABELS[key]))
+            cap = NARROW_PHASE if narrow_phase and key == "phase" else MAX_WIDTH[key]
+            widths[key] = max(len(LABELS[key]), want if cap is None else min(cap, want))
+        fixed = sum(w for k, w in widths.items() if k != "job") + GAP * (len(keys) - 1)
+        room = width - fixed
+        if room >= min(MIN_JOB, widths["job"]) or dropped == LAYOUTS[-1][0]:
+            widths["job"] = max(len(LABELS["job"]), min(widths["job"], room))
+            return Layout(tuple((k, widths[k]) for k in keys), short)
+    raise AssertionError("unreachable")
+
+
+class JobsTable(ScrollView, can_focus=True):
+    """Line 0 is the header (it stays while the rows scroll under it)."""
+
     BINDINGS = [
-        Binding("enter", "select_cursor", "Open"),
+        Binding("enter", "open", "Open"),
         Binding("s", "cycle_sort", "Sort", show=False),
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "cursor_home", "First", show=False),
+        Binding("end", "cursor_end", "Last", show=False),
     ]
+    COMPONENT_CLASSES = {"jobs-table--header", "jobs-table--cursor", "jobs-table--cursor-blurred"}
+
+    class OpenJob(Message):
+        def __init__(self, job_id: str) -> None:
+            super().__init__()
+            self.job_id = job_id
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+        super().__init__(id=id)
         self._jobs: dict[str, dict] = {}
-        self._cells: dict[str, tuple] = {}
+        self._cells: dict[str, dict[str, Text | str]] = {}  # job id -> column -> cell
+        self._order: list[str] = []  # job ids, top to bottom
         self._shown_at = float("-inf")
         self._palette: Palette | None = None
+        self._layout: Layout | None = None
+        self._layout_key: tuple = ()
+        self._strips: dict[str, tuple[tuple, Strip]] = {}  # job id -> (signature, strip)
+        self.cursor = 0
         self.sort_column: str | None = None
         self.sort_reverse = False
 
-    def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            self.add_column(label, key=key)
+    # -- reading it (tests, the screen) ---------------------------------------------------
+
+    @property
+    def job_ids(self) -> list[str]:
+        return list(self._order)
+
+    @property
+    def row_count(self) -> int:
+        return len(self._order)
+
+    def get_cell(self, job_id: str, column: str) -> Text | str:
+        return self._cells[job_id][column]
+
+    @property
+    def selected_job_id(self) -> str | None:
+        if not self._order:
+            return None
+        return self._order[min(self.cursor, len(self._order) - 1)]
+
+    @property
+    def layout_keys(self) -> tuple[str, ...]:
+        return () if self._layout is None else self._layout.keys
+
+    # -- theme -----------------------------------------------------------------------------
 
     @property
     def palette(self) -> Palette:
@@ -80,85 +181,210 @@ class JobsTable(DataTable):
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
-        self._cells = {key: () for key in self._cells}  # recolour every cell on next show
-        self._shown_at = float("-inf")
+        self._strips.clear()
+        self._shown_at = float("-inf")  # recolour every cell on the next show
+        self._cells = {}
+        self.refresh()
 
-    @property
-    def selected_job_id(self) -> str | None:
-        if self.row_count == 0:
-            return None
-        try:
-            row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
-        except Exception:
-            return None
-        return row_key.value
+    # -- data in ---------------------------------------------------------------------------
 
-    def _cells_for(self, job: dict, now: float) -> tuple:
+    def _cells_for(self, job: dict, now: float) -> dict[str, Text | str]:
         p = self.palette
         progress = job.get("progress") or {}
         phase = job.get("phase") or "unknown"
         phase_text = phase + (f" ({job['detail']})" if job.get("detail") else "")
-        name = KeyedText(job.get("name") or job["id"])
-        name.job_id = job["id"]
         since = job.get("since")
-        return (
-            job.get("host") or "",
-            name,
-            formatting.gpus(job.get("gpus")),
-            Text(phase_text, p.style(levels.phase_variable(phase), bold=True)),
-            formatting.age(None if since is None else now - since),
-            formatting.progress(progress),
-            formatting.rate(progress),
-            formatting.loss(progress),
-            formatting.duration(progress.get("eta_s")),
-        )
+        # A job never seen running has no meaningful "since" (0 or None): show "-".
+        since_text = formatting.age(now - since) if since else "-"
+        return {
+            "host": job.get("host") or "",
+            "job": job.get("name") or job["id"],
+            "gpus": formatting.gpus(job.get("gpus")),
+            "phase": Text(phase_text, p.style(levels.phase_variable(phase), bold=True)),
+            "since": since_text,
+            "progress": formatting.progress(progress),
+            "progress:short": short_progress(progress),
+            "rate": formatting.rate(progress),
+            "loss": formatting.loss(progress),
+            "eta": formatting.duration(progress.get("eta_s")),
+        }
 
     def show(self, jobs: list[dict], now: float, force: bool = False) -> None:
-        """Bring the table to `jobs`: add, remove and update cells by key; never rebuild.
-
-        Cells have one-second resolution, so with the same set of jobs this runs at most once a
-        second of the source's clock (each run re-renders the visible rows).
-        """
+        """Bring the table to `jobs`. Cells have one-second resolution, so with the same set of
+        jobs this runs at most once a second of the source's clock; only rows on screen whose
+        cells changed are redrawn."""
         wanted = {job["id"]: job for job in jobs}
-        if not force and wanted.keys() == self._jobs.keys() and 0 <= now - self._shown_at < 1.0:
+        same_set = wanted.keys() == self._jobs.keys()
+        if not force and same_set and 0 <= now - self._shown_at < 1.0:
             return
         self._shown_at = now
-        for job_id in [k for k in self._cells if k not in wanted]:
-            self.remove_row(job_id)
-            del self._cells[job_id]
-        added = False
-        order_changed = False
-        for job_id, job in wanted.items():
-            cells = self._cells_for(job, now)
-            old = self._cells.get(job_id)
-            if old is None:
-                self.add_row(*cells, key=job_id)
-                added = True
-            else:
-                for (column, _), before, after in zip(COLUMNS, old, cells):
-                    if before != after:
-                        self.update_cell(job_id, column, after)
-                        if column == self.sort_column:
-                            order_changed = True
-            self._cells[job_id] = cells
-        self._jobs = wanted
-        if self.sort_column and (added or order_changed):
-            self._apply_sort()
-
-    def _apply_sort(self) -> None:
-        if not self.sort_column:
-            return
-        key = SORT_KEYS[self.sort_column]
-        jobs = self._jobs
         selected = self.selected_job_id
-        self.sort("job", key=lambda cell: key(jobs.get(cell.job_id, {})), reverse=self.sort_reverse)
-        if selected is not None and selected in jobs:
-            self.move_cursor(row=self.get_row_index(selected), animate=False)
+        old_cells = self._cells
+        cells = {}
+        for job_id, job in wanted.items():
+            new = self._cells_for(job, now)
+            old = old_cells.get(job_id)
+            cells[job_id] = old if old == new else new  # an unchanged row keeps its cached strip
+        self._jobs = wanted
+        self._cells = cells
+        order = list(wanted)
+        if self.sort_column:
+            key = SORT_KEYS[self.sort_column]
+            order.sort(key=lambda job_id: key(wanted[job_id]), reverse=self.sort_reverse)
+        order_changed = order != self._order
+        self._order = order
+        for job_id in [k for k in self._strips if k not in wanted]:
+            del self._strips[job_id]
+        self._place_cursor(selected)
+        if self._update_layout() or order_changed or not same_set:
+            self.refresh()
+            return
+        # Same rows in the same places: repaint only the visible rows whose cells changed.
+        top = int(self.scroll_offset.y)
+        width = self.size.width
+        for y in range(max(0, self.size.height - 1)):
+            index = top + y
+            if index >= len(order):
+                break
+            job_id = order[index]
+            if old_cells.get(job_id) is not cells[job_id]:
+                self.refresh(Region(0, y + 1, width, 1))
+
+    def _place_cursor(self, selected: str | None) -> None:
+        if selected is not None and selected in self._jobs:
+            self.cursor = self._order.index(selected)
+        self.cursor = max(0, min(self.cursor, len(self._order) - 1))
+
+    def _natural_widths(self) -> dict[str, int]:
+        natural: dict[str, int] = {}
+        for cells in self._cells.values():
+            for key, value in cells.items():
+                length = value.cell_len if isinstance(value, Text) else len(value)
+                if length > natural.get(key, 0):
+                    natural[key] = length
+        return natural
+
+    def _update_layout(self) -> bool:
+        """Re-fit the columns when the width or the widest content changed; True if it did."""
+        natural = self._natural_widths()
+        width = self.scrollable_content_region.width or self.size.width
+        key = (width, tuple(sorted(natural.items())))
+        if key == self._layout_key and self._layout is not None:
+            self._sync_virtual_size()
+            return False
+        self._layout_key = key
+        layout = fit_columns(width, natural)
+        changed = layout != self._layout
+        self._layout = layout
+        if changed:
+            self._strips.clear()
+        self._sync_virtual_size()
+        return changed
+
+    def _sync_virtual_size(self) -> None:
+        size = Size(self.scrollable_content_region.width or self.size.width, len(self._order) + 1)
+        if size != self.virtual_size:
+            self.virtual_size = size
+
+    def on_resize(self) -> None:
+        self._update_layout()
+        self.refresh()
+
+    # -- drawing ---------------------------------------------------------------------------
+
+    def _line(self, values: list[tuple[str, Text | str]], width: int) -> Text:
+        layout = self._layout
+        text = Text(no_wrap=True, overflow="ellipsis")
+        last = len(layout.columns) - 1
+        for n, ((key, column_width), (_, value)) in enumerate(zip(layout.columns, values)):
+            cell = value.copy() if isinstance(value, Text) else Text(value)
+            if cell.cell_len > column_width:
+                cell.truncate(column_width, overflow="ellipsis")
+            if n < last:
+                cell.pad_right(column_width - cell.cell_len + GAP)
+            text.append_text(cell)
+        return text
+
+    def _render_text(self, text: Text, width: int, style: Style) -> Strip:
+        segments = [Segment(s.text, style + s.style if s.style else style) for s in text.render(self.app.console)]
+        return Strip(segments).extend_cell_length(width, style).crop(0, width)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if self._layout is None:
+            self._update_layout()
+        layout = self._layout
+        if y == 0:
+            style = base + self.get_component_rich_style("jobs-table--header")
+            labels = []
+            for key, _ in layout.columns:
+                label = LABELS[key]
+                if key == self.sort_column:
+                    label += " ▼" if not self.sort_reverse else " ▲"
+                labels.append((key, label))
+            return self._render_text(self._line(labels, width), width, style)
+        index = int(self.scroll_offset.y) + y - 1
+        if index >= len(self._order):
+            return Strip.blank(width, base)
+        job_id = self._order[index]
+        cells = self._cells[job_id]
+        cursor = index == self.cursor
+        focused = self.has_focus
+        signature = (id(cells), layout, cursor, cursor and focused, width, id(self._palette), base)
+        cached = self._strips.get(job_id)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        style = base
+        if cursor:
+            style = base + self.get_component_rich_style(
+                "jobs-table--cursor" if focused else "jobs-table--cursor-blurred")
+        values = [(key, cells["progress:short" if key == "progress" and layout.short_progress else key])
+                  for key in layout.keys]
+        strip = self._render_text(self._line(values, width), width, style)
+        self._strips[job_id] = (signature, strip)
+        return strip
+
+    # -- cursor, keys and mouse -----------------------------------------------------------
+
+    def _move_cursor(self, row: int) -> None:
+        if not self._order:
+            return
+        old = self.cursor
+        self.cursor = max(0, min(len(self._order) - 1, row))
+        # Row n is line n + 1 (under the header); keep the header's line out of the way.
+        self.scroll_to_region(Region(0, self.cursor, 1, 2), animate=False, immediate=True)
+        if old != self.cursor:
+            self.refresh()
+
+    def action_cursor_up(self) -> None:
+        self._move_cursor(self.cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self._move_cursor(self.cursor + 1)
+
+    def action_page_up(self) -> None:
+        self._move_cursor(self.cursor - max(1, self.size.height - 2))
+
+    def action_page_down(self) -> None:
+        self._move_cursor(self.cursor + max(1, self.size.height - 2))
+
+    def action_cursor_home(self) -> None:
+        self._move_cursor(0)
+
+    def action_cursor_end(self) -> None:
+        self._move_cursor(len(self._order) - 1)
+
+    def action_open(self) -> None:
+        job_id = self.selected_job_id
+        if job_id is not None:
+            self.post_message(self.OpenJob(job_id))
 
     def sort_by(self, column: str, reverse: bool = False) -> None:
         self.sort_column = column
         self.sort_reverse = reverse
-        self._apply_sort()
+        self.show(list(self._jobs.values()), self._shown_at, force=True)
+        self.refresh()
         self.notify(f"Sorted by {column}{' (reversed)' if reverse else ''}", timeout=1.5)
 
     def action_cycle_sort(self) -> None:
@@ -166,8 +392,31 @@ class JobsTable(DataTable):
         current = names.index(self.sort_column) if self.sort_column in names else -1
         self.sort_by(names[(current + 1) % len(names)])
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        event.stop()
-        column = event.column_key.value
-        reverse = not self.sort_reverse if column == self.sort_column else False
-        self.sort_by(column, reverse)
+    def column_at(self, x: int) -> str | None:
+        if self._layout is None:
+            return None
+        left = 0
+        for key, width in self._layout.columns:
+            if x < left + width + GAP:
+                return key
+            left += width + GAP
+        return None
+
+    def on_click(self, event: Click) -> None:
+        if event.y == 0:
+            column = self.column_at(event.x + int(self.scroll_offset.x))
+            if column is not None:
+                reverse = not self.sort_reverse if column == self.sort_column else False
+                self.sort_by(column, reverse)
+            return
+        row = int(self.scroll_offset.y) + event.y - 1
+        if 0 <= row < len(self._order):
+            self._move_cursor(row)
+            if event.chain >= 2:
+                self.post_message(self.OpenJob(self._order[row]))
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
