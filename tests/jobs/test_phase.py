@@ -89,6 +89,22 @@ def test_first_compile_is_compiling_not_a_hang():
     assert v.phase != "stalled"
 
 
+def test_progress_after_the_last_compiler_ends_compiling_without_waiting_for_the_gpu():
+    # Seen end to end (compile.py on CPU): g++ until T0+60, then loss dicts every 0.2 s with the GPU
+    # held idle. The recent-compilers lookback must not keep calling it compiling.
+    def compilers(t):
+        return ("g++", "cc1plus") if t <= T0 + 60 else ()
+    s = series(T0, 70, step=1, cores=1.0, compilers=compilers, gpus=lambda t: (h200(util=0, power=119),))
+    log = LogFacts(path="/work/run/train.log", total_bytes=900, last_growth_at=T0 + 70,
+                   hint=hint("training", T0 + 61, text="{'loss': 0.03, 'learning_rate': 0.01, 'epoch': 0.2}"),
+                   last_progress_at=T0 + 70, progress=Progress(loss=0.03, epoch=0.2))
+    v = verdict_at(obs(s, log=log, stall=6), T0 + 70)
+    assert v.phase == "training", v
+    # Still compiling while a compiler runs now, progress or not (a recompile).
+    s2 = series(T0, 70, step=1, cores=1.0, compilers=lambda t: ("g++",), gpus=lambda t: (h200(util=0, power=119),))
+    assert verdict_at(obs(s2, log=log, stall=6), T0 + 70).phase == "compiling"
+
+
 def test_compile_before_compiler_children_from_worker_pool_and_busy_main():
     # The compile_worker helper appeared, main still busy, GPU idle: compiling (no gcc yet).
     s = series(T0, 60, step=5, cores=1.0, workers=1, gpus=lambda t: (h200(util=0, power=119),))

@@ -202,6 +202,7 @@ class _Activity:
     gpu_mem_delta: dict[int, float] = field(default_factory=dict)
     compilers_recent: tuple[str, ...] = ()
     compilers_now: tuple[str, ...] = ()
+    compilers_last_at: float | None = None  # the last sample that showed a compiler process
     compile_workers: int = 0
     states: tuple[str, ...] = ()
     log_grew_in_window: bool = False
@@ -252,6 +253,8 @@ def _activity(samples: Sequence[ResourceSample], now: float, window: float = RAT
     for s in samples:
         if s.time >= now - COMPILE_RECENT_S:
             seen.extend(s.compilers)
+            if s.compilers:
+                act.compilers_last_at = s.time
     act.compilers_recent = tuple(dict.fromkeys(seen))
     act.compilers_now = tuple(dict.fromkeys(last.compilers))
     act.compile_workers = last.compile_workers
@@ -442,7 +445,11 @@ def _decide(obs: JobObservation, now: float):
     workers_new = obs.compile_worker_since is not None and (
         log.last_progress_at is None or obs.compile_worker_since > log.last_progress_at
     )
-    compiling = bool(compilers) and not gpu_busy
+    # Training progress logged after the last compiler process was seen: the compile is over, even
+    # where the GPU does not show it (CPU training, or a GPU reading a frame behind).
+    trained_since = (log.last_progress_at is not None and act.compilers_last_at is not None
+                     and log.last_progress_at > act.compilers_last_at)
+    compiling = bool(compilers) and not gpu_busy and not trained_since
     if not compiling and act.compile_workers and not gpu_busy and cpu_busy and workers_new:
         compiling = True  # the worker pool just appeared and nothing has trained since
     if not compiling and hint is not None and hint.phase == "compiling" and cpu_busy and not gpu_busy:
