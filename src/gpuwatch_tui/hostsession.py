@@ -44,6 +44,8 @@ class HostSession:
         self.hello: dict | None = None
         self.samples = 0
         self.bad_frames = 0
+        # monotonic times of the latest attempt's steps (for `doctor`-style reports and benchmarks)
+        self.timeline: dict[str, float] = {}
         self.last_bad_frame: str | None = None
         self._stopping = False
         self._task: asyncio.Task | None = None
@@ -197,11 +199,14 @@ class HostSession:
             self.link = await LocalProbeLink.start(self.host, self._options())
             return
         assert self.connector is not None
+        self.timeline = {"start": time.monotonic()}
         if self.conn is None or self.conn.is_closed():
             self.conn = None
             self.conn = await self.connector.connect(self.host)
+        self.timeline["ssh"] = time.monotonic()
         try:
             self.link = await SshProbeLink.start(self.conn, self.host, self._options())
+            self.timeline["probe_sent"] = time.monotonic()
         except asyncssh.ChannelOpenError as exc:
             raise ProbeExited(None, f"could not open a session channel: {exc.reason}") from None
 
@@ -217,6 +222,7 @@ class HostSession:
             if hello.get("v") != PROTOCOL_VERSION:
                 raise ProbeExited(None, f"probe speaks protocol {hello.get('v')}, expected {PROTOCOL_VERSION}")
             self.hello = hello
+            self.timeline["hello"] = time.monotonic()
             self._was_serving = True
             await link.send(self.wants)
             while True:
