@@ -155,26 +155,26 @@ def test_configured_jobs_first_sight_status_and_two_runs_of_one_script(sshd_fact
     watch = None
     try:
         # A job already 8 s into its run (past stall_after = 6 s) when gpuwatch first looks at it.
-        first = launch(ssh_env, host, base / "run1", "train_tqdm.py", "--steps", "150", "--step-time", "0.1")
+        first = launch(ssh_env, host, base / "run1", "train_tqdm.py", "--steps", "200", "--step-time", "0.1")
         runs.append(first)
         time.sleep(8.0)
         assert first.log.stat().st_size > 0
 
-        # `gpuwatch status` looks once: it must not call a healthy job stalled.
+        # `gpuwatch status` looks once: it must not call a healthy job stalled (nor `unknown`).
         out = subprocess.run([PYTHON, "-m", "gpuwatch_tui.cli", "status", "--json", "--config", str(cfg)],
                              capture_output=True, text=True, timeout=60, env=ssh_env.environ(), cwd=str(REPO))
         assert out.returncode == 0, out.stderr
         [job] = [j for j in json.loads(out.stdout)["jobs"] if j["name"] == "tqdm"]
         assert job["pids"] == [first.pid]
         assert job["phase"] == "training", job
-        assert job["progress"]["total"] == 150 and job["progress"]["step"] > 0, job
+        assert job["progress"]["total"] == 200 and job["progress"]["step"] > 0, job
 
-        watch = Watch.start(cfg, ssh_env, tmp_path / "watch.err")
-        watch.wait_for(lambda w: w.job_named("tqdm") and w.job_named("tqdm").last.get("pids") == [first.pid],
-                       "the running job matched")
-        # A second, separate run of the same script (its own session): its own job, `tqdm#2`.
+        # A second, separate run of the same script (its own session) while the first still runs:
+        # its own job, `tqdm#2`; the first keeps `tqdm`.
         second = launch(ssh_env, host, base / "run2", "train_tqdm.py", "--steps", "40", "--step-time", "0.1")
         runs.append(second)
+        watch = Watch.start(cfg, ssh_env, tmp_path / "watch.err")
+        watch.wait_for(lambda w: w.job_named("tqdm#2"), "the second run as its own job")
 
         def both_finished(w):
             a, b = w.job_named("tqdm"), w.job_named("tqdm#2")

@@ -79,7 +79,11 @@ def test_two_runs_of_a_configured_script_are_two_jobs():
     spec = JobSpec("tqdm", "h", match="train_tqdm.py")
     tr = JobTracker(JobSettings(jobs=(spec,)))
     a = demo_proc(10.0, pid=20913, ppid=100, start=0.0)
+    assert tr.ready("h") is False  # the probe has not scanned for it yet
+    tr.update("h", sample(9.0, {}, [], matches={}), now=9.0)
+    assert tr.ready("h") is False
     tr.update("h", sample(10.0, {20913: a}, [], matches={"cfg0": [20913]}), now=10.0)
+    assert tr.ready("h") is False  # one sample, log not read
     b = demo_proc(5.0, pid=21725, ppid=200, start=80.0)
     both = {20913: demo_proc(20.0, pid=20913, ppid=100, start=0.0), 21725: b}
     tr.update("h", sample(90.0, both, [], matches={"cfg0": [20913, 21725]}), now=90.0)
@@ -114,3 +118,25 @@ def test_a_launcher_and_its_ranks_matched_together_stay_one_job():
     tr.update("h", sample(1.0, procs, [], matches={"cfg0": [101, 102, 100]}), now=1.0)
     [job] = tr.to_json(1.0)
     assert job["name"] == "pretrain" and job["pids"] == [100, 101, 102]
+
+
+def test_a_zombie_left_by_a_finished_run_is_not_a_new_run():
+    # Seen end to end: the run exits, nobody reaps it (its shell is gone), the probe's match list still
+    # names it. The configured job must stay `finished`, not restart as a new run of itself.
+    import dataclasses
+
+    spec = JobSpec("tqdm", "h", match="train_tqdm.py")
+    tr = JobTracker(JobSettings(jobs=(spec,)))
+    a = demo_proc(10.0, pid=600, start=0.0)
+    for t in (1.0, 2.0):
+        tr.update("h", sample(t, {600: a}, [], matches={"cfg0": [600]}), now=t)
+    [key] = tr.wanted("h").tails
+    done = b"train: 100%|##########| 40/40 [00:04<00:00, 9.8it/s]\n"
+    tr.update("h", sample(3.0, {600: a}, [], matches={"cfg0": [600]}, tails=[chunk(key, done, len(done), 2.9)]),
+              now=3.0)
+    zombie = dataclasses.replace(a, state="Z")
+    for t in (4.0, 5.0, 6.0, 7.0):
+        tr.update("h", sample(t, {600: zombie}, [], matches={"cfg0": [600]}), now=t)
+    [job] = tr.to_json(7.0)
+    assert (job["name"], job["phase"], job["alive"]) == ("tqdm", "finished", False), job
+    assert [h["phase"] for h in job["history"]][-1] == "finished"

@@ -156,6 +156,7 @@ class JobTracker:
         self._parents: dict[str, set[int]] = {}  # host -> parent pids discovery wants next
         self._dismissed: set[tuple[str, int, float]] = set()
         self._specs = {f"cfg{i}": spec for i, spec in enumerate(self.settings.jobs)}
+        self._match_reported: set[tuple[str, str]] = set()  # (host, spec key) the probe has scanned for
         for key, spec in self._specs.items():
             self._new_job(spec.host, spec.name, key, spec=spec, now=0.0)
 
@@ -196,6 +197,8 @@ class JobTracker:
         """Whether every live job on `host` has been observed enough to judge: each of its logs read
         at least once by the probe and two resource samples (a CPU rate). Until then a job's verdict
         is `starting` / `unknown (observing)`; one-shot readers (`gpuwatch status`) wait for this."""
+        if any(spec.host == host and (host, key) not in self._match_reported for key, spec in self._specs.items()):
+            return False  # the probe has not scanned for a configured job's processes yet
         for job in self.jobs(host):
             if not job.alive:
                 continue
@@ -262,6 +265,7 @@ class JobTracker:
         self._feed_tails(sample.tails, skew, now)
         self._feed_dirs(host, sample.dirs, skew)
 
+        self._match_reported.update((host, key) for key in sample.matches)
         claimed = self._update_configured(host, sample, now)
         self._update_discovered(host, sample, claimed, now)
         on_gpu = gpu_pids_of(sample.gpus)
@@ -295,7 +299,9 @@ class JobTracker:
         for key, spec in self._specs.items():
             if spec.host != host:
                 continue
-            trees = [t for t in configured_groups(sample.matches.get(key, []), procs)
+            # A zombie (exited, parent not reaping) is a run that is over, never a new one.
+            live = [p for p in sample.matches.get(key, []) if p in procs and procs[p].state != "Z"]
+            trees = [t for t in configured_groups(live, procs)
                      if (host, t[0], procs[t[0]].start_time) not in self._dismissed]
             if not trees:
                 continue
@@ -307,6 +313,8 @@ class JobTracker:
                 for pid in main:
                     claimed.update(c.pid for c in procs[pid].children)
                 keys = {(pid, procs[pid].start_time) for pid in main}
+                if any(j.exit is not None and any(j.members.get(pid) == st for pid, st in keys) for j in slots):
+                    continue  # what is left of a run already judged ended: not a new run
                 job = next((j for j in slots if j.exit is None and j.id not in taken
                             and any(j.members.get(pid) == st for pid, st in keys)), None)
                 if job is None:
