@@ -167,3 +167,43 @@ def test_watch_json_one_object_per_interval_stops_on_sigint(sshd_factory, ssh_en
     while probes_on(a) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not probes_on(a)
+
+
+def test_watch_killed_outright_leaves_no_probe(sshd_factory, ssh_env, tmp_path):
+    """SIGKILL gives gpuwatch no chance to clean up: the probes must notice on their own."""
+    (a,) = sshd_factory(1)
+    cfg = write_toml(tmp_path / "hosts.toml", settings_for(ssh_env), [host_entry(a), {"name": "me", "local": True}])
+    proc = subprocess.Popen(gpuwatch("watch", "--json", "--config", str(cfg)), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=cli_env(tmp_path))
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            snap = json.loads(proc.stdout.readline())
+            if all(h["state"] == "connected" for h in snap["hosts"]):
+                break
+        assert all(h["state"] == "connected" for h in snap["hosts"]), snap
+        local_probes = [p for p in psutil.Process(proc.pid).children(recursive=True)
+                        if "zlib.decompress" in " ".join(p.cmdline())]
+        assert len(local_probes) == 1 and probes_on(a)
+        remote = probes_on(a)
+    finally:
+        proc.kill()
+        proc.wait(5)
+    gone, alive = psutil.wait_procs(local_probes + remote, timeout=5)
+    assert not alive, alive
+    deadline = time.monotonic() + 5
+    while probes_on(a) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not probes_on(a)
+
+
+def test_status_warns_about_unknown_keys_and_runs(tmp_path):
+    cfg = tmp_path / "hosts.toml"
+    cfg.write_text('[settings]\nsample_interval = 0.2\nsampel_interval = 5\n\n[[hosts]]\nname = "me"\nlocal = true\ncolour = "red"\n')
+    r = subprocess.run(gpuwatch("status", "--json", "--config", str(cfg)), capture_output=True, text=True,
+                       env=cli_env(tmp_path), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert f"gpuwatch: warning: {cfg}: settings.sampel_interval: unknown key, ignored" in r.stderr
+    assert f"gpuwatch: warning: {cfg}: hosts[0].colour: unknown key, ignored" in r.stderr
+    snap = json.loads(r.stdout)
+    assert [h["name"] for h in snap["hosts"]] == ["me"] and snap["hosts"][0]["state"] == "connected"

@@ -407,3 +407,28 @@ async def test_local_host_with_prefix_and_env(tmp_path):
     finally:
         await monitor.stop()
     assert not pwned.exists()
+
+
+async def test_stopped_probe_makes_host_stale_then_recovers(sshd_factory, ssh_env):
+    a, b = sshd_factory(2)
+    monitor = Monitor(make_config(ssh_env, [host_entry(a), host_entry(b)]))
+    rec = Recorder(monitor)
+    await monitor.start()
+    try:
+        await connected(monitor, [a.name, b.name])
+        (probe,) = probes_on(a)
+        probe.send_signal(signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            await wait_for(lambda: host_rec(monitor, a.name).state == "stale", 5, what="stale")
+            assert time.monotonic() - t0 >= 0.8  # stale_after = 1 s
+            assert host_rec(monitor, a.name).error.startswith("no sample for ")
+            assert host_rec(monitor, b.name).state == "connected"
+            assert rec.max_gap(b.name, t0) < 1.0
+        finally:
+            probe.send_signal(signal.SIGCONT)
+        await wait_for(lambda: host_rec(monitor, a.name).state == "connected", 5, what="fresh again")
+        assert host_rec(monitor, a.name).error is None
+        assert [p.pid for p in probes_on(a)] == [probe.pid]  # the same probe, it was only paused
+    finally:
+        await monitor.stop()
