@@ -197,3 +197,18 @@ def test_config_flag_before_or_after_the_verb():
     assert p.parse_args(["status", "--config", "G"]).config == "G"
     assert p.parse_args(["--config", "F", "watch", "--json"]).config == "F"
     assert p.parse_args([]).config is None
+
+
+async def test_proxyjump_loop_in_ssh_config_is_reported(sshd_factory, ssh_env):
+    a, b, c = sshd_factory(3)
+    ssh_env.set_proxy_jump(a.name, b.name)
+    ssh_env.set_proxy_jump(b.name, a.name)
+    monitor = Monitor(make_config(ssh_env, [host_entry(a), host_entry(c)]))
+    await monitor.start()
+    try:
+        await asyncio.wait_for(monitor.wait_settled(10), 12)
+        await _connected(monitor, [c.name])
+        r = host_rec(monitor, a.name)
+        assert r.state == "unreachable" and "jump hosts loop" in r.error, (r.state, r.error)
+    finally:
+        await monitor.stop()

@@ -134,10 +134,12 @@ class SshConnector:
             return None  # asyncssh reports a broken config itself, when it connects
         return jump if isinstance(jump, str) and jump and jump.lower() != "none" else None
 
-    async def _jump(self, jump: str) -> asyncssh.SSHClientConnection:
+    async def _jump(self, jump: str, _through: tuple[str, ...] = ()) -> asyncssh.SSHClientConnection:
         """One shared connection per jump host; reopened when it has died.
 
         A chain "a,b" reaches b through (the shared connection to) a."""
+        if jump in _through or len(_through) > 8:
+            raise ConnectFailure("unreachable", f"jump hosts loop: {' -> '.join(_through + (jump,))}")
         lock = self._jump_locks.setdefault(jump, asyncio.Lock())
         async with lock:
             conn = self._jumps.get(jump)
@@ -151,8 +153,8 @@ class SshConnector:
             opts = self._options(target, port, user, None)
             # The jump host's own ProxyJump (from the config or the chain) is shared too.
             via = first.strip() or self._config_proxy_jump(target, port, user)
-            if via and via != jump:
-                opts["tunnel"] = await self._jump(via)
+            if via:
+                opts["tunnel"] = await self._jump(via, _through + (jump,))
             try:
                 async with self._slots:
                     conn = await self._open(opts, f"jump host {jump}")
