@@ -432,3 +432,23 @@ async def test_stopped_probe_makes_host_stale_then_recovers(sshd_factory, ssh_en
         assert [p.pid for p in probes_on(a)] == [probe.pid]  # the same probe, it was only paused
     finally:
         await monitor.stop()
+
+
+async def test_local_host_with_missing_interpreter_is_probe_failed(tmp_path):
+    from gpuwatch_tui.config import parse_config
+
+    cfg = parse_config({"settings": {"sample_interval": 0.2, "reconnect_max_delay": 0.5}, "hosts": [
+        {"name": "nopy", "local": True, "python": str(tmp_path / "no-python")},
+        {"name": "badprefix", "local": True, "prefix": [str(tmp_path / "no-wrapper")]},
+        {"name": "me", "local": True}]}, "t.toml")
+    monitor = Monitor(cfg)
+    await monitor.start()
+    try:
+        await asyncio.wait_for(monitor.wait_settled(10), 12)
+        await wait_for(lambda: host_rec(monitor, "me").state == "connected", 5, what="me connected")
+        for name, word in (("nopy", "no-python"), ("badprefix", "no-wrapper")):
+            r = host_rec(monitor, name)
+            assert r.state == "probe-failed", (name, r.state, r.error)
+            assert word in r.error and "No such file" in r.error
+    finally:
+        await monitor.stop()

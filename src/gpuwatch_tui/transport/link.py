@@ -42,6 +42,15 @@ class ProbeLink:
         self.writer.write(data)
         await self._drain()
 
+    async def _ship(self, options: dict) -> None:
+        """Send the probe. If it died at once (no interpreter, a broken prefix) the write may
+        fail: the first read then reports its exit status and stderr, which say why."""
+        try:
+            self.writer.write(build_payload(options))
+            await self._drain()
+        except (BrokenPipeError, ConnectionError, asyncssh.Error):
+            pass
+
     async def _drain(self) -> None:
         drain = getattr(self.writer, "drain", None)
         if drain is not None:
@@ -104,14 +113,17 @@ class LocalProbeLink(ProbeLink):
         else:
             python = sys.executable if host.python == "python3" else host.python
             env.update(dict(host.env))
-        proc = await asyncio.create_subprocess_exec(
-            *words, python, "-c", BOOTSTRAP,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=env, limit=FRAME_LIMIT,
-        )
+        argv = [*words, python, "-c", BOOTSTRAP]
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env, limit=FRAME_LIMIT,
+            )
+        except OSError as exc:
+            raise ProbeExited(None, f"cannot run {argv[0]}: {exc.strerror or exc}") from None
         link = cls(proc)
-        link.writer.write(build_payload(options))
-        await link._drain()
+        await link._ship(options)
         return link
 
     async def exit_status(self) -> int | None:
@@ -150,8 +162,7 @@ class SshProbeLink(ProbeLink):
         # No PTY: a user's RequestTTY must not turn our byte stream into a terminal.
         process = await conn.create_process(command, encoding=None, request_pty=False)
         link = cls(process)
-        link.writer.write(build_payload(options))
-        await link._drain()
+        await link._ship(options)
         return link
 
     async def exit_status(self) -> int | None:
