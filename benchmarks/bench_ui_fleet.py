@@ -1,6 +1,10 @@
 """128 hosts x 8 GPUs at 1 Hz in a real terminal (tmux, 200x50).
 
-Targets: <= 25% of one core, <= 300 MB RSS, keypress-to-screen p95 <= 100 ms, first frame <= 0.5 s.
+Targets: <= 25% of one core, <= 300 MB RSS, keypress-to-screen p95 <= 100 ms, first frame <= 0.5 s
+from process launch (`first_frame_from_spawn_s`: interpreter, imports, app; `first_frame_s` counts
+from the app's construction only and is reported for comparison). The synthetic fleet's 60 s of
+history is filled after the first frame, as a live start has none. See bench_ui_startup.py for
+the real `gpuwatch` command's start.
     python benchmarks/bench_ui_fleet.py [--seconds 20]
 """
 
@@ -12,7 +16,7 @@ import sys
 
 from bench_ui_harness import drive, serve
 
-TARGETS = {"cpu_share_of_one_core": 0.25, "rss_mb_max": 300, "key_latency_ms_p95": 100, "first_frame_s": 0.5}
+TARGETS = {"cpu_share_of_one_core": 0.25, "rss_mb_max": 300, "key_latency_ms_p95": 100, "first_frame_from_spawn_s": 0.5}
 
 
 def main() -> int:

@@ -50,10 +50,9 @@ class SyntheticFleet:
              "history": [{"phase": "training", "since": time.time() - 3600}]}
             for i, name in enumerate(self.names)
         ]
+        self._history = history
         for name in self.names:
             self.store.set_state(name, "connected")
-            for _ in range(history):
-                self._sample(name)
 
     def _sample(self, name: str) -> None:
         self._tick += 1
@@ -115,10 +114,22 @@ class SyntheticFleet:
             self._notify()
             await asyncio.sleep(chunk_every)
 
+    async def _fill_history(self) -> None:
+        """A fleet that has been watched a while: full sparklines. Built after the app started
+        (a host at a time, yielding between) so it is not part of the first-frame figure; a
+        real start has no history either."""
+        for _ in range(self._history - 1):
+            for name in self.names:
+                self._sample(name)
+            await asyncio.sleep(0)
+
     async def run(self) -> None:
-        tasks = [asyncio.ensure_future(self._hosts_loop())]
+        tasks = []
         if self.flood:
             tasks.append(asyncio.ensure_future(self._flood_loop()))
+        await asyncio.sleep(0.05)  # the first frame first
+        await self._fill_history()
+        tasks.append(asyncio.ensure_future(self._hosts_loop()))
         await self._stop.wait()
         for task in tasks:
             task.cancel()
@@ -176,6 +187,13 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def child_env(env: dict[str, str]) -> list[str]:
+    """`env ...` arguments for a program started in tmux. The tmux server passes on its own
+    environment; PYTHONDONTWRITEBYTECODE (set in some sandboxes) would make every start compile
+    gpuwatch from source, which no installed copy does, so it is removed."""
+    return ["env", "-u", "PYTHONDONTWRITEBYTECODE", *[f"{k}={v}" for k, v in env.items()]]
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
@@ -192,8 +210,8 @@ def drive(script: str, args: list[str], ready: Callable[[str], bool], toggled: C
     if profile:
         env["BENCH_PROFILE"] = str(Path(profile).resolve())
     start = time.monotonic()
-    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", "env",
-         *[f"{k}={v}" for k, v in env.items()], sys.executable, script, "--serve", *args)
+    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", *child_env(env),
+         sys.executable, script, "--serve", *args)
     try:
         pid = int(tmux("display", "-p", "-t", session, "#{pane_pid}").strip())
         while not ready(capture(session)):
@@ -236,6 +254,8 @@ def drive(script: str, args: list[str], ready: Callable[[str], bool], toggled: C
             "rss_mb_last": round(rss_samples[-1], 1),
             "key_latency_ms_p50": round(1000 * percentile(latencies, 50), 1),
             "key_latency_ms_p95": round(1000 * percentile(latencies, 95), 1),
+            "key_latency_ms_max": round(1000 * max(latencies), 1),
+            "key_latencies_ms": [round(1000 * v) for v in latencies],
         }
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

@@ -49,11 +49,19 @@ async def test_cpu_percent_from_successive_samples(app, source):
         screen = await open_job(app, pilot, "trainer-e:51877")
         table = screen.query_one(ProcessTable)
         proc = source._procs["trainer-e:51877"][0]
+        key = f"{proc.pid}:{proc.start_time}"
+        host = source.store.hosts["trainer-e"]
+        first = host.last_sample_time
         source._procs["trainer-e:51877"] = [proc.__class__(**{**proc.__dict__, "cpu_s": proc.cpu_s + 1.0})]
         source.advance(1.0)
         await pilot.pause()
-        key = f"{proc.pid}:{proc.start_time}"
-        assert table.get_cell(key, "cpu") == "100"
+        # +1 CPU second over the time between the two samples (not between two redraws)
+        expected = f"{100.0 / (host.last_sample_time - first):.0f}"
+        assert table.get_cell(key, "cpu") == expected
+        for _ in range(3):  # redraws without a new sample keep the figure
+            app.screen.refresh_from_source()
+            await pilot.pause()
+            assert table.get_cell(key, "cpu") == expected
 
 
 async def test_log_follows_new_lines(app, source):

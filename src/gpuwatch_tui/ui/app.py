@@ -13,8 +13,6 @@ from .levels import FALLBACK_VARIABLES
 from .messages import SourceChanged
 from .palette import Palette
 from .screens.dashboard import DashboardScreen
-from .screens.help_screen import HelpScreen
-from .screens.job_screen import JobScreen
 from .source import DashboardSource
 from .theme_files import DEFAULT_THEME, load_themes
 
@@ -80,8 +78,12 @@ class GpuwatchApp(App):
         for problem in self.theme_problems:  # each reported once, at start
             self.notify(problem, title="theme", severity="error", timeout=10)
         self.source.subscribe(self._source_changed)
-        self.run_worker(self.source.run(), exclusive=True, group="source", name="source")
         self.theme_changed_signal.subscribe(self, self._on_theme_changed)
+        # Sampling starts once the first frame is on screen (starting it may take a moment).
+        self.call_after_refresh(self._start_source)
+
+    def _start_source(self) -> None:
+        self.run_worker(self.source.run(), exclusive=True, group="source", name="source")
 
     def _source_changed(self) -> None:
         # Called by the core on this loop; the message coalesces if the UI is behind.
@@ -119,6 +121,8 @@ class GpuwatchApp(App):
     # -- keys ------------------------------------------------------------------------------
 
     def action_help(self) -> None:
+        from .screens.help_screen import HelpScreen  # not needed for the first frame
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
@@ -148,6 +152,8 @@ class GpuwatchApp(App):
             self.notify(f"{name}: not available yet{target}", severity="warning", timeout=3)
 
     def open_job(self, job_id: str) -> None:
+        from .screens.job_screen import JobScreen  # not needed for the first frame
+
         if isinstance(self.screen, JobScreen) and self.screen.job_id == job_id:
             return
         self.push_screen(JobScreen(job_id))

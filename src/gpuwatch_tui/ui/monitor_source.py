@@ -10,31 +10,61 @@ import time
 from typing import Callable
 
 from ..model import DirStat, ProcInfo
+from ..store import Store
 
 
 class MonitorSource:
-    def __init__(self, monitor) -> None:
+    """Over a Monitor, or over a Config whose Monitor is built when `run()` starts.
+
+    Building the Monitor (the job tracker, its rules) costs ~0.1 s: with a config it happens after
+    the first frame, which meanwhile shows every configured host as "connecting".
+    """
+
+    def __init__(self, monitor=None, *, config=None) -> None:
+        if (monitor is None) == (config is None):
+            raise TypeError("MonitorSource needs a monitor or a config")
         self.monitor = monitor
-        self.store = monitor.store
+        self._config = config
+        self._subscribers: list[Callable[[], None]] = []
+        if monitor is not None:
+            self.store = monitor.store
+        else:
+            self.store = Store([h.name for h in config.hosts], config.settings.history)
         self.paused = False
-        self._jobs_cache: tuple[int, float, list[dict]] | None = None
+        self._jobs_cache: tuple[int, list[dict]] | None = None
+
+    def _build_monitor(self):
+        if self.monitor is None:
+            from ..monitor import Monitor
+
+            self.monitor = Monitor(self._config)
+            self.store = self.monitor.store
+            for callback in self._subscribers:
+                self.monitor.subscribe(callback)
+            self._jobs_cache = None
+        return self.monitor
 
     def now(self) -> float:
         return time.time()
 
     def jobs(self) -> list[dict]:
-        # Several widgets ask within one refresh; compute once per store generation and second.
+        # Several widgets ask within one refresh, and with many hosts the store changes many
+        # times a second: the tracker's JSON (progress history included) is built at most
+        # twice a second. Cells show whole seconds, so nothing visible is lost.
+        if self.monitor is None:
+            return []
         now = self.now()
-        key = (self.store.generation, int(now))
-        if self._jobs_cache is None or self._jobs_cache[:2] != key:
+        key = (int(now * 2),)
+        if self._jobs_cache is None or self._jobs_cache[:1] != key:
             jobs = [dict(job) for job in self.monitor.jobs_json(now)]
             for job in jobs:
                 job.setdefault("id", f"{job.get('host')}:{(job.get('pids') or [job.get('name')])[0]}")
             self._jobs_cache = (*key, jobs)
-        return self._jobs_cache[2]
+        return self._jobs_cache[1]
 
     def _tracker_call(self, name: str, job_id: str, default):
-        method = getattr(self.monitor.tracker, name, None) if self.monitor.tracker is not None else None
+        tracker = getattr(self.monitor, "tracker", None)
+        method = getattr(tracker, name, None) if tracker is not None else None
         return default if method is None else method(job_id)
 
     def job_log(self, job_id: str) -> list[str]:
@@ -57,10 +87,16 @@ class MonitorSource:
         return self._tracker_call("job_outdir", job_id, None)
 
     def subscribe(self, callback: Callable[[], None]) -> None:
-        self.monitor.subscribe(callback)
+        self._subscribers.append(callback)
+        if self.monitor is not None:
+            self.monitor.subscribe(callback)
 
     async def run(self) -> None:
-        await self.monitor.run()
+        monitor = self._build_monitor()
+        for callback in self._subscribers:  # the store object changed: redraw from the new one
+            callback()
+        await monitor.run()
 
     async def stop(self) -> None:
-        await self.monitor.stop()
+        if self.monitor is not None:
+            await self.monitor.stop()

@@ -18,7 +18,7 @@ def user_themes_dir() -> Path:
 def run_dashboard(
     source,
     *,
-    theme: str = DEFAULT_THEME,
+    theme: str | None = None,
     themes_dir: Path | None = None,
     readonly: bool = False,
     history: int | None = None,
@@ -28,13 +28,13 @@ def run_dashboard(
     `source` is a DashboardSource, or a loaded Config (then the live Monitor is built here).
     """
     if not isinstance(source, DashboardSource) and hasattr(source, "hosts") and hasattr(source, "settings"):
-        from ..monitor import Monitor
         from .monitor_source import MonitorSource
 
         config = source
         history = history or config.settings.history
+        theme = theme or getattr(config.settings, "theme", None)
         themes_dir = themes_dir or getattr(config.settings, "themes_dir", None) or user_themes_dir()
-        source = MonitorSource(Monitor(config))
-    app = GpuwatchApp(source, theme=theme, themes_dir=themes_dir, readonly=readonly, history=history or 60)
+        source = MonitorSource(config=config)  # the Monitor is built after the first frame
+    app = GpuwatchApp(source, theme=theme or DEFAULT_THEME, themes_dir=themes_dir, readonly=readonly, history=history or 60)
     result = app.run()
     return result if isinstance(result, int) else (app.return_code or 0)

@@ -86,7 +86,9 @@ class JobScreen(Screen):
             log.set_lines(source.job_log(self.job_id), total)
         else:
             log.set_total(total)
-        self.query_one(ProcessTable).show(source.job_procs(self.job_id), now)
+        host = source.store.hosts.get(job.get("host"))
+        sampled_at = host.last_sample_time if host is not None else None
+        self.query_one(ProcessTable).show(source.job_procs(self.job_id), now, sampled_at)
         self.query_one(OutdirLine).show(source.job_outdir(self.job_id), now)
 
     def show_paused(self, paused: bool) -> None:

@@ -95,20 +95,43 @@ class GpuGrid(ScrollView, can_focus=True):
         self.cursor = 0
         self._palette: Palette | None = None
         self._strips: dict[int, tuple[tuple, Strip]] = {}  # row index -> (signature, strip)
+        self._jobs_key: tuple = ()
+        self._base_style: Style | None = None
 
     # -- data in ---------------------------------------------------------------------------
 
     def show(self, store: Store, jobs: list[dict], now: float, host_filter: set[str] | None) -> None:
-        """Take new data; rebuild the row index only if hosts or GPU counts changed."""
+        """Take new data; rebuild the row index only if hosts or GPU counts changed, and repaint
+        only the rows on screen whose content changed."""
         self._store = store
         self._now = now
         self._host_filter = host_filter
-        self._jobs = {}
-        for job in jobs:
-            for index in job.get("gpus") or ():
-                self._jobs[(job["host"], index)] = JobRef(job["id"], job["name"], job.get("phase") or "unknown")
-        self._relayout()
-        self.refresh()
+        jobs_key = tuple((j["id"], j.get("name"), j.get("phase"), j.get("host"), tuple(j.get("gpus") or ()))
+                         for j in jobs)
+        if jobs_key != self._jobs_key:
+            self._jobs_key = jobs_key
+            self._jobs = {}
+            for job in jobs:
+                for index in job.get("gpus") or ():
+                    self._jobs[(job["host"], index)] = JobRef(job["id"], job["name"], job.get("phase") or "unknown")
+        if self._relayout():
+            self.refresh()
+            return
+        top = int(self.scroll_offset.y)
+        width = self.scrollable_content_region.width
+        for y in range(self.scrollable_content_region.height):
+            index = top + y
+            if index >= len(self._rows):
+                break
+            cached = self._strips.get(index)
+            row = self._rows[index]
+            host = store.hosts.get(row.host)
+            if cached is None or host is None or cached[0][0] != self._signature(row, host):
+                self.refresh(Region(0, y, width, 1))
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._base_style = self.rich_style  # once per repaint, not once per line
+        return super().render_lines(crop)
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
@@ -122,14 +145,15 @@ class GpuGrid(ScrollView, can_focus=True):
     def columns(self) -> int:
         return 2 if self.size.width >= TWO_COLUMNS_FROM else 1
 
-    def _relayout(self, force: bool = False) -> None:
+    def _relayout(self, force: bool = False) -> bool:
+        """Rebuild the row index if the hosts shown or their GPU counts changed; True if it did."""
         store = self._store
         if store is None:
-            return
+            return False
         hosts = [h for h in store.hosts.values() if self._host_filter is None or h.name in self._host_filter]
         key = (self.columns, tuple((h.name, len(h.gpus), bool(h.hint)) for h in hosts))
         if key == self._layout_key and not force:
-            return
+            return False
         self._layout_key = key
         columns = self.columns
         rows: list[Row] = []
@@ -144,6 +168,7 @@ class GpuGrid(ScrollView, can_focus=True):
         self._strips.clear()
         self.cursor = min(self.cursor, max(0, len(rows) - 1))
         self.virtual_size = Size(self.size.width, len(rows))
+        return True
 
     # -- drawing ---------------------------------------------------------------------------
 
@@ -166,7 +191,7 @@ class GpuGrid(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         index = self.scroll_offset.y + y
-        base = self.rich_style
+        base = self._base_style if self._base_style is not None else self.rich_style
         if index >= len(self._rows) or self._store is None:
             return Strip.blank(width, base)
         row = self._rows[index]

@@ -144,6 +144,7 @@ class JobsTable(ScrollView, can_focus=True):
         self._layout: Layout | None = None
         self._layout_key: tuple = ()
         self._strips: dict[str, tuple[tuple, Strip]] = {}  # job id -> (signature, strip)
+        self._base_style: Style | None = None
         self.cursor = 0
         self.sort_column: str | None = None
         self.sort_reverse = False
@@ -309,9 +310,13 @@ class JobsTable(ScrollView, can_focus=True):
         segments = [Segment(s.text, style + s.style if s.style else style) for s in text.render(self.app.console)]
         return Strip(segments).extend_cell_length(width, style).crop(0, width)
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._base_style = self.rich_style  # once per repaint, not once per line
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base = self._base_style if self._base_style is not None else self.rich_style
         if self._layout is None:
             self._update_layout()
         layout = self._layout
