@@ -156,8 +156,9 @@ def test_watch_json_one_object_per_interval_stops_on_sigint(sshd_factory, ssh_en
     assert len(connected) >= 6
     assert all(s["hosts"][0]["gpus"] for s in connected)
     # one object per interval: steady spacing once running, and sample times move on
-    gaps = [b - a_ for a_, b in zip(stamps[2:], stamps[3:])]
-    assert all(0.5 * interval < g < 2.5 * interval for g in gaps), gaps
+    gaps = sorted(b - a_ for a_, b in zip(stamps[2:], stamps[3:]))
+    assert 0.7 * interval < gaps[len(gaps) // 2] < 1.5 * interval, gaps
+    assert gaps[-1] < 4 * interval, gaps
     times = [s["time"] for s in lines]
     assert times == sorted(times) and len(set(times)) == len(times)
     ages = [s["hosts"][0]["last_sample_age_s"] for s in connected]

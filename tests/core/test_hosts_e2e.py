@@ -143,7 +143,7 @@ async def test_sshd_killed_then_restarted_reconnects_others_unaffected(sshd_fact
         await wait_for(lambda: len(rec.samples[a.name]) > n + 2, 5, what="host2 samples again")
         # the other host never stopped: connected all along, no gap in its samples
         assert set(rec.states[b.name]) <= {"connecting", "connected"}
-        assert rec.max_gap(b.name, t_kill) < 1.0
+        assert rec.max_gap(b.name, t_kill) < 2.0
         assert host_rec(monitor, a.name).reconnects >= 1
         assert reconnect_s < 5
         assert len(probes_on(a)) == 1
@@ -424,7 +424,7 @@ async def test_stopped_probe_makes_host_stale_then_recovers(sshd_factory, ssh_en
             assert time.monotonic() - t0 >= 0.8  # stale_after = 1 s
             assert host_rec(monitor, a.name).error.startswith("no sample for ")
             assert host_rec(monitor, b.name).state == "connected"
-            assert rec.max_gap(b.name, t0) < 1.0
+            assert rec.max_gap(b.name, t0) < 2.0
         finally:
             probe.send_signal(signal.SIGCONT)
         await wait_for(lambda: host_rec(monitor, a.name).state == "connected", 5, what="fresh again")
