@@ -14,7 +14,7 @@ from textual.widget import Widget
 from ...store import HostRecord, Store
 from .. import formatting, levels
 from ..palette import Palette
-from .gpu_grid import state_label
+from .gpu_grid import STATE_LABELS, state_label
 
 SEPARATOR = "  "
 MAX_LINES = 2  # matches max-height in the stylesheet
@@ -126,7 +126,7 @@ class HostBar(Widget):
             counts: dict[str, int] = {}
             for host in hosts:
                 counts[host.state] = counts.get(host.state, 0) + 1
-            summary = ", ".join(f"{n} {state}" for state, n in counts.items())
+            summary = ", ".join(f"{n} {STATE_LABELS.get(state, state)}" for state, n in counts.items())
             head = Text(f"{len(hosts)} hosts: {summary}", self.palette.style("muted"))
             troubled = [h for h in hosts if h.state != "connected"]
             parts = [head] + [self._host_text(h) for h in troubled]

@@ -42,20 +42,18 @@ COLUMNS = (
 LABELS = dict(COLUMNS)
 GAP = 2  # spaces between columns
 # Widest a column may get (its header or content decides below that); None: takes what is left.
-MAX_WIDTH = {"host": 16, "job": None, "gpus": 7, "phase": 22, "since": 6, "progress": 16, "rate": 12,
+MAX_WIDTH = {"host": 16, "job": None, "gpus": 7, "phase": 40, "since": 6, "progress": 16, "rate": 12,
              "loss": 7, "eta": 7}
 MIN_JOB = 14  # below this a job name is cut; drop a less useful column first
-NARROW_PHASE = 14
-# Tried in order until the row fits: (columns dropped, progress shortened to a percentage,
-# phase column capped narrower).
+MIN_PHASE = 20  # "stalled (nccl-spin)", "silent (buffered-st…": the detail is what matters
+# Tried in order until the row fits: (columns dropped, progress shortened to a percentage).
 LAYOUTS = (
-    ((), False, False),
-    ((), True, False),
-    (("rate",), True, False),
-    (("rate", "loss"), True, False),
-    (("rate", "loss", "gpus"), True, False),
-    (("rate", "loss", "gpus"), True, True),
-    (("rate", "loss", "gpus", "since"), True, True),
+    ((), False),
+    ((), True),
+    (("rate",), True),
+    (("rate", "loss"), True),
+    (("rate", "loss", "gpus"), True),
+    (("rate", "loss", "gpus", "since"), True),
 )
 
 
@@ -98,18 +96,23 @@ class Layout:
 
 
 def fit_columns(width: int, natural: dict[str, int]) -> Layout:
-    """The richest layout whose columns fit in `width` cells; the job column takes what is left."""
-    for dropped, short, narrow_phase in LAYOUTS:
+    """The richest layout whose columns fit in `width` cells. Job and phase share what the
+    other columns leave: the job name whole if possible, the phase text as long as it fits."""
+    for dropped, short in LAYOUTS:
         keys = [k for k, _ in COLUMNS if k not in dropped]
         widths = {}
         for key in keys:
             want = natural.get(f"{key}:short" if short and key == "progress" else key, len(LABELS[key]))
-            cap = NARROW_PHASE if narrow_phase and key == "phase" else MAX_WIDTH[key]
+            cap = MAX_WIDTH[key]
             widths[key] = max(len(LABELS[key]), want if cap is None else min(cap, want))
-        fixed = sum(w for k, w in widths.items() if k != "job") + GAP * (len(keys) - 1)
-        room = width - fixed
-        if room >= min(MIN_JOB, widths["job"]) or dropped == LAYOUTS[-1][0]:
-            widths["job"] = max(len(LABELS["job"]), min(widths["job"], room))
+        others = sum(w for k, w in widths.items() if k not in ("job", "phase")) + GAP * (len(keys) - 1)
+        room = width - others
+        job_want, phase_want = widths["job"], widths["phase"]
+        phase = max(min(phase_want, MIN_PHASE), min(phase_want, room - job_want))
+        job = room - phase
+        if job >= min(MIN_JOB, job_want) or dropped == LAYOUTS[-1][0]:
+            widths["phase"] = phase
+            widths["job"] = max(len(LABELS["job"]), min(job, job_want))
             return Layout(tuple((k, widths[k]) for k in keys), short)
     raise AssertionError("unreachable")
 

@@ -18,7 +18,7 @@ class VerdictPanel(ThemedStatic):
         if job.get("detail"):
             text.append(f" {job['detail']}", p.style(levels.phase_variable(phase), bold=True))
         since = job.get("since")
-        if since is not None:
+        if since:  # 0 / None: never seen running, no meaningful "since"
             text.append(f"  for {formatting.age(now - since)}", p.style("muted"))
         if job.get("confidence") is not None:
             text.append(f"  confidence {job['confidence']:.0%}", p.style("muted"))
