@@ -67,18 +67,24 @@ class HostSession:
 
     async def _teardown(self, keep_conn: bool = False) -> None:
         link, self.link = self.link, None
+        # A link that has gone quiet will not carry a goodbye: don't wait for one (a blackholed
+        # host must not hold up `status` or shutdown; the probe leaves by its idle timeout).
+        quiet = self.state == "stale" or (self.conn is not None and self.conn.is_closed())
         if link is not None:
             try:
-                await link.close()
+                await link.close(wait=0.3 if quiet else 3.0)
             except Exception:
                 pass
         if keep_conn:
             return
         conn, self.conn = self.conn, None
         if conn is not None:
-            conn.close()
+            if quiet:
+                conn.abort()
+            else:
+                conn.close()
             try:
-                await asyncio.wait_for(conn.wait_closed(), 3)
+                await asyncio.wait_for(conn.wait_closed(), 1 if quiet else 3)
             except Exception:
                 pass
 

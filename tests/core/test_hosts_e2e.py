@@ -452,3 +452,23 @@ async def test_local_host_with_missing_interpreter_is_probe_failed(tmp_path):
             assert word in r.error and "No such file" in r.error
     finally:
         await monitor.stop()
+
+
+async def test_stop_does_not_hang_on_a_blackholed_host(sshd_factory, ssh_env, relay_factory):
+    a, b = sshd_factory(2)
+    relay = relay_factory(a)
+    entry = {"name": "relayed", "ssh": f"{a.user}@127.0.0.1:{relay.port}",
+             "identity_file": str(ssh_env.identity_file), "gpu_source": "nvidia-smi"}
+    monitor = Monitor(make_config(ssh_env, [entry, host_entry(b)], keepalive_interval=30))
+    await monitor.start()
+    try:
+        await connected(monitor, ["relayed", b.name])
+        relay.blackhole()
+        await wait_for(lambda: host_rec(monitor, "relayed").state == "stale", 5, what="stale")
+    finally:
+        t0 = time.monotonic()
+        await monitor.stop()
+        took = time.monotonic() - t0
+        relay.cut()
+    assert took < 2.0
+    await wait_for(lambda: not probes_on(a) and not probes_on(b), 5, what="no probe left")

@@ -86,7 +86,8 @@ class ProbeLink:
     async def exit_status(self) -> int | None:
         return None
 
-    async def close(self) -> None:
+    async def close(self, wait: float = 3.0) -> None:
+        """Close the probe's stdin (it exits on that) and wait up to `wait` s for it to end."""
         raise NotImplementedError
 
 
@@ -132,14 +133,14 @@ class LocalProbeLink(ProbeLink):
         except asyncio.TimeoutError:
             return None
 
-    async def close(self) -> None:
+    async def close(self, wait: float = 3.0) -> None:
         if self.proc.returncode is None:
             try:
                 self.proc.stdin.close()  # the probe exits when its stdin closes
             except Exception:
                 pass
             try:
-                await asyncio.wait_for(self.proc.wait(), 3)
+                await asyncio.wait_for(self.proc.wait(), max(wait, 0.5))
             except asyncio.TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
@@ -172,13 +173,13 @@ class SshProbeLink(ProbeLink):
             return None
         return self.process.exit_status
 
-    async def close(self) -> None:
+    async def close(self, wait: float = 3.0) -> None:
         try:
             self.process.stdin.write_eof()  # the probe exits when its stdin closes
         except Exception:
             pass
         try:
-            await asyncio.wait_for(self.process.wait_closed(), 3)
+            await asyncio.wait_for(self.process.wait_closed(), wait)
         except Exception:
             self.process.close()
         self._err_task.cancel()
