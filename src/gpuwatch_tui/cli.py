@@ -50,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     for warning in config.warnings:
         print(f"gpuwatch: warning: {warning}", file=sys.stderr)
     if args.verb == "status":
-        return asyncio.run(run_status(config, args.json, args.window))
+        try:
+            return asyncio.run(run_status(config, args.json, args.window))
+        except KeyboardInterrupt:  # Ctrl-C during the sampling window: the monitor has stopped
+            return 130
     if args.verb == "watch":
         return asyncio.run(run_watch(config, args.count))
     return run_dashboard(config, args)

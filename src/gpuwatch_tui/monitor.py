@@ -79,10 +79,12 @@ class Monitor:
     async def wait_settled(self, timeout: float) -> None:
         """Until every host has a sample or a definite failure, or the timeout passes."""
         waits = [asyncio.ensure_future(e.wait()) for e in self._settled.values()]
+        if not waits:
+            return
         try:
-            await asyncio.wait_for(asyncio.gather(*waits), timeout)
-        except asyncio.TimeoutError:
-            pass
+            # asyncio.wait, not wait_for(gather(...)): a cancelled gather logs
+            # "exception was never retrieved" when Ctrl-C interrupts `status`.
+            await asyncio.wait(waits, timeout=timeout)
         finally:
             for w in waits:
                 w.cancel()

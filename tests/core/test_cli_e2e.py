@@ -208,3 +208,32 @@ def test_status_warns_about_unknown_keys_and_runs(tmp_path):
     assert f"gpuwatch: warning: {cfg}: hosts[0].colour: unknown key, ignored" in r.stderr
     snap = json.loads(r.stdout)
     assert [h["name"] for h in snap["hosts"]] == ["me"] and snap["hosts"][0]["state"] == "connected"
+
+
+def test_status_interrupted_exits_quietly_and_cleans_up(sshd_factory, ssh_env, tmp_path):
+    a, frozen = sshd_factory(2)
+    frozen.freeze()  # keeps status waiting in its window
+    try:
+        cfg = write_toml(tmp_path / "hosts.toml", settings_for(ssh_env, connect_timeout=20),
+                         [host_entry(a), host_entry(frozen)])
+        proc = subprocess.Popen(gpuwatch("status", "--json", "--config", str(cfg)), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=cli_env(tmp_path))
+        try:
+            deadline = time.monotonic() + 15
+            while not probes_on(a) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert probes_on(a)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 130, err
+        assert b"Traceback" not in err and out == b""
+        deadline = time.monotonic() + 5
+        while probes_on(a) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not probes_on(a)
+    finally:
+        frozen.thaw()
