@@ -122,6 +122,7 @@ def test_discovered_jobs_from_start_to_their_verdicts(sshd_factory, ssh_env, tmp
         assert subsequence(hg.phases, ["training", "stalled"]), report
         assert any(e.startswith("log silent") for e in hg.last["evidence"]), report
         assert any(e.startswith("CPU") for e in hg.last["evidence"]), report
+        assert any(e.startswith("step 4/40") and "ETA" not in e for e in hg.last["evidence"]), report
         assert runs["hang"].alive()
 
         # block-buffered stdout: silent / buffered-stdout, never stalled
@@ -208,8 +209,11 @@ def test_torch_compile_on_cpu_is_compiling_then_training_never_stalled(sshd_fact
     run = None
     try:
         watch.wait_for(lambda w: w.host(host.name).get("state") == "connected", "the host connected", 20)
-        # A cold inductor cache: a real first compile (dynamo, inductor, g++), not a cache hit.
+        # A cold inductor cache: a real first compile (dynamo, inductor, g++), not a cache hit. Two graphs:
+        # the probe finds child processes only on its /proc scans (every 5 s), so the compile must last
+        # long enough for scans to land on g++ runs (see the report on probe/agent.py).
         run = launch(ssh_env, host, tmp_path / "compile", "compile.py", "--steps", "30", "--step-time", "0.2",
+                     "--graphs", "2",
                      env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")})
         gpu_scenario(host, {0: ("held", run.pid)})  # a CUDA context doing nothing, as while compiling
 

@@ -9,6 +9,8 @@ from _common import parse_args  # noqa: E402
 def main() -> None:
     def extra(p):
         p.add_argument("--mode", default=None, help="torch.compile mode, e.g. max-autotune-no-cudagraphs")
+        p.add_argument("--graphs", type=int, default=1,
+                       help="compile this many differently shaped models before training (a longer compile)")
     args = parse_args(__doc__, steps=10, step_time=0.1, extra=extra)
     try:
         import torch
@@ -20,6 +22,11 @@ def main() -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     compiled = torch.compile(model, mode=args.mode)
     print("compiling model...", flush=True)
+    for i in range(1, args.graphs):
+        # More graphs, more kernels: each shape is its own compile (and its own g++ runs).
+        width = 64 + 32 * i
+        extra_model = torch.nn.Sequential(torch.nn.Linear(width, 2 * width), torch.nn.Tanh(), torch.nn.Linear(2 * width, 1))
+        torch.compile(extra_model, mode=args.mode)(torch.randn(8, width)).sum().backward()
     for step in range(1, args.steps + 1):
         t0 = time.monotonic()
         x = torch.randn(32, 64)

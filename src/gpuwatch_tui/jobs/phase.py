@@ -484,6 +484,7 @@ def _decide(obs: JobObservation, now: float):
 
     # ---- the log has been quiet past the threshold
     quiet_since = quiet_from
+    progress_line = _progress_evidence(log.progress, with_eta=False)  # an ETA from before the silence is stale
     out = obs.output
     if gpu_spin:
         spin_gpus = ", ".join(f"GPU{i}" for i in spin_idx)
