@@ -59,11 +59,22 @@ def progress(p: dict | None) -> str:
 
 
 def rate(p: dict | None) -> str:
+    """The unit is the log's own: a full rate ("it/s", "s/it", "tok/s") or a thing ("it")."""
     if not p or p.get("rate") is None:
         return "-"
     value = p["rate"]
-    text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
-    return f"{text} {p.get('unit') or 'it'}/s"
+    unit = p.get("unit") or "it"
+    if "/" not in unit:
+        unit += "/s"
+    if value >= 1e6:
+        text = f"{value / 1e6:.1f}M"
+    elif value >= 1e4:
+        text = f"{value / 1e3:.0f}k"
+    elif value >= 100:
+        text = f"{value:.0f}"
+    else:
+        text = f"{value:.1f}"
+    return f"{text} {unit}"
 
 
 def loss(p: dict | None) -> str:

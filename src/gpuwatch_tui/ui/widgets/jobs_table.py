@@ -42,7 +42,7 @@ COLUMNS = (
 LABELS = dict(COLUMNS)
 GAP = 2  # spaces between columns
 # Widest a column may get (its header or content decides below that); None: takes what is left.
-MAX_WIDTH = {"host": 16, "job": None, "gpus": 7, "phase": 40, "since": 6, "progress": 16, "rate": 12,
+MAX_WIDTH = {"host": 16, "job": None, "gpus": 7, "phase": 40, "since": 6, "progress": 16, "rate": 14,
              "loss": 7, "eta": 7}
 MIN_JOB = 14  # below this a job name is cut; drop a less useful column first
 MIN_PHASE = 20  # "stalled (nccl-spin)", "silent (buffered-st…": the detail is what matters
