@@ -7,7 +7,6 @@ stale when frames stop arriving, long before a dead link is torn down by keepali
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 from typing import Protocol

@@ -9,7 +9,6 @@ import sys
 import time
 
 import psutil
-import pytest
 
 from gpuwatch_tui import hostsession
 from gpuwatch_tui.monitor import Monitor
