@@ -23,6 +23,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 O_APPEND = 0o2000
 TAIL_CAP_BYTES = 256 * 1024  # at most this much of one log per frame; the rest is skipped
 DIR_ENTRY_CAP = 2000
+SMALL_THREAD_COUNT = 16  # processes with at most this many threads have every thread's children read
 SMI_FIELDS = (
     "index,uuid,name,utilization.gpu,memory.used,memory.total,"
     "temperature.gpu,power.draw,power.limit,clocks.sm"
@@ -128,8 +129,8 @@ def read_parent(pid):
     if raw is None:
         return None
     fields = raw[raw.rfind(b")") + 2:].split(None, 20)
-    if len(fields) < 21:
-        return None
+    if len(fields) < 21 or fields[0] == b"Z":
+        return None  # a zombie has exited already
     return int(fields[1]), round(BOOT_TIME + int(fields[19]) / float(CLK_TCK), 2)
 
 
@@ -381,12 +382,26 @@ def _f(text):
         return None
 
 
+def die_with_parent():
+    """In the child: get SIGTERM when the probe dies, even by SIGKILL. An idle `-lms` stream
+    writes nothing, so it would never get SIGPIPE and would outlive us."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:
+            os._exit(1)  # the probe died before prctl took effect
+    except Exception:
+        pass
+
+
 class SmiStream(object):
     """One long-running `nvidia-smi ... -lms N` whose latest lines are kept by a thread."""
 
     def __init__(self, exe, query, interval_ms):
         args = [exe, query, "--format=csv,noheader,nounits", "-lms", str(int(interval_ms))]
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     preexec_fn=die_with_parent,
                                      stderr=subprocess.PIPE, close_fds=True)
         _children.append(self.proc)
         self.lines = []  # (arrival time, fields)
@@ -756,15 +771,44 @@ class Probe(object):
         self.scanned_procs = len(live)
         self.cache.forget_except(set(live.items()))
 
+    def live_children(self, s):
+        """Children of one process right now, from /proc/PID/task/TID/children.
+
+        The full /proc scan runs every few seconds; compiler runs (gcc, cc1, ptxas) last less than
+        that, so each sample also asks the kernel directly. A process with many threads (the
+        training process itself) is asked through its main thread only, to keep a sample cheap.
+        """
+        tids = [s.pid]
+        if 1 < s.threads <= SMALL_THREAD_COUNT:
+            try:
+                tids = [int(t) for t in os.listdir("/proc/%d/task" % s.pid)]
+            except OSError:
+                pass
+        out = []
+        for tid in tids:
+            raw = read_raw("/proc/%d/task/%d/children" % (s.pid, tid))
+            if raw:
+                out.extend(int(c) for c in raw.split())
+        return out
+
     def descendants(self, pid):
         out = []
+        seen = set([pid])
+        root = read_stat(pid)
         stack = list(self.children_of.get(pid, []))
+        if root is not None:
+            stack.extend(self.live_children(root))
         while stack and len(out) < 512:
-            s = read_stat(stack.pop())
-            if s is None:
+            child = stack.pop()
+            if child in seen:
+                continue
+            seen.add(child)
+            s = read_stat(child)
+            if s is None or s.state == "Z":
                 continue
             out.append(s)
             stack.extend(self.children_of.get(s.pid, []))
+            stack.extend(self.live_children(s))
         return out
 
     def sample(self):
@@ -791,8 +835,8 @@ class Probe(object):
         current = {}
         for pid in sorted(watched):
             s = read_stat(pid)
-            if s is None:
-                continue
+            if s is None or s.state == "Z":
+                continue  # a zombie has exited; only its parent has not collected it yet
             current[pid] = s.start
             procs.append(proc_info(s, self.cache, self.descendants(pid), now, self.slow_refresh))
         gone = []
