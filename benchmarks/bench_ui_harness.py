@@ -1,5 +1,9 @@
 """Shared parts of the UI benchmarks: a synthetic fleet source and a tmux driver.
 
+Key latency is measured on `p` (the pause mark; 40 presses) and, as a key that changes layout
+and focus, on `/` (20 presses): until the filter line shows, and until the footer shows the
+filter's bindings (Textual rebuilds the footer on a focus change).
+
 The app runs in a real terminal (tmux), so rendering and terminal output are part of the cost.
 Figures: CPU share of one core and RSS of the dashboard process (from /proc), first-frame time
 (spawn -> content on screen, Python start-up included) and keypress-to-screen latency (send-keys
@@ -239,6 +243,30 @@ def drive(script: str, args: list[str], ready: Callable[[str], bool], toggled: C
             latencies.append(time.monotonic() - sent)
             state = not state
             time.sleep(0.15)
+        # A key that changes layout and focus, not only a mark: `/` opens the filter line (the
+        # footer's bindings change); Escape closes it again (not timed: a lone ESC waits for a
+        # possible escape sequence by design).
+        filter_latencies, footer_latencies = [], []
+        for _ in range(presses // 2):
+            sent = time.monotonic()
+            tmux("send-keys", "-t", session, "/")
+            shown = None
+            while True:
+                screen = capture(session)
+                if shown is None and "filter hosts and jobs" in screen:
+                    shown = time.monotonic() - sent
+                if "q Quit" not in screen:
+                    break
+                if time.monotonic() - sent > 5:
+                    raise SystemExit("no reaction to / in 5 s")
+                time.sleep(0.002)
+            footer_latencies.append(time.monotonic() - sent)
+            filter_latencies.append(shown if shown is not None else footer_latencies[-1])
+            tmux("send-keys", "-t", session, "Escape")
+            deadline = time.monotonic() + 5
+            while "q Quit" not in capture(session) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.15)
         rss_samples.append(rss_mb(pid))
         if profile:
             tmux("send-keys", "-t", session, "q")
@@ -256,6 +284,10 @@ def drive(script: str, args: list[str], ready: Callable[[str], bool], toggled: C
             "key_latency_ms_p95": round(1000 * percentile(latencies, 95), 1),
             "key_latency_ms_max": round(1000 * max(latencies), 1),
             "key_latencies_ms": [round(1000 * v) for v in latencies],
+            "filter_key_latency_ms_p50": round(1000 * percentile(filter_latencies, 50), 1),
+            "filter_key_latency_ms_p95": round(1000 * percentile(filter_latencies, 95), 1),
+            "filter_key_footer_updated_ms_p50": round(1000 * percentile(footer_latencies, 50), 1),
+            "filter_key_footer_updated_ms_p95": round(1000 * percentile(footer_latencies, 95), 1),
         }
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
