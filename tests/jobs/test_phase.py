@@ -283,6 +283,13 @@ def test_gone_mid_run_with_flushed_lines_is_crashed():
     v = verdict_at(obs(s, log=log, exit=ExitFacts(T0 + 60)), T0 + 62)
     assert (v.phase, v.detail) == ("crashed", "vanished")
     assert not any("ETA" in e for e in v.evidence)
+    # We did not start it: the exit status and any signal are unknown, and the evidence says just that.
+    assert v.evidence[0] == ("process gone without a completion line or a traceback; "
+                             "exit status unknown (not started by gpuwatch)")
+    assert "stopped at step 3/30" in v.evidence
+    assert any(e.startswith("likely causes:") and "SIGTERM" in e and "SIGKILL" in e and "OOM killer" in e
+               and "segfault" in e for e in v.evidence)
+    assert not any(e.startswith("killed by") for e in v.evidence)  # never claims a signal it cannot know
 
 
 def test_gone_after_traceback_without_exit_status_is_crashed():

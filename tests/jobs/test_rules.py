@@ -66,3 +66,25 @@ def test_generic_lines_from_plain_logging():
     assert m.progress["rate"] == "15234" and m.progress["unit"] == "tok/s"
     assert rs.match("val_loss 0.5").progress.get("loss") is None
     assert rs.match("  Num update steps per epoch = 8").progress.get("epoch") is None
+
+
+@pytest.mark.parametrize("line, step", [
+    ("step 20", 20), ("[rank0] step 20 allreduce ok", 20), ("Step 20/100", 20), ("iter 20", 20),
+    ("epoch 3 step 20", 20), ("[rank1]: iteration 7 done", 7), ("global_step=1200", 1200),
+])
+def test_generic_progress_lines_are_training_steps(line, step):
+    interp = LogInterpreter(RuleSet.with_user_rules())
+    interp.feed_line(line, 1.0)
+    assert interp.hint is not None and interp.hint.phase == "training", line
+    assert interp.progress.current.step == step and interp.last_progress_at == 1.0
+
+
+@pytest.mark.parametrize("line", [
+    "Step 1: torchdynamo start tracing forward /work/train.py:12",
+    "Step 2: calling compiler function inductor", "Step 3: torchinductor compiling FORWARDS graph 0",
+    "Step 3: torchinductor done compiling FORWARDS graph 0", "Step 2: done compiler function inductor",
+    "stepping down the learning rate", "steps: 500 per epoch",
+])
+def test_lines_that_only_look_like_steps_are_not_training_progress(line):
+    m = RuleSet.with_user_rules().match(line)
+    assert m.phase != "training" and "step" not in m.progress, (line, m)

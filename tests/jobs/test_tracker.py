@@ -68,14 +68,37 @@ def test_vanished_processes_without_exit_info_are_gone_after_a_grace():
     assert tr.to_json()[0]["alive"] is False
 
 
-def test_agent_found_after_ranks_keeps_one_job():
+def test_ranks_are_held_back_until_their_launcher_is_known_then_published_as_one_job():
+    # Frame 1: the probe reports only the GPU processes; their parent (the torchrun agent) is unknown.
     tr = JobTracker()
     procs, gpus = torchrun_tree(with_agent=False)
     tr.update("gpu1", sample(0.0, procs, gpus), now=0.0)
-    assert len(tr.to_json()) == 2 and 100 in tr.wanted("gpu1").pids
+    assert tr.to_json() == [] and not tr.ready("gpu1")  # no job per rank, never published
+    assert 100 in tr.wanted("gpu1").pids  # ask for the parent
+    # Frame 2: the agent and its shell are reported: one job from its first appearance.
     run_torchrun(tr, 1.0, 10.0)
     jobs = tr.to_json()
+    assert len(jobs) == 1 and jobs[0]["pids"] == [100, 101, 102] and jobs[0]["launcher"] == "torchrun"
+    assert [h["phase"] for h in jobs[0]["history"]][:1] != []
+
+
+def test_ranks_whose_parent_never_shows_are_published_after_the_hold_and_merged_later():
+    tr = JobTracker()
+    procs, gpus = torchrun_tree(with_agent=False)
+    for t in (0.0, 1.0):
+        tr.update("gpu1", sample(t, procs, gpus), now=t)
+        assert tr.to_json() == []
+    tr.update("gpu1", sample(2.0, procs, gpus), now=2.0)  # the parent is still unknown: publish anyway
+    assert len(tr.to_json()) == 2
+    run_torchrun(tr, 3.0, 10.0)  # the launcher shows up late: the ranks merge under it
+    jobs = tr.to_json()
     assert len(jobs) == 1 and jobs[0]["pids"] == [100, 101, 102]
+
+
+def test_a_job_whose_parent_is_a_known_shell_is_published_at_once():
+    tr = JobTracker()
+    run_torchrun(tr, 0.0, 10.0)
+    assert len(tr.to_json()) == 1
 
 
 def test_configured_job_by_regex_with_log_and_output_dir():

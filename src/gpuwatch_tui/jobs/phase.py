@@ -26,6 +26,9 @@ GPU_IDLE_UTIL = 10.0
 GPU_SPIN_UTIL = 90.0
 # Power as a share of the power limit: ~119 W of 700 W (17%) is a held-idle H200; 690 W is training.
 GPU_WORKING_POWER_FRACTION = 0.30
+# Clearly computing, not just holding a context: what overrides a start-up log line (a torchrun banner).
+# An NCCL all-reduce loop on 2 H200s drew 255-280 W (36-40%); held-idle is ~17%, training ~99%.
+GPU_COMPUTING_POWER_FRACTION = 0.35
 COMPILE_RECENT_S = 30.0  # compiler children seen this recently still count as compiling
 MIN_SPIN_S = 15.0  # util-without-power must hold this long (within the quiet period) to be a spin
 YOUNG_S = 30.0  # a job first seen this soon after its start, log not read yet, is "starting"
@@ -296,6 +299,15 @@ def _gpu_facts(act: _Activity, quiet: _Activity | None = None) -> tuple[bool, bo
     return busy, idle, bool(spinning), spinning
 
 
+def _computing(sample: ResourceSample) -> bool:
+    """Some GPU of the job at high util AND power well above a held-idle context."""
+    for g in sample.gpus:
+        pf = g.power_fraction
+        if (g.util_pct or 0) >= GPU_BUSY_UTIL and pf is not None and pf >= GPU_COMPUTING_POWER_FRACTION:
+            return True
+    return False
+
+
 def _gpu_evidence(act: _Activity, limit: int = 4) -> list[str]:
     out = []
     items = sorted(act.gpus.items())
@@ -404,7 +416,9 @@ def _decide(obs: JobObservation, now: float):
     quiet_s = max(0.0, now - quiet_from) if log_known else 0.0
     threshold = obs.stall_after_s
     buffered, stdout_line = _buffering(obs)
-    quiet_act = _activity(obs.samples, now, window=max(1.0, min(RATE_WINDOW_S, quiet_s)))
+    # The quiet period starts after the sample that saw the log's last growth: that sample still shows
+    # the work that wrote the line (a rank's last all-reduce at full power), not the silence.
+    quiet_act = _activity(obs.samples, now, window=max(1.0, min(RATE_WINDOW_S, quiet_s) - 0.05))
     gpu_busy, gpu_idle, gpu_spin, spin_idx = _gpu_facts(act, quiet_act)
     gpu_lines = _gpu_evidence(act)
     cpu_line = _cpu_evidence(act)
@@ -541,6 +555,19 @@ def _active(obs, now, act, log, hint, age, quiet_s, threshold, gpu_busy, gpu_idl
     last_line = f"last log line {fmt_duration(quiet_s)} ago" if log.last_growth_at is not None else log_line
     warn_buffer = stdout_line if buffered and log.total_bytes == 0 else None
     spin_warning = "GPU ~100% util at idle power: may be waiting in a collective" if gpu_spin else None
+    if hint is not None and hint.phase == "starting" and cpu_busy:
+        # The last phase line is a start-up banner (torchrun's), but since it the GPUs have computed (high
+        # util at well above held-idle power) and the CPU works: training, though no rule matched the
+        # job's own lines. Once so, it stays training until the log's silence says otherwise.
+        computed = [s.time for s in obs.samples if s.time >= hint.time and _computing(s)]
+        if computed:
+            now_computing = bool(obs.samples) and _computing(obs.samples[-1])
+            ev = [*gpu_lines[:4], cpu_line,
+                  f"GPUs computing since {fmt_duration(now - computed[0])} ago" if now_computing
+                  else f"GPUs last computed {fmt_duration(now - computed[-1])} ago",
+                  f"last phase line: {hint.text[:120]}", last_line, warn_buffer, spin_warning]
+            advice = "stdout is block-buffered: press u to restart with -u to see its output" if warn_buffer else ""
+            return "training", None, 0.55 if now_computing else 0.45, ev, advice, computed[0]
     if hint is not None:
         phase = hint.phase
         ev = [f"log: {hint.text[:120]}", last_line]
@@ -614,17 +641,20 @@ def _ended(obs: JobObservation, now: float, log: LogFacts, buffered: bool, stdou
     if log.finished_at is not None or complete:
         why = "log: training finished" if log.finished_at is not None else "progress reached its total"
         return "finished", None, 0.8, [why, ev_unknown, progress_line], "", ended
+    # We did not start it, so its exit status and any signal are unknowable: say so, then the usual causes.
+    gone = "process gone without a completion line or a traceback; exit status unknown (not started by gpuwatch)"
+    causes = "likely causes: a signal (SIGTERM or SIGKILL: kill, a scheduler, the OOM killer) or a segfault"
+    check = "check `dmesg` (OOM killer, segfault) and whether something killed it; "
     if p is not None and p.step is not None and p.total is not None:
-        ev = [ev_unknown, f"stopped at step {p.step:g}/{p.total:g} with no completion line and no traceback",
-              "likely SIGKILL, the OOM killer or a segfault"]
-        return "crashed", "vanished", 0.65, ev, "check `dmesg` (OOM killer, segfault); " + tail_advice, ended
+        ev = [gone, f"stopped at step {p.step:g}/{p.total:g}", causes]
+        return "crashed", "vanished", 0.65, ev, check + tail_advice, ended
     flushed_at_exit = log.last_growth_at is not None and ended - log.last_growth_at <= 15.0
     if buffered and not flushed_at_exit:
-        ev = [ev_unknown, "nothing flushed at exit: a clean exit would have written the stdout buffer",
-              stdout_line, "likely SIGKILL, the OOM killer or a segfault"]
-        return "crashed", "killed", 0.65, ev, "check `dmesg` for the OOM killer or a segfault", ended
+        ev = [gone, "nothing flushed at exit: a clean exit would have written the stdout buffer",
+              stdout_line, causes, progress_line]
+        return "crashed", "killed", 0.65, ev, check + tail_advice, ended
     if buffered and flushed_at_exit:
         return ("finished", None, 0.55, [ev_unknown, "stdout buffer flushed at exit (a normal exit)", progress_line],
                 "", ended)
-    ev = [ev_unknown, "no completion line and no traceback in the log", progress_line]
-    return "crashed", "vanished", 0.5, ev, "check `dmesg` (OOM killer, segfault); " + tail_advice, ended
+    ev = [gone, progress_line, causes]
+    return "crashed", "vanished", 0.5, ev, check + tail_advice, ended

@@ -21,6 +21,7 @@ from .discovery import (
     configured_groups,
     discover,
     gpu_pids_of,
+    is_python,
     launcher_kind,
     log_paths,
     output_dir_from_cmdline,
@@ -49,6 +50,10 @@ WINDOW_S = 900.0  # resource samples kept per job (the engine looks back at most
 GONE_GRACE_SAMPLES = 2  # a watched pid missing this many frames in a row (without ExitInfo) is gone
 TAIL_AFTER_EXIT_S = 30.0  # keep reading the log after exit: buffered stdout is flushed at exit
 MAX_HISTORY = 200
+# A new GPU process whose parent the probe has not reported yet (it reports only the pids it is asked
+# for) is held back this many frames while its parent chain is fetched: the ranks of a torchrun job
+# are then published as one job from the start, not one job per rank merged a frame later.
+HOLD_NEW_FRAMES = 2
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,8 @@ class JobTracker:
         self._dismissed: set[tuple[str, int, float]] = set()
         self._specs = {f"cfg{i}": spec for i, spec in enumerate(self.settings.jobs)}
         self._match_reported: set[tuple[str, str]] = set()  # (host, spec key) the probe has scanned for
+        self._held: dict[tuple[str, int, float], int] = {}  # (host, gpu pid, start) -> frames held back
+        self._holding: set[str] = set()  # hosts with a new job held back this frame
         for key, spec in self._specs.items():
             self._new_job(spec.host, spec.name, key, spec=spec, now=0.0)
 
@@ -199,6 +206,8 @@ class JobTracker:
         is `starting` / `unknown (observing)`; one-shot readers (`gpuwatch status`) wait for this."""
         if any(spec.host == host and (host, key) not in self._match_reported for key, spec in self._specs.items()):
             return False  # the probe has not scanned for a configured job's processes yet
+        if host in self._holding:
+            return False  # a new job waits for its parent chain
         for job in self.jobs(host):
             if not job.alive:
                 continue
@@ -353,6 +362,9 @@ class JobTracker:
 
     def _update_discovered(self, host: str, sample: HostSample, claimed: set[int], now: float) -> None:
         procs = sample.procs
+        self._holding.discard(host)
+        for key in [k for k in self._held if k[0] == host and k[1] not in procs]:
+            del self._held[key]
         for group in discover(procs, sample.gpus, claimed):
             if (host, group.root, group.root_start) in self._dismissed:
                 continue
@@ -364,6 +376,14 @@ class JobTracker:
                 ):
                     job = j
                     break
+            if job is None and _parent_unknown(procs[group.root], procs):
+                held = [(host, pid, procs[pid].start_time) for pid in group.gpu_pids]
+                frames = max(self._held.get(k, 0) for k in held)
+                if frames < HOLD_NEW_FRAMES:
+                    for k in held:
+                        self._held[k] = frames + 1
+                    self._holding.add(host)
+                    continue
             if job is None:
                 job_id = f"{host}:{group.root}:{int(group.root_start)}"
                 job = self._jobs.get(job_id) or self._new_job(host, group.name, job_id, now=now)
@@ -564,6 +584,12 @@ class JobTracker:
             job.history.append((verdict.phase, verdict.since))
             del job.history[:-MAX_HISTORY]
         job.verdict = verdict
+
+
+def _parent_unknown(root: ProcInfo, procs: dict[int, ProcInfo]) -> bool:
+    """Whether the chain above a new job's top process may go on (a launcher above the ranks) but the
+    probe has not reported the parent yet (it is asked for it through `parents_to_watch`)."""
+    return root.ppid > 1 and root.ppid not in procs and (is_python(root) or launcher_kind(root) is not None)
 
 
 def _instance(job_id: str, key: str) -> int:
