@@ -111,14 +111,16 @@ def stop_refs(refs: list[ProcRef], timeout: float = 5.0) -> None:
 
 
 def launch(ssh_env, host, run_dir: Path, script: str, *args: str, unbuffered: bool = False,
-           env: dict[str, str] | None = None) -> Run:
+           env: dict[str, str] | None = None, launcher: tuple[str, ...] = ()) -> Run:
     """Copy the scenario into run_dir and start it there over a real ssh session:
-    `cd DIR; setsid nohup PYTHON SCRIPT ARGS > train.log 2>&1 < /dev/null &` (no -u unless asked)."""
+    `cd DIR; setsid nohup PYTHON SCRIPT ARGS > train.log 2>&1 < /dev/null &` (no -u unless asked).
+    `launcher` goes between the interpreter and the script (`-m torch.distributed.run ...`): the run's
+    pid is then the launcher's."""
     run_dir.mkdir(parents=True, exist_ok=True)
     shutil.copy(SCENARIOS / "_common.py", run_dir / "_common.py")
     shutil.copy(SCENARIOS / script, run_dir / script)
     assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
-    py = PYTHON + (" -u" if unbuffered else "")
+    py = PYTHON + (" -u" if unbuffered else "") + "".join(" " + shlex.quote(a) for a in launcher)
     cmd = (f"cd {shlex.quote(str(run_dir))} || exit 1; {assigns} setsid nohup {py} "
            f"{shlex.quote(str(run_dir / script))} {' '.join(map(shlex.quote, args))} "
            f"> train.log 2>&1 < /dev/null & echo $!")
@@ -156,6 +158,7 @@ class Track:
     seq: list[tuple[str, str | None]] = field(default_factory=list)
     evidence: set[str] = field(default_factory=set)
     last: dict = field(default_factory=dict)
+    first: dict = field(default_factory=dict)  # the job as it was first published
     first_seen: float = 0.0
     seen: int = 0
 
@@ -224,7 +227,7 @@ class Watch:
                 for job in snap.get("jobs", []):
                     t = self.tracks.get(job["id"])
                     if t is None:
-                        t = self.tracks[job["id"]] = Track(job["id"], first_seen=now)
+                        t = self.tracks[job["id"]] = Track(job["id"], first=job, first_seen=now)
                     t.seen += 1
                     t.last = job
                     key = (job["phase"], job["detail"])
@@ -236,6 +239,13 @@ class Watch:
     def job_of(self, pid: int) -> Track | None:
         with self.lock:
             return next((t for t in self.tracks.values() if pid in t.last.get("pids", [])), None)
+
+    def jobs_of(self, pids) -> list[Track]:
+        """Every job ever published that held one of these pids (a per-rank split shows as several)."""
+        pids = set(pids)
+        with self.lock:
+            return [t for t in self.tracks.values()
+                    if pids & set(t.last.get("pids", [])) or pids & set(t.first.get("pids", []))]
 
     def job_named(self, name: str, host: str | None = None) -> Track | None:
         with self.lock:

@@ -209,9 +209,9 @@ def test_torch_compile_on_cpu_is_compiling_then_training_never_stalled(sshd_fact
     run = None
     try:
         watch.wait_for(lambda w: w.host(host.name).get("state") == "connected", "the host connected", 20)
-        # A cold inductor cache: a real first compile (dynamo, inductor, g++), not a cache hit. Two graphs:
-        # the probe finds child processes only on its /proc scans (every 5 s), so the compile must last
-        # long enough for scans to land on g++ runs (see the report on probe/agent.py).
+        # A cold inductor cache: a real first compile (dynamo, inductor, g++), not a cache hit. Two graphs,
+        # so there are several g++ runs; the probe reads each watched process's children live every sample
+        # (/proc/PID/task/*/children), so even short compiler runs show up in the evidence.
         run = launch(ssh_env, host, tmp_path / "compile", "compile.py", "--steps", "30", "--step-time", "0.2",
                      "--graphs", "2",
                      env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")})
@@ -230,6 +230,64 @@ def test_torch_compile_on_cpu_is_compiling_then_training_never_stalled(sshd_fact
         assert subsequence(t.phases, ["compiling", "training"]), report
         assert not t.has("stalled") and not t.has("crashed"), report
         assert any(re.search(r"compiler processes: .*(g\+\+|cc1plus|gcc)", e) for e in t.evidence), report
+        assert t.phase == "finished", report
+    finally:
+        watch.stop()
+        if run is not None:
+            stop_refs([run.ref])
+
+
+@pytest.mark.torch
+@pytest.mark.timeout(240)
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_torchrun_ranks_are_one_job_from_the_first_frame_and_step_lines_are_training(sshd_factory, ssh_env,
+                                                                                     tmp_path):
+    """Real torchrun (gloo on CPU, 2 ranks) under nohup; the nvidia-smi stand-in lists both ranks as GPU
+    processes from the same sample. The job is published once, launcher and both ranks together (never
+    one job per rank), and `[rankN] step N allreduce ok` lines make it training, not `starting` (the
+    torchrun banner)."""
+    import psutil
+
+    [host] = sshd_factory(1)
+    host.set_scenario(gpus=2, phase="idle", uuid_prefix=f"GPU-{host.name}")
+    cfg = write_config(tmp_path / "gpuwatch.toml", ssh_env, [host], stall_after="20s")
+    watch = Watch.start(cfg, ssh_env, tmp_path / "watch.err")
+    run = None
+    try:
+        watch.wait_for(lambda w: w.host(host.name).get("state") == "connected", "the host connected", 20)
+        run = launch(ssh_env, host, tmp_path / "ddp", "ddp_steps.py", "--steps", "80", "--step-time", "0.15",
+                     "--log-every", "5",
+                     launcher=("-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"),
+                     env={"OMP_NUM_THREADS": "1"})
+        agent = run.pid
+
+        def ranks():
+            try:
+                kids = psutil.Process(agent).children()
+            except psutil.Error:
+                return None
+            found = [k.pid for k in kids if any("ddp_steps.py" in a for a in k.cmdline())]
+            return sorted(found) if len(found) == 2 else None
+
+        r0, r1 = watch.wait_for(lambda w: ranks(), "torchrun started its 2 ranks", 60)
+        gpu_scenario(host, {0: ("training", r0), 1: ("training", r1)})  # both ranks on their GPUs at once
+
+        def trained(w):
+            t = w.job_of(r0)
+            return t and t.has("training") and t.last["progress"].get("step")
+
+        watch.wait_for(trained, "training from the step lines", timeout=90)
+        watch.wait_for(lambda w: w.job_of(r0).phase in ENDED, "the run ended", 90)
+        report = watch.describe()
+        print(report)
+        tracks = watch.jobs_of([agent, r0, r1])
+        assert len(tracks) == 1, report  # never a job per rank, not even for one frame
+        [t] = tracks
+        assert {agent, r0, r1} <= set(t.first["pids"]), t.first["pids"]
+        assert t.first["launcher"] == "torchrun" and t.first["name"] == "ddp_steps.py", t.first
+        phases = t.phases
+        assert "training" in phases and "starting" not in phases[phases.index("training"):], report
+        assert any(re.match(r"log: \[rank\d\] step \d+ allreduce ok", e) for e in t.evidence), report
         assert t.phase == "finished", report
     finally:
         watch.stop()
