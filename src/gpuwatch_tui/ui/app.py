@@ -9,7 +9,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from .commands import GpuwatchCommands
-from .levels import FALLBACK_VARIABLES
+from .levels import FALLBACK_VARIABLES, job_has_ended
 from .messages import SourceChanged
 from .palette import Palette
 from .screens.dashboard import DashboardScreen
@@ -150,6 +150,25 @@ class GpuwatchApp(App):
             self.notify(f"{name}: disabled in read-only mode{target}", severity="warning", timeout=3)
         else:
             self.notify(f"{name}: not available yet{target}", severity="warning", timeout=3)
+
+    def action_dismiss_job(self) -> None:
+        """`x`: forget the selected job once it has ended (its final verdict stays until then).
+        Local to this dashboard (nothing is done on the host), so read-only mode allows it."""
+        job_id = getattr(self.screen, "selected_job_id", None)
+        job = next((j for j in self.source.jobs() if j["id"] == job_id), None) if job_id else None
+        if job is None:
+            self.notify("x: no job selected", severity="warning", timeout=3)
+            return
+        if not job_has_ended(job):
+            self.notify("x: job is still running; dismiss is for ended jobs", severity="warning", timeout=3)
+            return
+        self.source.dismiss_job(job_id)
+        self.notify(f"dismissed {job.get('name') or job_id} on {job.get('host')}", timeout=2)
+        from .screens.job_screen import JobScreen
+
+        if isinstance(self.screen, JobScreen) and self.screen.job_id == job_id:
+            self.pop_screen()
+        self.call_after_refresh(self._refresh_screen)
 
     def open_job(self, job_id: str) -> None:
         from .screens.job_screen import JobScreen  # not needed for the first frame

@@ -16,6 +16,7 @@ class GpuwatchCommands(Provider):
             ("Kill selected job", partial(app.action_job_action, "kill"), "k"),
             ("Restart selected job with -u", partial(app.action_job_action, "restart"), "u"),
             ("py-spy dump of selected job", partial(app.action_job_action, "dump"), "d"),
+            ("Dismiss selected job (ended jobs only)", app.action_dismiss_job, "x: drop its final verdict"),
             ("Help: all keys", app.action_help, "?"),
         ]
         for job in app.source.jobs():

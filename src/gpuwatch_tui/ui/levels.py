@@ -50,6 +50,15 @@ def host_level(state: str) -> str:
     return "host-bad"
 
 
+ENDED_PHASES = {"finished", "crashed"}
+
+
+def job_has_ended(job: dict) -> bool:
+    """Whether a job (as in `status --json`) may be dismissed: its verdict says it ended, or the
+    tracker says none of its processes is alive. A job without "alive" is judged by phase."""
+    return job.get("phase") in ENDED_PHASES or job.get("alive") is False
+
+
 def phase_variable(phase: str | None) -> str:
     return f"phase-{phase}" if phase in PHASES else "phase-unknown"
 

@@ -86,6 +86,16 @@ class MonitorSource:
     def job_outdir(self, job_id: str) -> DirStat | None:
         return self._tracker_call("job_outdir", job_id, None)
 
+    def dismiss_job(self, job_id: str) -> bool:
+        tracker = getattr(self.monitor, "tracker", None)
+        if tracker is None:
+            return False
+        dismissed = bool(tracker.dismiss(job_id))
+        self._jobs_cache = None  # the next read must not show it again
+        for callback in self._subscribers:
+            callback()
+        return dismissed
+
     def subscribe(self, callback: Callable[[], None]) -> None:
         self._subscribers.append(callback)
         if self.monitor is not None:

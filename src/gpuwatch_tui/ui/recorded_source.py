@@ -102,6 +102,14 @@ class RecordedSource:
     def job_outdir(self, job_id: str) -> DirStat | None:
         return self._outdirs.get(job_id)
 
+    def dismiss_job(self, job_id: str) -> bool:
+        before = len(self._jobs)
+        self._jobs[:] = [job for job in self._jobs if job["id"] != job_id]
+        for table in (self._logs, self._log_totals, self._procs, self._outdirs):
+            table.pop(job_id, None)
+        self.notify()
+        return len(self._jobs) < before
+
     def subscribe(self, callback: Callable[[], None]) -> None:
         self._callbacks.append(callback)
 

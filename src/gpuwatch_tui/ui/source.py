@@ -12,7 +12,8 @@ from ..store import Store
 class DashboardSource(Protocol):
     """The dashboard's only view of the world.
 
-    Everything is read on the app's asyncio loop; the UI never mutates the source except `paused`.
+    Everything is read on the app's asyncio loop; the UI never mutates the source except `paused`
+    and `dismiss_job` (a person dismissing an ended job).
     """
 
     store: Store
@@ -44,6 +45,11 @@ class DashboardSource(Protocol):
     def job_procs(self, job_id: str) -> list[ProcInfo]: ...
 
     def job_outdir(self, job_id: str) -> DirStat | None: ...
+
+    def dismiss_job(self, job_id: str) -> bool:
+        """Forget a job that has ended (the UI only offers it for those); True if it was known.
+        Subscribers are called so every view drops it."""
+        ...
 
     def subscribe(self, callback: Callable[[], None]) -> None:
         """Call `callback()` on the same asyncio loop after each change."""

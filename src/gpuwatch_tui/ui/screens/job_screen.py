@@ -29,6 +29,7 @@ class JobScreen(Screen):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("slash", "search", "Search log", key_display="/"),
+        Binding("x", "app.dismiss_job", "Dismiss"),
         Binding("tab", "app.focus_next", "Next pane", show=False),
     ]
 

@@ -5,7 +5,7 @@ cache, so 128 jobs updating once a second cost what the visible ones cost. Colum
 for the terminal's width: at narrow widths progress is shortened and Rate, Loss and GPUs are
 dropped (in that order) rather than scrolling sideways; the job pane has every detail.
 
-`s` cycles the sort column, clicking a header sorts by it (again: reverse), enter or a
+`x` dismisses an ended job, `s` cycles the sort column, clicking a header sorts by it (again: reverse), enter or a
 double click opens the job.
 """
 
@@ -122,6 +122,7 @@ class JobsTable(ScrollView, can_focus=True):
 
     BINDINGS = [
         Binding("enter", "open", "Open"),
+        Binding("x", "app.dismiss_job", "Dismiss"),
         Binding("s", "cycle_sort", "Sort", show=False),
         Binding("up", "cursor_up", "Up", show=False),
         Binding("down", "cursor_down", "Down", show=False),

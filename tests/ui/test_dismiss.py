@@ -1,0 +1,144 @@
+"""`x` Dismiss: an ended job leaves the table and the job pane; a live one stays, with a reason."""
+
+from __future__ import annotations
+
+from textual.command import CommandPalette
+
+from gpuwatch_tui.ui.levels import job_has_ended
+from gpuwatch_tui.ui.monitor_source import MonitorSource
+from gpuwatch_tui.ui.screens.dashboard import DashboardScreen
+from gpuwatch_tui.ui.screens.help_screen import binding_rows
+from gpuwatch_tui.ui.screens.job_screen import JobScreen
+from gpuwatch_tui.ui.widgets.jobs_table import JobsTable
+
+from .helpers import notifications
+
+SIZE = (120, 40)
+CRASHED = "trainer-e:28841"  # last row
+TRAINING = "trainer-a:41200"  # first row
+STILL_RUNNING = "x: job is still running; dismiss is for ended jobs"
+
+
+def table(app) -> JobsTable:
+    return app.screen.query_one(JobsTable)
+
+
+async def test_x_dismisses_an_ended_job_from_the_table(app, source):
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.press("end")
+        assert table(app).selected_job_id == CRASHED
+        await pilot.press("x")
+        await pilot.pause()
+        assert CRASHED not in table(app).job_ids
+        assert CRASHED not in [j["id"] for j in source.jobs()]
+        assert table(app).row_count == 4
+        assert table(app).selected_job_id == "trainer-e:51877"  # the cursor stays on the last row
+        assert notifications(app)[-1] == "dismissed eval-sweep-3 on trainer-e"
+
+
+async def test_x_on_a_live_job_says_so_and_keeps_it(app, source):
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        assert table(app).selected_job_id == TRAINING
+        await pilot.press("x")
+        await pilot.pause()
+        assert notifications(app)[-1] == STILL_RUNNING
+        assert TRAINING in table(app).job_ids and len(source.jobs()) == 5
+
+
+async def test_a_job_whose_processes_are_gone_can_be_dismissed(app, source):
+    async with app.run_test(size=SIZE) as pilot:
+        source.set_job(TRAINING, alive=False)  # phase not updated yet, but nothing is alive
+        await pilot.pause()
+        await pilot.press("x")
+        await pilot.pause()
+        assert TRAINING not in table(app).job_ids
+
+
+async def test_x_in_the_job_pane_dismisses_and_closes_it(app, source):
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_job(CRASHED)
+        await pilot.pause()
+        assert isinstance(app.screen, JobScreen)
+        await pilot.press("x")
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert CRASHED not in table(app).job_ids
+
+
+async def test_x_in_the_job_pane_of_a_live_job_stays(app, source):
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        app.open_job(TRAINING)
+        await pilot.pause()
+        await pilot.press("x")
+        await pilot.pause()
+        assert isinstance(app.screen, JobScreen) and app.screen.job_id == TRAINING
+        assert notifications(app)[-1] == STILL_RUNNING
+
+
+async def test_dismiss_from_the_command_palette(app, source):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("end")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"dismiss selected")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.pause()
+        assert CRASHED not in table(app).job_ids
+
+
+async def test_dismiss_is_in_help_and_the_footer(app):
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert ("jobs table", "x", "Dismiss") in binding_rows(app)
+        assert ("job pane", "x", "Dismiss") in binding_rows(app)
+        keys = [(key, active.binding.description) for key, active in app.active_bindings.items()
+                if active.binding.show]
+        assert ("x", "Dismiss") in keys
+        await pilot.pause()
+
+
+def test_job_has_ended():
+    assert job_has_ended({"phase": "crashed"}) and job_has_ended({"phase": "finished", "alive": False})
+    assert job_has_ended({"phase": "training", "alive": False})
+    assert not job_has_ended({"phase": "training"}) and not job_has_ended({"phase": "stalled", "alive": True})
+
+
+class _Tracker:
+    def __init__(self) -> None:
+        self.jobs = [{"id": "h:1", "name": "a", "host": "h", "phase": "crashed", "alive": False}]
+        self.dismissed: list[str] = []
+
+    def dismiss(self, job_id: str) -> bool:
+        self.dismissed.append(job_id)
+        before = len(self.jobs)
+        self.jobs = [j for j in self.jobs if j["id"] != job_id]
+        return len(self.jobs) < before
+
+
+class _Monitor:
+    def __init__(self) -> None:
+        self.store = None
+        self.tracker = _Tracker()
+        self.callbacks = []
+
+    def jobs_json(self, now):
+        return self.tracker.jobs
+
+    def subscribe(self, callback):
+        self.callbacks.append(callback)
+
+
+def test_monitor_source_dismiss_calls_the_tracker_and_redraws():
+    monitor = _Monitor()
+    source = MonitorSource(monitor)
+    calls = []
+    source.subscribe(lambda: calls.append(1))
+    assert [j["id"] for j in source.jobs()] == ["h:1"]  # now cached
+    assert source.dismiss_job("h:1") is True
+    assert monitor.tracker.dismissed == ["h:1"]
+    assert source.jobs() == []  # the cache did not keep it
+    assert calls  # subscribers told
+    assert source.dismiss_job("h:1") is False
