@@ -404,6 +404,7 @@ class SmiStream(object):
                                      preexec_fn=die_with_parent,
                                      stderr=subprocess.PIPE, close_fds=True)
         _children.append(self.proc)
+        self.last_line_at = time.time()
         self.lines = []  # (arrival time, fields)
         self.lock = threading.Lock()
         self.stderr = b""
@@ -414,6 +415,7 @@ class SmiStream(object):
         for raw in self.proc.stdout:
             fields = [f.strip() for f in raw.decode("utf-8", "replace").rstrip("\n").split(",")]
             with self.lock:
+                self.last_line_at = time.time()
                 self.lines.append((time.time(), fields))
                 if len(self.lines) > 4096:
                     del self.lines[:2048]
@@ -482,8 +484,16 @@ class SmiSource(object):
             self.apps_at = batch[-1][0]
         elif time.time() - self.apps_at > 2.5 * self.interval_ms / 1000.0:
             self.apps = []  # nvidia-smi prints nothing for a tick with no compute apps
-        if self.gpu_stream.proc.poll() is not None and not self.gpus:
-            raise RuntimeError("nvidia-smi stopped")
+        # Never repeat the last numbers as if live: a dead or silent nvidia-smi is an error.
+        code = self.gpu_stream.proc.poll()
+        if code is not None:
+            self.gpus = {}
+            msg = (self.gpu_stream.stderr or b"").decode("utf-8", "replace").strip()
+            raise RuntimeError("nvidia-smi exited %d%s" % (code, (": " + msg[:300]) if msg else ""))
+        silent = time.time() - self.gpu_stream.last_line_at
+        if silent > max(3.0, 5 * self.interval_ms / 1000.0):
+            self.gpus = {}
+            raise RuntimeError("nvidia-smi: no output for %.0fs" % silent)
         out = []
         for index in sorted(self.gpus):
             g = dict(self.gpus[index])
