@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 
 from gpuwatch_tui.monitor import Monitor
 from tests.support.fake_smi_scenario import DRIVER_FAILURE
