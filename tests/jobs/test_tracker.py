@@ -93,6 +93,11 @@ def test_ranks_whose_parent_never_shows_are_published_after_the_hold_and_merged_
     run_torchrun(tr, 3.0, 10.0)  # the launcher shows up late: the ranks merge under it
     jobs = tr.to_json()
     assert len(jobs) == 1 and jobs[0]["pids"] == [100, 101, 102]
+    # The ranks' CPU time did not move; the launcher's past CPU time is not a rate of the last second.
+    assert not any(e.startswith("CPU +") for e in jobs[0]["evidence"]), jobs[0]["evidence"]
+    run_torchrun(tr, 4.0, 12.0)  # now both ranks use 2 cores each over 1 s
+    [job] = tr.to_json()
+    assert any(e.startswith("CPU +4.0 cores") for e in job["evidence"]), job["evidence"]
 
 
 def test_a_job_whose_parent_is_a_known_shell_is_published_at_once():

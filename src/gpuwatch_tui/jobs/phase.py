@@ -68,6 +68,9 @@ class ResourceSample:
     compile_workers: int = 0  # inductor compile-worker processes alive (idle or not)
     rank_cpu_s: tuple[tuple[int, float], ...] = ()  # (pid, cpu seconds) per rank
     log_bytes: int | None = None  # bytes seen in the job's log(s) so far
+    # The main pids summed into cpu_s. CPU rates compare samples of the same set only: a process joining
+    # the job (the launcher found a frame after its ranks) would count its whole past CPU time as now.
+    members: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,9 @@ def _activity(samples: Sequence[ResourceSample], now: float, window: float = RAT
     last = samples[-1]
     recent = [s for s in samples if s.time >= now - window] or [last]
     first = recent[0] if len(recent) > 1 else (samples[-2] if len(samples) > 1 else last)
+    if last.members and first.members != last.members:
+        same = [s for s in samples if s.time >= first.time and s.members == last.members]
+        first = same[0] if same else last  # just changed: no rate until a second sample of the same set
     span = last.time - first.time
     act.span_s = span
     if span > 0:

@@ -521,6 +521,7 @@ class JobTracker:
                 states=tuple(p.state for p in procs), compilers=compilers, compile_workers=workers,
                 rank_cpu_s=tuple((p.pid, p.cpu_s) for p in procs if p.pid in on_gpu or len(procs) == 1),
                 log_bytes=sum(b.total_bytes for b in job.logs.values()),
+                members=tuple(sorted(main)),
             )
             job.samples.append(rs)
             while job.samples and now - job.samples[0].time > WINDOW_S:
