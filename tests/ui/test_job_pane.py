@@ -188,3 +188,28 @@ async def test_a_flood_of_lines_stays_bounded(app, source):
         log = screen.query_one(LogView)
         assert len(log.lines) <= 10_000
         assert lines_of(log)[-1].rstrip() == "flood 19 4999"
+
+
+async def test_long_commands_are_cut_to_the_width_not_scrolled(source):
+    from gpuwatch_tui.ui.app import GpuwatchApp
+
+    app = GpuwatchApp(source, min_refresh_interval=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_job(app, pilot, LLAMA)
+        await pilot.pause()
+        procs = screen.query_one(ProcessTable)
+        assert not procs.show_horizontal_scrollbar
+        assert procs.virtual_size.width <= procs.scrollable_content_region.width
+        key = f"41210:{1764500000.0 - 8948}"
+        shown = procs.get_cell(key, "cmd")
+        whole = procs.full_command(key)
+        assert shown.endswith("…") and whole.startswith(shown[:-1]) and whole.endswith("(+4 children)")
+        # hovering a row shows the whole command line
+        procs.hover_coordinate = procs.hover_coordinate.__class__(procs.get_row_index(key), 6)
+        await pilot.pause()
+        assert procs.tooltip == whole
+        # wider: the whole command fits again
+        await pilot.resize_terminal(200, 40)
+        await pilot.pause()
+        await pilot.pause()
+        assert procs.get_cell(key, "cmd") == whole

@@ -37,3 +37,12 @@ def test_high_contrast_main_screen(snap_compare):
 
 def test_help_screen(snap_compare):
     assert snap_compare(GpuwatchApp(RecordedSource(FLEET)), terminal_size=(100, 50), press=["question_mark"])
+
+
+def test_job_pane_long_commands_80x24(snap_compare):
+    """torchrun's long command lines are cut with "…", no horizontal scrollbar."""
+    async def open_training_job(pilot):
+        pilot.app.open_job("trainer-a:41200")
+        await pilot.pause()
+
+    assert snap_compare(GpuwatchApp(RecordedSource(FLEET)), terminal_size=(80, 24), run_before=open_training_job)
