@@ -576,6 +576,8 @@ class JobTracker:
             compile_worker_since=job.compile_worker_since,
         )
         if not job.members and job.spec is not None and job.exit is None:
+            if not job.first_seen:
+                job.first_seen = now  # made from the config before any sample: looking since now
             how = f"cmdline /{job.spec.match}/" if job.spec.match else f"pid file {job.spec.pid_file}"
             job.verdict = Verdict("unknown", job.first_seen, 0.0, "not-running",
                                   (f"no process matches {how}",), "")
