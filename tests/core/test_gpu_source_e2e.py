@@ -41,6 +41,12 @@ async def test_nvidia_smi_dying_is_reported_not_frozen(sshd_factory, ssh_env):
         assert "nvidia-smi" in r.gpu_error
         assert r.gpus == {}
         assert r.state == "connected"  # the host itself is fine
+        # After a driver reset nvidia-smi works again: the probe restarts it (5 s backoff),
+        # without a reconnect.
+        a.update_scenario(exit_after_ticks=None, exit_code=None, exit_message=None)
+        await wait_for(lambda: host_rec(monitor, a.name).gpus and not host_rec(monitor, a.name).gpu_error, 15,
+                       what="GPUs back after nvidia-smi was restarted")
+        assert host_rec(monitor, a.name).reconnects == 0
     finally:
         await monitor.stop()
 

@@ -382,17 +382,26 @@ def _f(text):
         return None
 
 
+def _find_prctl():
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except Exception:
+        return None
+
+
+# Looked up here, in the parent: after fork, with reader threads running, the child must not
+# import anything (the import lock may be held by a thread that no longer exists there).
+_PRCTL = _find_prctl()
+
+
 def die_with_parent():
     """In the child: get SIGTERM when the probe dies, even by SIGKILL. An idle `-lms` stream
     writes nothing, so it would never get SIGPIPE and would outlive us."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
         if os.getppid() == 1:
             os._exit(1)  # the probe died before prctl took effect
-    except Exception:
-        pass
 
 
 class SmiStream(object):
@@ -446,8 +455,24 @@ class SmiSource(object):
         self.gpus = {}
         self.apps = []
         self.apps_at = 0.0
-        self.gpu_stream = SmiStream(exe, "--query-gpu=" + SMI_FIELDS, self.interval_ms)
-        self.app_stream = SmiStream(exe, "--query-compute-apps=" + SMI_APP_FIELDS, self.interval_ms)
+        self.restart_delay = 5.0
+        self.restart_at = None
+        self._start_streams()
+
+    def _start_streams(self):
+        self.gpu_stream = SmiStream(self.exe, "--query-gpu=" + SMI_FIELDS, self.interval_ms)
+        self.app_stream = SmiStream(self.exe, "--query-compute-apps=" + SMI_APP_FIELDS, self.interval_ms)
+
+    def _restart_if_due(self):
+        """A driver reset or a crashed nvidia-smi should not need a reconnect: try again, backing off."""
+        now = time.time()
+        if self.restart_at is None:
+            self.restart_at = now + self.restart_delay
+            self.restart_delay = min(60.0, self.restart_delay * 2)
+        elif now >= self.restart_at:
+            self.close()
+            self.restart_at = None
+            self._start_streams()
 
     def check_started(self, wait=2.0):
         """Raise if nvidia-smi dies at once (no driver, no devices)."""
@@ -488,12 +513,15 @@ class SmiSource(object):
         code = self.gpu_stream.proc.poll()
         if code is not None:
             self.gpus = {}
+            self._restart_if_due()
             msg = (self.gpu_stream.stderr or b"").decode("utf-8", "replace").strip()
             raise RuntimeError("nvidia-smi exited %d%s" % (code, (": " + msg[:300]) if msg else ""))
         silent = time.time() - self.gpu_stream.last_line_at
         if silent > max(3.0, 5 * self.interval_ms / 1000.0):
             self.gpus = {}
+            self._restart_if_due()
             raise RuntimeError("nvidia-smi: no output for %.0fs" % silent)
+        self.restart_delay = 5.0  # healthy again
         out = []
         for index in sorted(self.gpus):
             g = dict(self.gpus[index])
@@ -526,11 +554,20 @@ def load_shipped_module(name):
     return mod
 
 
+def nvml_library_loads():
+    import ctypes
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        raise RuntimeError("libnvidia-ml.so.1 not found (no NVIDIA driver here)")
+
+
 def open_gpu_source(prefer, interval):
     """NVML, then nvidia-smi streaming, then none; say why each was passed over."""
     reasons = []
     if prefer in ("auto", "nvml"):
         try:
+            nvml_library_loads()  # cheap; compiling pynvml (~120 ms) is not
             nvml = load_shipped_module("pynvml")
             source = NvmlSource(nvml)
             if source.handles or prefer == "nvml":
