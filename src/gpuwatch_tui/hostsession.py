@@ -9,19 +9,29 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Protocol
-
-import asyncssh
+import sys
+from typing import TYPE_CHECKING, Protocol
 
 from .config import HostConfig, Settings
 from .model import HostSample
 from .probe.frames import PROTOCOL_VERSION, parse_sample
-from .transport.link import LocalProbeLink, ProbeExited, ProbeLink, SshProbeLink
-from .transport.ssh import ConnectFailure, SshConnector
+from .transport.failure import ConnectFailure
+from .transport.link import LocalProbeLink, ProbeExited, ProbeLink
+
+if TYPE_CHECKING:
+    import asyncssh
+
+    from .transport.ssh import SshConnector
 
 PING_EVERY_S = 5.0
 # The probe exits if it hears nothing from us for this long (a blackholed link never closes).
 PROBE_IDLE_EXIT_S = 30.0
+
+
+def _ssh_errors() -> tuple[type[BaseException], ...]:
+    """asyncssh's error base, if an SSH host made us import it (local-only runs never do)."""
+    asyncssh = sys.modules.get("asyncssh")
+    return (asyncssh.Error,) if asyncssh is not None else ()
 
 
 class SessionSink(Protocol):
@@ -159,7 +169,7 @@ class HostSession:
                     # just the probe on the same connection.
                     self._last_error = f"{exc}; restarting the probe"
                     await self._teardown(keep_conn=True)
-            except (asyncssh.Error, OSError, asyncio.IncompleteReadError) as exc:
+            except (*_ssh_errors(), OSError, asyncio.IncompleteReadError) as exc:
                 self._last_error = f"connection lost: {exc}"
                 await self._teardown()
             except asyncio.CancelledError:
@@ -209,6 +219,10 @@ class HostSession:
             self.conn = None
             self.conn = await self.connector.connect(self.host)
         self.timeline["ssh"] = time.monotonic()
+        import asyncssh  # only SSH hosts pay for importing it
+
+        from .transport.ssh_link import SshProbeLink
+
         try:
             self.link = await SshProbeLink.start(self.conn, self.host, self._options())
             self.timeline["probe_sent"] = time.monotonic()

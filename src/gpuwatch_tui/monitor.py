@@ -13,7 +13,6 @@ from .config import Config
 from .hostsession import HostSession
 from .model import HostSample
 from .store import Store
-from .transport.ssh import SshConnector
 
 TERMINAL_STATES = {"unreachable", "auth-failed", "host-key-unknown", "host-key-changed", "probe-failed"}
 
@@ -27,7 +26,11 @@ class Monitor:
             tracker = _make_tracker(config)
         self.tracker = tracker
         needs_ssh = any(not h.local for h in config.hosts)
-        self.connector = SshConnector(config.settings) if needs_ssh else None
+        self.connector = None
+        if needs_ssh:
+            from .transport.ssh import SshConnector  # asyncssh only when a host needs it
+
+            self.connector = SshConnector(config.settings)
         self.sessions = {h.name: HostSession(h, config.settings, self.connector, self) for h in config.hosts}
         self._subscribers: list[Callable[[], None]] = []
         self._first_sample = {name: asyncio.Event() for name in self.sessions}

@@ -8,10 +8,8 @@ import os
 import sys
 from typing import Any
 
-import asyncssh
-
 from ..config import HostConfig
-from ..probe.bundle import BOOTSTRAP, build_payload, remote_command
+from ..probe.bundle import BOOTSTRAP, build_payload
 
 FRAME_LIMIT = 32 * 1024 * 1024  # a frame carries at most a few capped log chunks
 
@@ -48,7 +46,7 @@ class ProbeLink:
         try:
             self.writer.write(build_payload(options))
             await self._drain()
-        except (BrokenPipeError, ConnectionError, asyncssh.Error):
+        except Exception:  # BrokenPipe, ConnectionError, asyncssh.Error
             pass
 
     async def _drain(self) -> None:
@@ -144,42 +142,4 @@ class LocalProbeLink(ProbeLink):
             except asyncio.TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
-        self._err_task.cancel()
-
-
-class SshProbeLink(ProbeLink):
-    """The probe on a remote host, on one session channel of a shared SSH connection."""
-
-    def __init__(self, process: asyncssh.SSHClientProcess) -> None:
-        super().__init__()
-        self.process = process
-        self.reader = process.stdout
-        self.writer = process.stdin
-        self._err_task = asyncio.ensure_future(self._collect_stderr(process.stderr))
-
-    @classmethod
-    async def start(cls, conn: asyncssh.SSHClientConnection, host: HostConfig, options: dict) -> "SshProbeLink":
-        command = remote_command(host.python, list(host.prefix), dict(host.env))
-        # No PTY: a user's RequestTTY must not turn our byte stream into a terminal.
-        process = await conn.create_process(command, encoding=None, request_pty=False)
-        link = cls(process)
-        await link._ship(options)
-        return link
-
-    async def exit_status(self) -> int | None:
-        try:
-            await asyncio.wait_for(self.process.wait_closed(), 2)
-        except (asyncio.TimeoutError, Exception):
-            return None
-        return self.process.exit_status
-
-    async def close(self, wait: float = 3.0) -> None:
-        try:
-            self.process.stdin.write_eof()  # the probe exits when its stdin closes
-        except Exception:
-            pass
-        try:
-            await asyncio.wait_for(self.process.wait_closed(), wait)
-        except Exception:
-            self.process.close()
         self._err_task.cancel()

@@ -8,24 +8,12 @@ import getpass
 import os
 import shlex
 import socket
-from dataclasses import dataclass
 
 import asyncssh
 import asyncssh.config
 
 from ..config import HostConfig, Settings, split_ssh_target
-
-
-@dataclass
-class ConnectFailure(Exception):
-    """Why a host could not be reached, as a host state plus words."""
-
-    state: str  # unreachable, auth-failed, host-key-unknown, host-key-changed
-    reason: str
-    hint: str | None = None
-
-    def __str__(self) -> str:
-        return self.reason
+from .failure import ConnectFailure
 
 
 def _expand(path: str) -> str:
