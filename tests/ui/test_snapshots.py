@@ -46,3 +46,34 @@ def test_job_pane_long_commands_80x24(snap_compare):
         await pilot.pause()
 
     assert snap_compare(GpuwatchApp(RecordedSource(FLEET)), terminal_size=(80, 24), run_before=open_training_job)
+
+
+def _legend_fleet(path):
+    """The recorded fleet with one job in every phase and trainer-a's GPUs at every level of
+    utilisation, memory and temperature: to check by eye that each one reads differently."""
+    import json
+
+    from gpuwatch_tui.ui.levels import PHASES
+
+    data = json.loads(FLEET.read_text(encoding="utf-8"))
+    host = next(h for h in data["hosts"] if h["name"] == "trainer-a")
+    levels = [(0, 2000, 35), (30, 40000, 50), (70, 90000, 75), (98, 138000, 88),
+              (3, 70000, 60), (45, 130000, 72), (60, 20000, 84), (90, 100000, 40)]
+    for gpu, (util, mem, temp) in zip(host["gpus"], levels):
+        gpu["samples"] = [[util, mem, temp, 120 + 6 * util, 1980]] * len(gpu["samples"])
+    template = data["jobs"][0]
+    jobs = []
+    for n, phase in enumerate(PHASES):
+        job = json.loads(json.dumps(template))
+        job.update(id=f"legend:{n}", name=f"job-{phase}", phase=phase, detail=None,
+                   gpus=[n] if n < 8 else [], host="trainer-a" if n < 8 else "trainer-e")
+        jobs.append(job)
+    data["jobs"] = jobs
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("theme", ["gpuwatch-dark", "gpuwatch-light", "gpuwatch-high-contrast"])
+def test_every_phase_and_level(snap_compare, tmp_path, theme):
+    source = RecordedSource(_legend_fleet(tmp_path / "legend.json"))
+    assert snap_compare(GpuwatchApp(source, theme=theme), terminal_size=(120, 40))

@@ -64,3 +64,110 @@ async def test_textual_builtin_theme_gets_gpuwatch_variables(source):
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         assert app.theme_variables["util-high"]
+
+
+# -- every phase and utilisation level tells apart, in true colour and on 16-colour terminals ------
+
+from itertools import combinations  # noqa: E402
+
+import pytest  # noqa: E402
+from rich.color import Color as RichColor, ColorSystem  # noqa: E402
+
+from gpuwatch_tui.ui.levels import PHASES  # noqa: E402
+
+ANSI16 = ["black", "red", "green", "yellow", "blue", "magenta", "cyan", "white", "bright_black", "bright_red",
+          "bright_green", "bright_yellow", "bright_blue", "bright_magenta", "bright_cyan", "bright_white"]
+# On a 16-colour terminal these read badly (or not at all) on that kind of background.
+UNREADABLE_16 = {"dark": {"black", "blue"},
+                 "light": {"white", "bright_white", "bright_yellow", "bright_green", "bright_cyan"}}
+UTIL_LEVELS = ("util-idle", "util-low", "util-mid", "util-high")
+ATTENTION = ("phase-silent", "phase-stalled", "phase-crashed")  # the phases that need a person
+
+
+def _rgb(value: str) -> tuple[int, int, int]:
+    t = RichColor.parse(value).get_truecolor()
+    return t.red, t.green, t.blue
+
+
+def _ansi16(value: str) -> str:
+    return ANSI16[RichColor.parse(value).downgrade(ColorSystem.STANDARD).number]
+
+
+def _luminance(value: str) -> float:
+    def channel(c: int) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = _rgb(value)
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+
+
+def _contrast(a: str, b: str) -> float:
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def _distance(a: str, b: str) -> float:
+    return sum((x - y) ** 2 for x, y in zip(_rgb(a), _rgb(b))) ** 0.5
+
+
+BUILTIN = ["gpuwatch-dark", "gpuwatch-light", "gpuwatch-high-contrast"]
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_phases_and_levels_are_distinct_and_readable(name):
+    theme = load_themes().themes[name]
+    colours = {**theme.variables, "background": theme.background}
+    phases = [f"phase-{p}" for p in PHASES]
+    for group in (phases, UTIL_LEVELS):
+        for a, b in combinations(group, 2):
+            assert _distance(colours[a], colours[b]) >= 60, f"{name}: {a} and {b} look alike"
+        for key in group:
+            assert _contrast(colours[key], colours["background"]) >= 3.0, f"{name}: {key} too faint"
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_16_colour_terminals_keep_them_readable(name):
+    """TERM=xterm: Textual sends the nearest of the 16 ANSI colours."""
+    theme = load_themes().themes[name]
+    kind = "dark" if theme.dark else "light"
+    colours = theme.variables
+    background = _ansi16(theme.background)
+    for key in [f"phase-{p}" for p in PHASES] + list(UTIL_LEVELS) + ["muted"]:
+        ansi = _ansi16(colours[key])
+        assert ansi != background and ansi not in UNREADABLE_16[kind], f"{name}: {key} -> {ansi}"
+    # the phases that need a person differ from each other and from healthy training
+    shown = [_ansi16(colours[key]) for key in (*ATTENTION, "phase-training")]
+    assert len(set(shown)) == len(shown), f"{name}: {dict(zip((*ATTENTION, 'phase-training'), shown))}"
+    levels = [_ansi16(colours[key]) for key in UTIL_LEVELS]
+    assert len(set(levels)) == len(levels), f"{name}: utilisation levels {levels}"
+
+
+async def test_no_color_reverses_the_cursor_row(monkeypatch):
+    from gpuwatch_tui.ui.recorded_source import RecordedSource
+    from gpuwatch_tui.ui.widgets.jobs_table import JobsTable
+
+    from .conftest import FLEET
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = GpuwatchApp(RecordedSource(FLEET))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one(JobsTable)
+        assert app.no_color and table.get_component_rich_style("jobs-table--cursor").reverse
+
+
+async def test_16_colour_terminal_reverses_the_cursor_row():
+    from gpuwatch_tui.ui.app import few_colours
+    from gpuwatch_tui.ui.recorded_source import RecordedSource
+    from gpuwatch_tui.ui.widgets.jobs_table import JobsTable
+
+    from .conftest import FLEET
+
+    assert few_colours("standard") and not few_colours("256") and not few_colours("truecolor")
+    app = GpuwatchApp(RecordedSource(FLEET), theme="gpuwatch-light")
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.screen.query_one(JobsTable)
+        assert not table.get_component_rich_style("jobs-table--cursor").reverse
+        app.add_class("-few-colours")  # what on_mount does when Rich detects 16 colours (TERM=xterm)
+        await pilot.pause()
+        assert table.get_component_rich_style("jobs-table--cursor").reverse

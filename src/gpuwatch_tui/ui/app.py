@@ -16,6 +16,12 @@ from .screens.dashboard import DashboardScreen
 from .source import DashboardSource
 from .theme_files import DEFAULT_THEME, load_themes
 
+def few_colours(color_system: str | None) -> bool:
+    """True on terminals with 8 or 16 colours (TERM=xterm, Windows console), where theme colours
+    are sent as the nearest ANSI colour and tints vanish."""
+    return color_system in ("standard", "windows")
+
+
 ACTION_NAMES = {"kill": "kill", "restart": "restart with -u", "dump": "py-spy dump"}
 
 
@@ -75,6 +81,9 @@ class GpuwatchApp(App):
     # -- lifecycle -------------------------------------------------------------------------
 
     def on_mount(self) -> None:
+        # Headless (tests, screenshots) Rich sees no terminal and guesses 16 colours: ignore that.
+        if not self.is_headless and few_colours(self.console.color_system):
+            self.add_class("-few-colours")  # see gpuwatch.tcss
         for problem in self.theme_problems:  # each reported once, at start
             self.notify(problem, title="theme", severity="error", timeout=10)
         self.source.subscribe(self._source_changed)
