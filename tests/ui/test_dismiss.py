@@ -142,3 +142,28 @@ def test_monitor_source_dismiss_calls_the_tracker_and_redraws():
     assert source.jobs() == []  # the cache did not keep it
     assert calls  # subscribers told
     assert source.dismiss_job("h:1") is False
+
+
+def _footer_keys(app) -> list[str]:
+    return [key for key, active in app.active_bindings.items() if active.binding.show]
+
+
+async def test_job_pane_footer_offers_x_only_for_an_ended_job(app, source):
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.open_job(TRAINING)
+        await pilot.pause()
+        assert "x" not in _footer_keys(app)
+        source.set_job(TRAINING, phase="finished", alive=False)
+        await pilot.pause()
+        await pilot.pause()
+        assert "x" in _footer_keys(app)
+
+
+async def test_x_works_with_the_gpu_grid_focused(app, source):
+    from gpuwatch_tui.ui.widgets.gpu_grid import GpuGrid
+
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.press("shift+tab")
+        assert isinstance(app.focused, GpuGrid)
+        await pilot.press("down", "x")  # trainer-a's GPU 0: a live job
+        assert notifications(app)[-1] == STILL_RUNNING

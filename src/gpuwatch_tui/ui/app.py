@@ -38,6 +38,8 @@ class GpuwatchApp(App):
         Binding("k", "job_action('kill')", "Kill", show=False),
         Binding("u", "job_action('restart')", "Restart with -u", show=False),
         Binding("d", "job_action('dump')", "py-spy dump", show=False),
+        # The jobs table and the job pane show it in the footer (the pane only for an ended job).
+        Binding("x", "dismiss_job", "Dismiss ended job", show=False),
     ]
 
     def __init__(

@@ -10,6 +10,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from ..levels import job_has_ended
 from ..palette import Palette
 from ..widgets.log_view import LogView
 from ..widgets.outdir_line import OutdirLine
@@ -29,7 +30,9 @@ class JobScreen(Screen):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("slash", "search", "Search log", key_display="/"),
-        Binding("x", "app.dismiss_job", "Dismiss"),
+        # In the footer only once the job has ended; on a live job `x` falls through to the
+        # app's binding, which says why it cannot be dismissed.
+        Binding("x", "dismiss_job", "Dismiss"),
         Binding("tab", "app.focus_next", "Next pane", show=False),
     ]
 
@@ -67,7 +70,10 @@ class JobScreen(Screen):
             if self.job is None:
                 self.query_one("#job-title", Static).update(f"job {self.job_id} is gone")
             return  # keep showing the last known state of a job that went away
+        ended_before = self.job is not None and job_has_ended(self.job)
         self.job = job
+        if job_has_ended(job) != ended_before:
+            self.refresh_bindings()
         title = Text()
         title.append(job.get("name") or self.job_id, "bold")
         title.append(f" on {job.get('host')}")
@@ -102,6 +108,14 @@ class JobScreen(Screen):
         for widget in (self.query_one(VerdictPanel), self.query_one(PhaseHistory),
                        self.query_one(OutdirLine), self.query_one(LogView)):
             widget.theme_changed(palette)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "dismiss_job":
+            return self.job is not None and job_has_ended(self.job)
+        return True
+
+    def action_dismiss_job(self) -> None:
+        self.app.action_dismiss_job()
 
     @property
     def selected_job_id(self) -> str:
