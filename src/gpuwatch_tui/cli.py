@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", metavar="FILE", default=None, help=config_help)
     parser.add_argument("--version", action="version", version=f"gpuwatch {__version__}")
     parser.add_argument("--readonly", action="store_true", help="never act on processes (kill, restart, dump)")
-    parser.add_argument("--theme", help="theme name (e.g. gpuwatch-dark, gpuwatch-light, gpuwatch-contrast)")
+    parser.add_argument("--theme", help="theme name (e.g. gpuwatch-dark, gpuwatch-light, gpuwatch-high-contrast)")
     sub = parser.add_subparsers(dest="verb")
     status = sub.add_parser("status", parents=[common], help="print one snapshot and exit")
     status.add_argument("--json", action="store_true", help="machine-readable output")
