@@ -492,8 +492,7 @@ class JobTracker:
                  and abs(sample.procs[pid].start_time - job.members[pid]) < 0.5]
         root_pid = job.root[0] if job.root else None
         procs.sort(key=lambda p: (p.pid != root_pid, p.pid))  # root (launcher) first
-        if procs:
-            job.procs = procs
+        job.procs = procs  # an ended job has none: its last facts would read as a live process
         main = {p.pid for p in procs}
         tops = [p for p in procs if p.ppid not in main]
         children = {}
