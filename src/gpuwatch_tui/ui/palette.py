@@ -33,3 +33,16 @@ class Palette:
             style = Style(color=self.color(name), bold=bold or None, dim=dim or None)
             self._cache[key] = style
         return style
+
+
+class Themed:
+    """Mixin for widgets that colour their own text: `palette` is built from the app's theme on
+    first use; a widget's `theme_changed` replaces it by setting `_palette`."""
+
+    _palette: Palette | None = None
+
+    @property
+    def palette(self) -> Palette:
+        if self._palette is None:
+            self._palette = Palette(self.app.theme_variables)
+        return self._palette

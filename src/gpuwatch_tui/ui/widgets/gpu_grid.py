@@ -8,20 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.events import Click
 from textual.geometry import Region, Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...store import GpuRecord, HostRecord, Store
 from .. import formatting, levels
 from ..palette import Palette
 from ..sparkline import sparkline
+from .line_list import CURSOR_BINDINGS, LineList
 
 MIB_PER_GIB = 1024.0
 # Fixed columns of one GPU cell: index, util %, memory used/total, temperature, power, job gap.
@@ -65,16 +64,11 @@ class JobRef:
     phase: str
 
 
-class GpuGrid(ScrollView, can_focus=True):
+class GpuGrid(LineList, can_focus=True):
     """GPU grid grouped by host, with a row cursor (enter opens the job that owns the GPU)."""
 
     BINDINGS = [
-        Binding("up", "cursor_up", "Up", show=False),
-        Binding("down", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "cursor_home", "First", show=False),
-        Binding("end", "cursor_end", "Last", show=False),
+        *CURSOR_BINDINGS,
         Binding("enter", "open", "Open job", show=False),
     ]
 
@@ -93,10 +87,8 @@ class GpuGrid(ScrollView, can_focus=True):
         self._rows: list[Row] = []
         self._layout_key: tuple = ()
         self.cursor = 0
-        self._palette: Palette | None = None
         self._strips: dict[int, tuple[tuple, Strip]] = {}  # row index -> (signature, strip)
         self._jobs_key: tuple = ()
-        self._base_style: Style | None = None
 
     # -- data in ---------------------------------------------------------------------------
 
@@ -128,10 +120,6 @@ class GpuGrid(ScrollView, can_focus=True):
             host = store.hosts.get(row.host)
             if cached is None or host is None or cached[0][0] != self._signature(row, host):
                 self.refresh(Region(0, y, width, 1))
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        self._base_style = self.rich_style  # once per repaint, not once per line
-        return super().render_lines(crop)
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
@@ -172,12 +160,6 @@ class GpuGrid(ScrollView, can_focus=True):
 
     # -- drawing ---------------------------------------------------------------------------
 
-    @property
-    def palette(self) -> Palette:
-        if self._palette is None:
-            self._palette = Palette(self.app.theme_variables)
-        return self._palette
-
     def _signature(self, row: Row, host: HostRecord) -> tuple:
         """Everything a row's pixels depend on; an unchanged row is served from the cache."""
         if row.kind == "host":
@@ -191,7 +173,7 @@ class GpuGrid(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         index = self.scroll_offset.y + y
-        base = self._base_style if self._base_style is not None else self.rich_style
+        base = self.base_style
         if index >= len(self._rows) or self._store is None:
             return Strip.blank(width, base)
         row = self._rows[index]
@@ -218,18 +200,7 @@ class GpuGrid(ScrollView, can_focus=True):
         style = base
         if cursor:
             style = base + self.get_component_rich_style("gpu-grid--cursor")
-        combined: dict = {}  # a handful of distinct styles per line: combine each once
-
-        def on_base(seg_style):
-            if seg_style is None:
-                return style
-            result = combined.get(seg_style)
-            if result is None:
-                result = combined[seg_style] = style + seg_style
-            return result
-
-        segments = [Segment(seg.text, on_base(seg.style)) for seg in text.render(self.app.console)]
-        return Strip(segments).extend_cell_length(width, style).crop(0, width)
+        return self._render_text(text, width, style)
 
     def _host_line(self, host: HostRecord) -> Text:
         p = self.palette
@@ -317,6 +288,10 @@ class GpuGrid(ScrollView, can_focus=True):
 
     # -- cursor and mouse -----------------------------------------------------------------
 
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
     def job_at(self, row_index: int, x: int | None = None) -> str | None:
         if not 0 <= row_index < len(self._rows):
             return None
@@ -337,24 +312,6 @@ class GpuGrid(ScrollView, can_focus=True):
         self.scroll_to_region(Region(0, self.cursor, 1, 1), animate=False, immediate=True)
         self.refresh()
 
-    def action_cursor_up(self) -> None:
-        self._move_cursor(self.cursor - 1)
-
-    def action_cursor_down(self) -> None:
-        self._move_cursor(self.cursor + 1)
-
-    def action_page_up(self) -> None:
-        self._move_cursor(self.cursor - max(1, self.size.height - 1))
-
-    def action_page_down(self) -> None:
-        self._move_cursor(self.cursor + max(1, self.size.height - 1))
-
-    def action_cursor_home(self) -> None:
-        self._move_cursor(0)
-
-    def action_cursor_end(self) -> None:
-        self._move_cursor(len(self._rows) - 1)
-
     def action_open(self) -> None:
         job_id = self.job_at(self.cursor)
         if job_id is None:
@@ -371,11 +328,5 @@ class GpuGrid(ScrollView, can_focus=True):
                 job_id = self.job_at(row, event.x)
                 if job_id is not None:
                     self.post_message(self.OpenJob(job_id))
-
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()
 
     COMPONENT_CLASSES = {"gpu-grid--cursor"}

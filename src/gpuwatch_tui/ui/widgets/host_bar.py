@@ -13,7 +13,7 @@ from textual.widget import Widget
 
 from ...store import HostRecord, Store
 from .. import formatting, levels
-from ..palette import Palette
+from ..palette import Palette, Themed
 from .gpu_grid import STATE_LABELS, state_label
 
 SEPARATOR = "  "
@@ -42,13 +42,12 @@ def pack(parts: list[Text], width: int, max_lines: int, first: Text | None = Non
     return lines
 
 
-class HostBar(Widget):
+class HostBar(Themed, Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._store: Store | None = None
         self._now = 0.0
         self.paused = False
-        self._palette: Palette | None = None
         self._parts: dict[str, tuple[tuple, Text]] = {}  # host -> (signature, text)
         self._shown: tuple = ()  # what the last repaint showed
         self._text: Text | None = None
@@ -83,12 +82,6 @@ class HostBar(Widget):
 
     def on_resize(self) -> None:
         self._text = None
-
-    @property
-    def palette(self) -> Palette:
-        if self._palette is None:
-            self._palette = Palette(self.app.theme_variables)
-        return self._palette
 
     def _host_text(self, host: HostRecord) -> Text:
         signature = self._signature(host)

@@ -14,18 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.events import Click
 from textual.geometry import Region, Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from .. import formatting, levels
 from ..palette import Palette
+from .line_list import CURSOR_BINDINGS, LineList
 
 # key -> header label. Order is the order on screen.
 COLUMNS = (
@@ -117,19 +115,16 @@ def fit_columns(width: int, natural: dict[str, int]) -> Layout:
     raise AssertionError("unreachable")
 
 
-class JobsTable(ScrollView, can_focus=True):
+class JobsTable(LineList, can_focus=True):
     """Line 0 is the header (it stays while the rows scroll under it)."""
+
+    HEADER_LINES = 1
 
     BINDINGS = [
         Binding("enter", "open", "Open"),
         Binding("x", "app.dismiss_job", "Dismiss"),
         Binding("s", "cycle_sort", "Sort", show=False),
-        Binding("up", "cursor_up", "Up", show=False),
-        Binding("down", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "cursor_home", "First", show=False),
-        Binding("end", "cursor_end", "Last", show=False),
+        *CURSOR_BINDINGS,
     ]
     COMPONENT_CLASSES = {"jobs-table--header", "jobs-table--cursor", "jobs-table--cursor-blurred"}
 
@@ -144,11 +139,9 @@ class JobsTable(ScrollView, can_focus=True):
         self._cells: dict[str, dict[str, Text | str]] = {}  # job id -> column -> cell
         self._order: list[str] = []  # job ids, top to bottom
         self._shown_at = float("-inf")
-        self._palette: Palette | None = None
         self._layout: Layout | None = None
         self._layout_key: tuple = ()
         self._strips: dict[str, tuple[tuple, Strip]] = {}  # job id -> (signature, strip)
-        self._base_style: Style | None = None
         self.cursor = 0
         self.sort_column: str | None = None
         self.sort_reverse = False
@@ -177,12 +170,6 @@ class JobsTable(ScrollView, can_focus=True):
         return () if self._layout is None else self._layout.keys
 
     # -- theme -----------------------------------------------------------------------------
-
-    @property
-    def palette(self) -> Palette:
-        if self._palette is None:
-            self._palette = Palette(self.app.theme_variables)
-        return self._palette
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
@@ -310,17 +297,9 @@ class JobsTable(ScrollView, can_focus=True):
             text.append_text(cell)
         return text
 
-    def _render_text(self, text: Text, width: int, style: Style) -> Strip:
-        segments = [Segment(s.text, style + s.style if s.style else style) for s in text.render(self.app.console)]
-        return Strip(segments).extend_cell_length(width, style).crop(0, width)
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        self._base_style = self.rich_style  # once per repaint, not once per line
-        return super().render_lines(crop)
-
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        base = self._base_style if self._base_style is not None else self.rich_style
+        base = self.base_style
         if self._layout is None:
             self._update_layout()
         layout = self._layout
@@ -366,24 +345,6 @@ class JobsTable(ScrollView, can_focus=True):
         if old != self.cursor:
             self.refresh()
 
-    def action_cursor_up(self) -> None:
-        self._move_cursor(self.cursor - 1)
-
-    def action_cursor_down(self) -> None:
-        self._move_cursor(self.cursor + 1)
-
-    def action_page_up(self) -> None:
-        self._move_cursor(self.cursor - max(1, self.size.height - 2))
-
-    def action_page_down(self) -> None:
-        self._move_cursor(self.cursor + max(1, self.size.height - 2))
-
-    def action_cursor_home(self) -> None:
-        self._move_cursor(0)
-
-    def action_cursor_end(self) -> None:
-        self._move_cursor(len(self._order) - 1)
-
     def action_open(self) -> None:
         job_id = self.selected_job_id
         if job_id is not None:
@@ -424,8 +385,3 @@ class JobsTable(ScrollView, can_focus=True):
             if event.chain >= 2:
                 self.post_message(self.OpenJob(self._order[row]))
 
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()

@@ -16,10 +16,10 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ..palette import Palette
+from ..palette import Palette, Themed
 
 
-class LogView(ScrollView, can_focus=True):
+class LogView(Themed, ScrollView, can_focus=True):
     BINDINGS = [
         Binding("n", "next_match", "Next match", show=False),
         Binding("N", "previous_match", "Previous match", show=False),
@@ -43,13 +43,6 @@ class LogView(ScrollView, can_focus=True):
         self.search_term = ""
         self.matches: list[int] = []
         self.match_index = -1
-        self._palette: Palette | None = None
-
-    @property
-    def palette(self) -> Palette:
-        if self._palette is None:
-            self._palette = Palette(self.app.theme_variables)
-        return self._palette
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette

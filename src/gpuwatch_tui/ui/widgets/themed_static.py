@@ -5,20 +5,13 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from ..palette import Palette
+from ..palette import Palette, Themed
 
 
-class ThemedStatic(Static):
+class ThemedStatic(Themed, Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
-        self._palette: Palette | None = None
         self._args: tuple = ()
-
-    @property
-    def palette(self) -> Palette:
-        if self._palette is None:
-            self._palette = Palette(self.app.theme_variables)
-        return self._palette
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
