@@ -204,7 +204,8 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def drive(script: str, args: list[str], ready: Callable[[str], bool], toggled: Callable[[str], bool],
-          measure_s: float = 20.0, presses: int = 40, profile: str | None = None) -> dict:
+          measure_s: float = 20.0, presses: int = 40, profile: str | None = None,
+          ready_timeout: float = 60.0) -> dict:
     """Run `script --serve ARGS` in tmux and measure it. With `profile`, the app runs under
     pyinstrument and quits with `q` at the end; the call tree is written to that file."""
     session = f"gpuwatch-bench-{os.getpid()}"
@@ -219,7 +220,7 @@ def drive(script: str, args: list[str], ready: Callable[[str], bool], toggled: C
     try:
         pid = int(tmux("display", "-p", "-t", session, "#{pane_pid}").strip())
         while not ready(capture(session)):
-            if time.monotonic() - start > 60:
+            if time.monotonic() - start > ready_timeout:
                 raise SystemExit("the dashboard did not come up:\n" + capture(session))
             time.sleep(0.005)
         first_frame = time.monotonic() - start

@@ -88,6 +88,7 @@ class JobState:
     missing: dict[int, int] = field(default_factory=dict)  # pid -> frames missing in a row
     started_at: float | None = None  # local clock
     procs: list[ProcInfo] = field(default_factory=list)  # latest facts of the main processes
+    last_procs: list[ProcInfo] = field(default_factory=list)  # the last ones seen alive
     output_dir: str | None = None
     outdir: DirStat | None = None
     compile_worker_since: float | None = None
@@ -492,7 +493,9 @@ class JobTracker:
                  and abs(sample.procs[pid].start_time - job.members[pid]) < 0.5]
         root_pid = job.root[0] if job.root else None
         procs.sort(key=lambda p: (p.pid != root_pid, p.pid))  # root (launcher) first
-        job.procs = procs  # an ended job has none: its last facts would read as a live process
+        job.procs = procs  # an ended job lists none: its last facts would read as a live process
+        if procs:
+            job.last_procs = procs  # but the verdict on its end still needs them (stdout, -u)
         main = {p.pid for p in procs}
         tops = [p for p in procs if p.ppid not in main]
         children = {}
@@ -554,7 +557,7 @@ class JobTracker:
                   if job.logs and all(b.size is not None for b in job.logs.values()) else None),
             mtime=max((b.mtime for b in job.logs.values() if b.mtime is not None), default=None),
         )
-        lead = _lead_process(job.procs)
+        lead = _lead_process(job.procs or job.last_procs)
         out = None
         if job.outdir is not None and job.outdir.exists:
             d = job.outdir
