@@ -42,8 +42,8 @@ def probe_cost(samples: int, interval: float, watch: list[int], gpu_source: str)
     frame = None
     for _ in range(samples):
         frame = json.loads(proc.stdout.readline())
-    # cpu_seconds includes nvidia-smi children only through their own pids (not counted here);
-    # for the nvidia-smi source add the streams' cost, which is the price of that fallback.
+    # The probe's own CPU only: with the nvidia-smi source, the two `nvidia-smi -lms` streams
+    # it runs are separate processes and are NOT included in this figure.
     used = cpu_seconds(proc.pid) - start_cpu
     elapsed = time.time() - start
     proc.stdin.close()

@@ -33,7 +33,6 @@ class Monitor:
             self.connector = SshConnector(config.settings)
         self.sessions = {h.name: HostSession(h, config.settings, self.connector, self) for h in config.hosts}
         self._subscribers: list[Callable[[], None]] = []
-        self._first_sample = {name: asyncio.Event() for name in self.sessions}
         self._settled = {name: asyncio.Event() for name in self.sessions}
         self._stopped = False
 
@@ -49,7 +48,6 @@ class Monitor:
         if self.tracker is not None:
             self.tracker.update(host, sample, time.time())
             self._push_wants(host)
-        self._first_sample[host].set()
         self._settled[host].set()
         self._notify()
 

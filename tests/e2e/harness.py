@@ -25,24 +25,13 @@ from typing import Callable
 
 import psutil
 
+from tests.core.helpers import toml_value
 from tests.support.procs import ProcRef
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "tests" / "scenarios"
 # The interpreter running the tests: the venv's, so torch is there for compile.py.
 PYTHON = sys.executable
-
-
-def toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)  # a JSON string is a valid TOML basic string
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    raise TypeError(v)
 
 
 def write_config(path: Path, ssh_env, hosts, jobs=(), **settings) -> Path:

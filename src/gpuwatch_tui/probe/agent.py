@@ -838,13 +838,12 @@ class Probe(object):
                 out.extend(int(c) for c in raw.split())
         return out
 
-    def descendants(self, pid):
+    def descendants(self, root):
+        """Live descendants of `root` (a Stat): the last scan's links plus the kernel's now."""
         out = []
-        seen = set([pid])
-        root = read_stat(pid)
-        stack = list(self.children_of.get(pid, []))
-        if root is not None:
-            stack.extend(self.live_children(root))
+        seen = set([root.pid])
+        stack = list(self.children_of.get(root.pid, []))
+        stack.extend(self.live_children(root))
         while stack and len(out) < 512:
             child = stack.pop()
             if child in seen:
@@ -885,7 +884,7 @@ class Probe(object):
             if s is None or s.state == "Z":
                 continue  # a zombie has exited; only its parent has not collected it yet
             current[pid] = s.start
-            procs.append(proc_info(s, self.cache, self.descendants(pid), now, self.slow_refresh))
+            procs.append(proc_info(s, self.cache, self.descendants(s), now, self.slow_refresh))
         gone = []
         for pid, start in self.watched_keys.items():
             if current.get(pid) != start:
