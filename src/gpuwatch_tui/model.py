@@ -58,12 +58,23 @@ class FdTarget:
 
 
 @dataclass(frozen=True)
+class ProcessRef:
+    """One process for good: a pid alone may be reused, (pid, start time in clock ticks since
+    boot) may not. Actions carry these, and the probe re-checks the start time before acting."""
+
+    host: str
+    pid: int
+    start_ticks: int
+
+
+@dataclass(frozen=True)
 class ChildProc:
     pid: int
     name: str  # comm
     cmdline: tuple[str, ...] = ()
     state: str = ""
     cpu_s: float = 0.0
+    start_ticks: int = 0
 
 
 @dataclass(frozen=True)
@@ -93,6 +104,7 @@ class ProcInfo:
     unbuffered_reason: str  # "-u", "PYTHONUNBUFFERED=1", or "" when buffered/unknown
     is_python: bool
     env_readable: bool = True
+    start_ticks: int = 0  # start time in clock ticks since boot (exact; start_time is rounded)
 
     @property
     def key(self) -> tuple[int, float]:

@@ -139,6 +139,9 @@ class Verdict:
     detail: str | None = None
     evidence: tuple[str, ...] = ()
     advice: str = ""
+    # Names of the actions that help (actions/registry.py): the UI shows their keys, the CLI
+    # their verbs; the advice text itself names no key.
+    actions: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         return {

@@ -73,7 +73,7 @@ BOOT_TIME = boot_time()
 
 class Stat(object):
     __slots__ = ("pid", "comm", "state", "ppid", "pgid", "sid", "cpu", "ccpu", "threads",
-                 "start", "rss")
+                 "start", "ticks", "rss")
 
 
 def read_raw(path):
@@ -110,7 +110,9 @@ def read_stat(pid):
     s.cpu = (int(fields[11]) + int(fields[12])) / float(CLK_TCK)
     s.ccpu = (int(fields[13]) + int(fields[14])) / float(CLK_TCK)
     s.threads = int(fields[17])
-    s.start = round(BOOT_TIME + int(fields[19]) / float(CLK_TCK), 2)
+    # Start time in clock ticks since boot: exact, so (pid, ticks) names one process for good.
+    s.ticks = int(fields[19])
+    s.start = round(BOOT_TIME + s.ticks / float(CLK_TCK), 2)
     s.rss = int(fields[21]) * PAGE_SIZE
     return s
 
@@ -264,11 +266,12 @@ def proc_info(stat, cache, descendants, now, refresh):
         dfacts = cache.static_facts(d.pid, d.start)
         children.append({
             "pid": d.pid, "ppid": d.ppid, "name": d.comm, "state": d.state,
-            "cpu_s": round(d.cpu, 2), "start_time": d.start,
+            "cpu_s": round(d.cpu, 2), "start_time": d.start, "start_ticks": d.ticks,
             "cmdline": dfacts["cmdline"][:16],
         })
     return {
-        "pid": stat.pid, "ppid": stat.ppid, "start_time": stat.start, "name": stat.comm,
+        "pid": stat.pid, "ppid": stat.ppid, "start_time": stat.start, "start_ticks": stat.ticks,
+        "name": stat.comm,
         "cmdline": cmdline, "cwd": slow["cwd"], "state": stat.state,
         "cpu_s": round(stat.cpu, 2), "cpu_children_s": round(child_cpu, 2),
         "rss_bytes": stat.rss, "threads": stat.threads, "sid": stat.sid, "pgid": stat.pgid,

@@ -58,7 +58,7 @@ def parse_proc(raw: dict) -> ProcInfo:
         pgid=int(raw.get("pgid", 0)),
         children=tuple(
             ChildProc(int(c["pid"]), str(c.get("name", "")), tuple(c.get("cmdline", ())),
-                      str(c.get("state", "")), float(c.get("cpu_s", 0.0)))
+                      str(c.get("state", "")), float(c.get("cpu_s", 0.0)), int(c.get("start_ticks", 0)))
             for c in raw.get("children", [])
         ),
         stdout=_fd(raw.get("stdout")),
@@ -67,6 +67,7 @@ def parse_proc(raw: dict) -> ProcInfo:
         unbuffered_reason=str(raw.get("unbuffered_reason", "")),
         is_python=bool(raw.get("is_python")),
         env_readable=bool(raw.get("env_readable", True)),
+        start_ticks=int(raw.get("start_ticks", 0)),
     )
 
 

@@ -1,0 +1,56 @@
+# gpuwatch probe: what every request op shares. Standard library only, Python 3.6+, Linux.
+#
+# Shipped inside the probe bundle as the module "ops_base" (never installed on the host).
+#
+# The request path, end to end:
+#   gpuwatch -> probe   {"op": NAME, "id": N, "args": {...}}
+#   probe -> gpuwatch   {"type": "reply", "id": N, "ok": true,  "result": {...}}
+#                       {"type": "reply", "id": N, "ok": false, "error": {"code": CODE, "message": WORDS}}
+# An op module (probe/ops_*.py) defines OPS = {NAME: handler}; handler(args) returns the JSON-able
+# result or raises OpError. The dispatcher runs each request on its own thread, so a slow op (a
+# kill's grace period, a py-spy dump) never holds up sampling.
+#
+# A process is always named by (pid, start_ticks): the start time in clock ticks since boot, exact
+# and never reused together with the pid. An op re-checks it on the host before touching anything.
+import os
+
+
+class OpError(Exception):
+    """A refused or failed request: a code a program can test, and words for a person."""
+
+    def __init__(self, code, message):
+        Exception.__init__(self, message)
+        self.code = code
+        self.message = message
+
+
+def read_stat_fields(pid):
+    """The fields of /proc/PID/stat after the command name (state first), or None if gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            raw = f.read()
+    except (OSError, IOError):
+        return None
+    return raw[raw.rfind(b")") + 2:].split()
+
+
+def start_ticks(pid):
+    """Start time of `pid` in clock ticks since boot; None when there is no such process."""
+    fields = read_stat_fields(pid)
+    if fields is None or len(fields) < 20:
+        return None
+    return int(fields[19])
+
+
+def check_ref(pid, ticks):
+    """Raise OpError unless `pid` is still the process that started at `ticks` (and not a zombie)."""
+    pid, ticks = int(pid), int(ticks)
+    fields = read_stat_fields(pid)
+    if fields is None or len(fields) < 20:
+        raise OpError("gone", "process %d has exited" % pid)
+    if int(fields[19]) != ticks:
+        raise OpError("reused", "pid %d now belongs to another process (start time %s, expected %d): refused"
+                      % (pid, fields[19].decode(), ticks))
+    if fields[0] == b"Z":
+        raise OpError("gone", "process %d has exited (zombie, not yet reaped)" % pid)
+    return fields
