@@ -1,0 +1,190 @@
+"""py-spy dump of every process of a job, on its host, uploading py-spy when the host lacks it.
+
+`request` is a host's command path: `await request(op, args, timeout)` returns the op's result and
+raises an exception carrying `.code` and `.message` when the probe refuses (see probe/ops_base.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from gpuwatch_tui.actions.pyspy_binary import LocalPyspy, PyspyUnavailable, local_pyspy
+from gpuwatch_tui.actions.stack_analysis import StackAnalysis, analyse
+from gpuwatch_tui.actions.stacks import ProcessDump, process_from_reply
+from gpuwatch_tui.errors import GpuwatchError
+
+Request = Callable[[str, dict, float], Awaitable[dict]]
+
+UPLOAD_CHUNK_BYTES = 1024 * 1024
+REQUEST_TIMEOUT_S = 30.0
+DEFAULT_DUMP_TIMEOUT_S = 20.0
+
+
+class DumpFailed(GpuwatchError):
+    """No dump at all: py-spy cannot be found or put on the host, or the host refused."""
+
+
+@dataclass(frozen=True)
+class DumpTarget:
+    """One process to dump: (pid, start_ticks) names it for good; rank when the caller knows it."""
+
+    pid: int
+    start_ticks: int
+    rank: int | None = None
+
+
+@dataclass
+class DumpReport:
+    host: str
+    job: str
+    taken_at: float  # unix time
+    pyspy: str  # the path py-spy ran from on the host
+    pyspy_source: str  # "host" (on PATH), "cache" (uploaded before), "uploaded" (now)
+    processes: list[ProcessDump]
+    analysis: StackAnalysis
+    native: bool = False
+    sudo: bool = False
+    host_facts: dict = field(default_factory=dict)  # pyspy_locate's answer: ptrace_scope, root, ...
+    saved_to: Path | None = None
+
+    def process(self, pid: int) -> ProcessDump | None:
+        return next((p for p in self.processes if p.pid == pid), None)
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out["saved_to"] = str(self.saved_to) if self.saved_to else None
+        return out
+
+
+def _targets(targets: Sequence) -> list[DumpTarget]:
+    out = []
+    for t in targets:
+        if isinstance(t, DumpTarget):
+            out.append(t)
+        else:  # a ProcessRef or anything with pid and start_ticks
+            out.append(DumpTarget(int(t.pid), int(t.start_ticks), getattr(t, "rank", None)))
+    if not out:
+        raise DumpFailed("nothing to dump: the job has no live process")
+    return out
+
+
+async def _ask(request: Request, op: str, args: dict, timeout: float) -> dict:
+    try:
+        return await request(op, args, timeout)
+    except GpuwatchError:
+        raise
+    except Exception as exc:  # the command path's own error type carries .code and .message
+        code = getattr(exc, "code", None)
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        raise DumpFailed(f"{op} failed on the host: {message}" + (f" ({code})" if code else "")) from exc
+
+
+async def upload_pyspy(request: Request, binary: LocalPyspy, chunk_bytes: int = UPLOAD_CHUNK_BYTES) -> str:
+    """Copy the local binary into the host's cache dir in base64 chunks; returns its path there."""
+    data = binary.path.read_bytes()
+    for offset in range(0, len(data), chunk_bytes):
+        chunk = base64.b64encode(data[offset:offset + chunk_bytes]).decode("ascii")
+        await _ask(request, "upload", {"name": binary.cache_name, "offset": offset, "data": chunk}, REQUEST_TIMEOUT_S)
+    done = await _ask(
+        request, "upload",
+        {"name": binary.cache_name, "finish": True, "sha256": binary.sha256, "size": len(data)},
+        REQUEST_TIMEOUT_S,
+    )
+    return done["path"]
+
+
+async def locate_or_upload(request: Request, check_sudo: bool = False) -> tuple[str, str, dict]:
+    """(py-spy path on the host, where it came from, the host's ptrace facts)."""
+    try:
+        binary: LocalPyspy | None = local_pyspy()
+    except PyspyUnavailable:
+        binary = None
+    args = {"check_sudo": check_sudo}
+    if binary is not None:
+        args.update(sha256=binary.sha256, name=binary.cache_name)
+    facts = await _ask(request, "pyspy_locate", args, REQUEST_TIMEOUT_S)
+    if facts.get("path"):
+        return facts["path"], "host", facts
+    if facts.get("cached"):
+        return facts["cached"], "cache", facts
+    if binary is None:
+        raise DumpFailed("py-spy is neither on the host nor installed here to upload (pip install py-spy)")
+    try:
+        binary.check_runs_on(facts.get("machine", ""))
+    except PyspyUnavailable as exc:
+        raise DumpFailed(str(exc)) from exc
+    return await upload_pyspy(request, binary), "uploaded", facts
+
+
+async def dump_job(
+    request: Request,
+    targets: Sequence,
+    native: bool = False,
+    timeout_s: float = DEFAULT_DUMP_TIMEOUT_S,
+    sudo: bool = False,
+    *,
+    host: str = "",
+    job: str = "",
+    with_locals: bool = False,
+    save_dir: Path | None = None,
+    save: bool = True,
+) -> DumpReport:
+    """Dump every given process of a job (every rank) at once, analyse the stacks, save the report.
+
+    `sudo` runs `sudo -n py-spy ...` on the host (configured per host). The report is saved as JSON
+    under `save_dir` (default: the state dir's dumps/) unless `save` is False.
+    """
+    wanted = _targets(targets)
+    pyspy, source, facts = await locate_or_upload(request, check_sudo=sudo)
+    reply = await _ask(
+        request, "pyspy_dump",
+        {
+            "targets": [{"pid": t.pid, "start_ticks": t.start_ticks} for t in wanted],
+            "native": native, "timeout_s": timeout_s, "sudo": sudo, "pyspy": pyspy, "locals": with_locals,
+        },
+        timeout_s + REQUEST_TIMEOUT_S,
+    )
+    ranks = {t.pid: t.rank for t in wanted}
+    processes = [process_from_reply(p, ranks.get(int(p.get("pid") or 0))) for p in reply.get("processes", [])]
+    report = DumpReport(
+        host=host, job=job, taken_at=time.time(), pyspy=pyspy, pyspy_source=source, processes=processes,
+        analysis=analyse(processes), native=native, sudo=sudo, host_facts=facts,
+    )
+    if save:
+        report.saved_to = save_report(report, save_dir)
+    return report
+
+
+def dumps_dir() -> Path:
+    from platformdirs import user_state_dir  # noqa: PLC0415 - only when saving
+
+    return Path(user_state_dir("gpuwatch")) / "dumps"
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")[:60] or "unnamed"
+
+
+def save_report(report: DumpReport, directory: Path | None = None) -> Path:
+    """dumps/<host>_<job>_<UTC time>.json; a second dump in the same second gets its own name."""
+    directory = directory or dumps_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(report.taken_at))
+    base = f"{_safe(report.host)}_{_safe(report.job)}_{stamp}"
+    path = directory / f"{base}.json"
+    n = 1
+    while path.exists():
+        n += 1
+        path = directory / f"{base}-{n}.json"
+    payload = report.to_json()
+    payload["saved_to"] = str(path)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
+    tmp.replace(path)
+    return path
