@@ -135,6 +135,8 @@ def classify_process(dump: ProcessDump) -> ProcessVerdict:
         return ProcessVerdict(dump.pid, dump.rank, dump.label, kind, why, frame, active)
 
     if not dump.ok:
+        if dump.error_code == "stopped" or dump.state_before == "T":
+            return verdict("stopped", dump.message or "stopped (state T)")
         if dump.error_code in ("gone", "reused"):
             return verdict("gone", dump.message or "exited")
         return verdict("error", dump.message or "no dump")

@@ -161,6 +161,8 @@ def op_upload(args):
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
         else:
             flags = os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
+            if not os.path.isfile(part):
+                raise OpError("bad-offset", "chunk at offset %d but nothing is uploaded under that name" % offset)
         try:
             fd = os.open(part, flags, 0o600)
         except (OSError, IOError) as exc:
@@ -256,10 +258,14 @@ def source_line(filename, line):
     return None
 
 
-def explain_failure(pid, stderr, timed_out, timeout_s, sudo):
+def explain_failure(pid, stderr, timed_out, timeout_s, sudo, state_before):
     """py-spy's own words turned into (code, what to do)."""
     low = stderr.lower()
     scope = ptrace_scope()
+    if state_before == "T":
+        # py-spy cannot read a stopped interpreter ("failed to find python version")
+        return "stopped", ("process %d is stopped (state T: SIGSTOP or a debugger), so py-spy cannot read "
+                           "it; it was left stopped (send SIGCONT to resume and dump it)" % pid)
     if timed_out:
         return "timeout", ("py-spy did not finish within %gs (the process may be stopped, or its memory "
                            "very large); it was killed" % timeout_s)
@@ -403,7 +409,7 @@ def dump_one(target, pyspy, native, timeout_s, sudo, with_locals):
                 frames[0]["source"] = source_line(frames[0].get("filename"), frames[0].get("line"))
         result.update(ok=True, threads=threads)
         return result
-    reason, words = explain_failure(pid, stderr, timed_out, timeout_s, sudo)
+    reason, words = explain_failure(pid, stderr, timed_out, timeout_s, sudo, before)
     result.update(ok=False, code=reason, message=words, stderr=stderr)
     return result
 
