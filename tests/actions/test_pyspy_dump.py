@@ -3,6 +3,7 @@ with the real py-spy binary: from PATH, uploaded into an empty cache, and as an 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -17,6 +18,7 @@ import pytest
 
 from gpuwatch_tui.actions.dump import DumpFailed, DumpTarget, dump_job, upload_pyspy
 from gpuwatch_tui.actions.pyspy_binary import local_pyspy
+from gpuwatch_tui.actions.stack_analysis import phase_hint
 from tests.actions.pyspy_helpers import (
     AS_NOBODY,
     OpHost,
@@ -78,6 +80,18 @@ async def test_lock_and_event_waits_dumped_classified_and_not_left_stopped(block
     assert report.saved_to.parent == tmp_path / "dumps"
     assert report.saved_to.name.startswith("127.0.0.1_blocked_job_") and report.saved_to.suffix == ".json"
     assert saved["analysis"]["job_kind"] == "lock" and len(saved["processes"]) == 2
+
+
+async def test_native_frames_on_request_still_classify(blocked):
+    on_lock, sleeping = blocked("lock"), blocked("sleep")
+    async with OpHost(env_with_pyspy()) as host:
+        report = await dump_job(host.request, [target(on_lock), target(sleeping)], native=True, save=False)
+    lock_main = report.process(on_lock.pid).main_thread
+    assert lock_main.frames[0].native and any(not f.native for f in lock_main.frames)
+    assert report.analysis.of(on_lock.pid).kind == "lock"
+    assert report.analysis.of(sleeping.pid).kind == "sleep"
+    assert "time.sleep(1)" in report.analysis.of(sleeping.pid).why
+    assert proc_state(on_lock.pid) == "S" and proc_state(sleeping.pid) == "S"
 
 
 async def test_a_process_py_spy_leaves_stopped_is_continued(blocked, tmp_path):
@@ -206,3 +220,67 @@ def test_local_pyspy_is_the_wheels_static_binary():
     with pytest.raises(Exception, match="aarch64"):
         binary.check_runs_on("aarch64")
     assert sys.platform.startswith("linux")
+
+
+GLOO_JOB = """
+import os, time
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + os.environ["JOB_PORT"],
+                        rank=int(os.environ["RANK"]), world_size=2)
+x = torch.ones(1024)
+for _ in range(3):
+    dist.all_reduce(x)
+print("ready", flush=True)
+if dist.get_rank() == 1:
+    while True:
+        time.sleep(0.5)  # wedged outside torch: rank 0 waits for it in the next collective
+while True:
+    dist.all_reduce(x)
+"""
+
+
+def _torch_importable() -> bool:
+    # find_spec, not import: importing torch here would cost every run of this file seconds
+    import importlib.util  # noqa: PLC0415
+
+    return importlib.util.find_spec("torch") is not None
+
+
+@pytest.mark.torch
+@pytest.mark.timeout(240)
+@pytest.mark.skipif(not _torch_importable(), reason="torch with torch.distributed is not importable")
+async def test_real_two_rank_gloo_hang_names_the_rank_outside_the_collective(tmp_path):
+    import socket  # noqa: PLC0415
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = tmp_path / "gloo_hang.py"
+    script.write_text(GLOO_JOB)
+    ranks = []
+    try:
+        for rank in (0, 1):
+            env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", JOB_PORT=str(port),
+                       GLOO_SOCKET_IFNAME="lo")
+            ranks.append(subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
+                                          stdin=subprocess.DEVNULL))
+        for proc in ranks:
+            assert proc.stdout.readline().strip() == b"ready"
+        await asyncio.sleep(1.0)  # rank 0 is now blocked in its fourth all_reduce
+        async with OpHost(env_with_pyspy()) as host:
+            report = await dump_job(host.request, [target(p) for p in ranks], timeout_s=30, save=False)
+    finally:
+        for proc in ranks:
+            stop(proc)
+    assert all(p.ok for p in report.processes), [p.message for p in report.processes]
+    assert [p.rank for p in report.processes] == [0, 1]  # read from each rank's environment on the host
+    analysis = report.analysis
+    assert analysis.job_kind == "collective-hang", analysis.summary
+    assert [s.pid for s in analysis.suspects] == [ranks[1].pid]
+    assert analysis.of(ranks[0].pid).kind == "collective" and "all_reduce" in analysis.of(ranks[0].pid).why
+    assert analysis.suspects[0].kind == "sleep"  # the probe read the line: `time.sleep(0.5)`
+    assert f"suspect rank 1 (pid {ranks[1].pid})" in analysis.summary
+    phase, detail, evidence = phase_hint(analysis)
+    assert (phase, detail) == ("stalled", "nccl-spin") and "rank 1" in evidence

@@ -59,6 +59,10 @@ LOCK_FRAMES = {
 # an idle frame whose line calls one of these is blocked in C (no Python frame of its own)
 LOCK_CALL = re.compile(r"\.(acquire|wait|join|get|put|result|recv)\(|\bwith\s+\w*lock\b", re.IGNORECASE)
 SLEEP_CALL = re.compile(r"\bsleep\(")
+# with --native, CPython's own C functions say what an idle line is blocked in
+NATIVE_SLEEP = {"time_sleep", "pysleep"}
+NATIVE_LOCK = {"lock_PyThread_acquire_lock", "rlock_acquire", "acquire_timed", "PyThread_acquire_lock_timed",
+               "_queue_SimpleQueue_get_impl", "_thread_lock_acquire", "_thread_RLock_acquire"}
 
 IN_TORCH_KINDS = ("collective", "torch", "compiling")
 OUTSIDE_KINDS = ("idle", "sleep", "lock", "running", "data", "stopped", "gone")
@@ -147,7 +151,9 @@ def classify_process(dump: ProcessDump) -> ProcessVerdict:
         return verdict("stopped", f"stopped (state T: SIGSTOP or a debugger){at}", top, main.active if main else None)
     if main is None or not main.frames:
         return verdict("idle", "no Python frame on the main thread", None, main.active if main else None)
-    frames, active = main.frames, main.active
+    frames = tuple(f for f in main.frames if not f.native) or main.frames
+    native = {f.name for f in main.frames if f.native}
+    active = main.active
     state = _state(active)
     if (f := _first(frames, lambda f: _in(f, LAUNCHER_PATHS))) is not None:
         return verdict("launcher", f"a launcher agent supervising its workers ({f.where})", f, active)
@@ -161,13 +167,13 @@ def classify_process(dump: ProcessDump) -> ProcessVerdict:
     if (f := _first(frames[:3], is_lock_frame)) is not None:
         f = _outermost_lock_frame(frames, f)
         return verdict("lock", f"{state}, blocked in {f.where}, called from {_caller(frames, f)}", f, active)
-    if not active and top.source and SLEEP_CALL.search(top.source):
-        return verdict("sleep", f"idle in time.sleep at {top.where}: `{top.source}`", top, active)
-    if not active and top.source and LOCK_CALL.search(top.source):
-        return verdict("lock", f"idle, blocked at {top.where}: `{top.source}`", top, active)
+    code = f": `{top.source}`" if top.source else ""
+    if not active and (native & NATIVE_SLEEP or (top.source and SLEEP_CALL.search(top.source))):
+        return verdict("sleep", f"idle in time.sleep at {top.where}{code}", top, active)
+    if not active and (native & NATIVE_LOCK or (top.source and LOCK_CALL.search(top.source))):
+        return verdict("lock", f"idle, blocked at {top.where}{code}", top, active)
     if (f := _first(frames, is_torch_frame)) is not None:
         return verdict("torch", f"{state} inside torch: {f.where}", f, active)
-    code = f": `{top.source}`" if top.source else ""
     return verdict("running" if active else "idle", f"{state} at {top.where}{code}, no torch frame", top, active)
 
 

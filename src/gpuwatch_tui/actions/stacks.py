@@ -23,9 +23,12 @@ class Frame:
     short_filename: str = ""
     locals: tuple[Local, ...] = ()
     source: str | None = None  # the text of that line on the host, when the probe could read it
+    native: bool = False  # a C/C++ frame (dump --native): name is a symbol, filename a library
 
     @property
     def where(self) -> str:
+        if self.native:
+            return f"{self.name} ({self.short_filename or self.filename})"
         return f"{self.name} ({self.short_filename or self.filename}:{self.line})"
 
 
@@ -90,6 +93,7 @@ def _frame(raw: dict) -> Frame:
             for v in (raw.get("locals") or ())
         ),
         source=raw.get("source"),
+        native=bool(raw.get("module")),  # py-spy names the library of native frames only
     )
 
 

@@ -294,8 +294,9 @@ def explain_failure(pid, stderr, timed_out, timeout_s, sudo, state_before):
             facts.append("kernel.yama.ptrace_scope is 3 (ptrace disabled until reboot): no dump is possible")
         else:
             facts.append("kernel.yama.ptrace_scope is %d" % scope)
-        if in_container() and not cap_sys_ptrace():
-            facts.append("this is a container without CAP_SYS_PTRACE: start it with --cap-add SYS_PTRACE")
+        if me == 0 and not cap_sys_ptrace():
+            where = "this container" if in_container() else "this root shell"
+            facts.append("%s lacks CAP_SYS_PTRACE: start the container with --cap-add SYS_PTRACE" % where)
         return "permission", "permission denied: " + "; ".join(facts)
     if "python version" in low or "python interpreter" in low or "not a python" in low or \
             "failed to find python" in low:
@@ -404,9 +405,11 @@ def dump_one(target, pyspy, native, timeout_s, sudo, with_locals):
                           stderr=stderr)
             return result
         for thread in threads:
-            frames = thread.get("frames") or []
-            if frames:
-                frames[0]["source"] = source_line(frames[0].get("filename"), frames[0].get("line"))
+            # the innermost Python frame's line (native frames carry their library as "module")
+            for frame in thread.get("frames") or []:
+                if not frame.get("module"):
+                    frame["source"] = source_line(frame.get("filename"), frame.get("line"))
+                    break
         result.update(ok=True, threads=threads)
         return result
     reason, words = explain_failure(pid, stderr, timed_out, timeout_s, sudo, before)
