@@ -266,7 +266,11 @@ def _plain_summary(job_kind: str, vs: Sequence[ProcessVerdict]) -> str:
 
 
 def phase_hint(analysis: StackAnalysis) -> tuple[str, str | None, str] | None:
-    """(phase, detail, evidence line) for the phase engine, or None when the stacks decide nothing."""
+    """(phase, detail, evidence line) for the phase engine, or None when the stacks decide nothing.
+
+    A dump is one moment: ranks of a healthy job can be caught in different places too. Weigh a
+    `stalled` hint only for a job that already shows no progress (no log lines, flat counters).
+    """
     kind = analysis.job_kind
     if kind == "collective-hang":
         s = analysis.suspects[0]
