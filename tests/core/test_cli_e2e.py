@@ -312,3 +312,26 @@ def test_a_known_theme_is_accepted_by_the_headless_verbs(tmp_path):
     cfg.write_text('[settings]\nsample_interval = 0.2\n\n[[hosts]]\nname = "me"\nlocal = true\n')
     r = _run(tmp_path, "status", "--theme", "gpuwatch-light", "--json", "--config", str(cfg))
     assert r.returncode == 0, r.stderr
+
+
+def test_status_shows_a_match_that_takes_other_sessions_processes(tmp_path):
+    marker = f"gpuwatch-broad-{os.getpid()}-{time.monotonic_ns()}"
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker], start_new_session=True)
+             for _ in range(2)]
+    try:
+        cfg = tmp_path / "hosts.toml"
+        cfg.write_text('[settings]\nsample_interval = 0.2\n\n[[hosts]]\nname = "me"\nlocal = true\n\n'
+                       f'[[jobs]]\nname = "mine"\nhost = "me"\nmatch = "{marker}"\n')
+        r = _run(tmp_path, "status", "--json", "--config", str(cfg))
+        assert r.returncode == 0, r.stderr
+        jobs = [j for j in json.loads(r.stdout)["jobs"] if j["configured"]]
+        assert jobs, r.stdout
+        for job in jobs:  # each separate tree is a job (mine, mine#2): each says why
+            assert job["evidence"][0].startswith(f"match '{marker}' is too broad: it matches 2 process trees in 2 sessions")
+            assert all(f"{p.pid} (" in job["evidence"][0] for p in procs)
+        table = _run(tmp_path, "status", "--config", str(cfg)).stdout
+        assert "is too broad" in table
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
