@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import signal
 import sys
 import time
@@ -16,47 +17,122 @@ from .monitor import Monitor
 from .status_table import render_status
 
 
+# Exit codes, shared by every verb (and listed in `gpuwatch --help` and the README).
+EXIT_OK = 0
+EXIT_CONFIG = 2  # config or command-line mistake (argparse uses 2 too)
+EXIT_NOT_CONNECTED = 3  # `status`: at least one host is not connected
+EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_CODES_TEXT = """exit codes:
+  0    success (status: every host connected)
+  2    config or command-line mistake
+  3    status: at least one host is not connected
+  130  interrupted (Ctrl-C)"""
+MAX_WINDOW_S = 3600.0
+
+
+def window_seconds(text: str) -> float:
+    """--window: a finite number of seconds, more than 0 and at most an hour."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds as a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0 or value > MAX_WINDOW_S:
+        raise argparse.ArgumentTypeError(f"expected seconds more than 0 and at most {MAX_WINDOW_S:g}, got {text!r}")
+    return value
+
+
+def positive_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more (leave --count out to run until interrupted), got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     config_help = "hosts file (default: $GPUWATCH_CONFIG, then hosts.toml in the user config dir; none: this machine)"
+    theme_help = "theme name (e.g. gpuwatch-dark, gpuwatch-light, gpuwatch-high-contrast)"
     # `gpuwatch --config F status` and `gpuwatch status --config F` both work: the verb's own
-    # --config must not overwrite the one given before the verb with its default.
+    # options must not overwrite the ones given before the verb with their defaults.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS, help=config_help)
+    common.add_argument("--theme", metavar="NAME", default=argparse.SUPPRESS, help=theme_help)
     parser = argparse.ArgumentParser(
         prog="gpuwatch",
-        description="Watch GPU hosts over SSH and tell what each training job is doing.",
+        description="Watch GPU hosts over SSH and tell what each training job is doing. "
+        "Without a verb: the dashboard.",
+        epilog=EXIT_CODES_TEXT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", metavar="FILE", default=None, help=config_help)
-    parser.add_argument("--version", action="version", version=f"gpuwatch {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"gpuwatch {__version__}")
     parser.add_argument("--readonly", action="store_true", help="never act on processes (kill, restart, dump)")
-    parser.add_argument("--theme", help="theme name (e.g. gpuwatch-dark, gpuwatch-light, gpuwatch-high-contrast)")
-    sub = parser.add_subparsers(dest="verb")
-    status = sub.add_parser("status", parents=[common], help="print one snapshot and exit")
+    parser.add_argument("--theme", metavar="NAME", default=None, help=theme_help)
+    sub = parser.add_subparsers(dest="verb", metavar="{status,watch}")
+    status = sub.add_parser(
+        "status", parents=[common], help="print one snapshot and exit",
+        description="Connect to every host, sample for a short window, print one snapshot (a table, "
+        "or JSON with --json) and exit. Exits 3 when a host is not connected.",
+        epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     status.add_argument("--json", action="store_true", help="machine-readable output")
-    status.add_argument("--window", type=float, default=None, metavar="S", help="sampling window in seconds (default: 2 sample intervals)")
-    watch = sub.add_parser("watch", parents=[common], help="print one JSON object per sample interval until interrupted")
-    watch.add_argument("--json", action="store_true", required=True, help="JSON lines (the only format)")
-    watch.add_argument("--count", type=int, default=0, metavar="N", help="stop after N objects (default: run until interrupted)")
+    status.add_argument("--window", type=window_seconds, default=None, metavar="S",
+                        help=f"sampling window in seconds, more than 0 and at most {MAX_WINDOW_S:g} "
+                        "(default: 2 sample intervals)")
+    watch = sub.add_parser(
+        "watch", parents=[common], help="print one JSON object per sample interval until interrupted",
+        description="Print one JSON object per line (the same schema as `status --json`) every sample "
+        "interval, until interrupted or --count objects were printed. JSON lines is the only format.",
+        epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    watch.add_argument("--json", action="store_true", help="JSON lines (the only format; accepted, not required)")
+    watch.add_argument("--count", type=positive_count, default=None, metavar="N",
+                       help="stop after N objects, N >= 1 (default: run until interrupted)")
     return parser
+
+
+def check_theme(name: str) -> str | None:
+    """None when the theme exists; else the error line naming the available themes."""
+    # Theme files are parsed by the UI package (it imports textual): only when --theme is given.
+    from .ui.run import user_themes_dir
+    from .ui.theme_files import load_themes
+
+    themes = load_themes(user_themes_dir()).themes
+    if name in themes:
+        return None
+    return f"gpuwatch: unknown theme {name!r}; available: {', '.join(sorted(themes))}"
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.theme is not None:
+        problem = check_theme(args.theme)
+        if problem:
+            print(problem, file=sys.stderr)
+            return EXIT_CONFIG
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         print(f"gpuwatch: config error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     for warning in config.warnings:
         print(f"gpuwatch: warning: {warning}", file=sys.stderr)
     if args.verb == "status":
         try:
             return asyncio.run(run_status(config, args.json, args.window))
         except KeyboardInterrupt:  # Ctrl-C during the sampling window: the monitor has stopped
-            return 130
+            return EXIT_INTERRUPTED
     if args.verb == "watch":
         return asyncio.run(run_watch(config, args.count))
     return run_dashboard(config, args)
+
+
+def status_exit_code(snapshot: dict) -> int:
+    """0 when every host is connected, else 3 (a script can tell `status` found trouble)."""
+    hosts = snapshot.get("hosts") or []
+    return EXIT_OK if all(h.get("state") == "connected" for h in hosts) else EXIT_NOT_CONNECTED
 
 
 async def run_status(config: Config, as_json: bool, window: float | None) -> int:
@@ -75,7 +151,7 @@ async def run_status(config: Config, as_json: bool, window: float | None) -> int
         print(json.dumps(snapshot, indent=None))
     else:
         print(render_status(snapshot))
-    return 0
+    return status_exit_code(snapshot)
 
 
 async def _wait_jobs_observed(monitor: Monitor, limit: float) -> None:
@@ -89,7 +165,7 @@ async def _wait_jobs_observed(monitor: Monitor, limit: float) -> None:
         await asyncio.sleep(0.05)
 
 
-async def run_watch(config: Config, count: int) -> int:
+async def run_watch(config: Config, count: int | None) -> int:
     monitor = Monitor(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -121,11 +197,8 @@ async def run_watch(config: Config, count: int) -> int:
 
 
 def run_dashboard(config: Config, args: argparse.Namespace) -> int:
-    try:
-        from .ui.run import run_dashboard as run_ui
-    except ImportError as exc:  # pragma: no cover - the UI ships with the package
-        print(f"gpuwatch: dashboard unavailable ({exc}); try `gpuwatch status`", file=sys.stderr)
-        return 1
+    from .ui.run import run_dashboard as run_ui
+
     return run_ui(config, theme=args.theme, readonly=args.readonly or config.settings.readonly)
 
 

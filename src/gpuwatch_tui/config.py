@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shlex
@@ -107,10 +108,21 @@ def local_only_config(settings: Settings | None = None) -> Config:
 
 
 def load_config(cli_path: str | None = None) -> Config:
+    """The config the program runs with: parsed, and the files it names checked on this machine."""
     path = resolve_config_path(cli_path)
     if path is None:
         return local_only_config()
-    return load_config_file(path)
+    config = load_config_file(path)
+    check_local_files(config)
+    return config
+
+
+def check_local_files(config: Config) -> None:
+    """A missing identity_file is a config mistake to report now, not an auth failure retried forever."""
+    for i, host in enumerate(config.hosts):
+        if host.identity_file is not None and not os.path.isfile(os.path.expanduser(host.identity_file)):
+            raise ConfigError(config.path or "(config)", f"hosts[{i}].identity_file",
+                              "an existing private key file (it was not found)", host.identity_file)
 
 
 def load_config_file(path: Path | str) -> Config:
@@ -122,7 +134,7 @@ def load_config_file(path: Path | str) -> Config:
     except OSError as exc:
         raise ConfigError(file, "(file)", f"a readable file ({exc.strerror})") from None
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8-sig"))  # Windows editors start the file with a BOM
     except UnicodeDecodeError:
         raise ConfigError(file, "(file)", "UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
@@ -186,7 +198,14 @@ class _Reader:
     def finish(self) -> None:
         for name in self.table:
             if name not in self.used:
-                self.warnings.append(f"{self.file}: {self.key(name)}: unknown key, ignored")
+                self.warnings.append(unknown_key_warning(self.file, self.key(name), name, self.used))
+
+
+def unknown_key_warning(file: str, key: str, name: str, known: set[str] | tuple[str, ...]) -> str:
+    """"unknown key, ignored", with "did you mean `x`?" when a known key is close (a typo)."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.7)
+    hint = f" (did you mean `{close[0]}`?)" if close else ""
+    return f"{file}: {key}: unknown key, ignored{hint}"
 
 
 def parse_duration(value: Any, file: str = "(value)", key: str = "(value)") -> float:
@@ -376,7 +395,7 @@ def parse_config(data: dict, file: str) -> Config:
     known_top = {"settings", "hosts", "jobs", "rules"}
     for key in data:
         if key not in known_top:
-            warnings.append(f"{file}: {key}: unknown key, ignored")
+            warnings.append(unknown_key_warning(file, key, key, known_top))
     settings = _parse_settings(data, file, warnings)
     hosts_raw = data.get("hosts", [])
     if not isinstance(hosts_raw, list):

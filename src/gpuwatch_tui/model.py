@@ -134,6 +134,8 @@ class TailChunk:
     size: int | None
     mtime: float | None
     error: str | None
+    # Over-long lines the probe shortened: (position in data where the kept part ends, bytes dropped).
+    cut: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

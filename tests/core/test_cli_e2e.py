@@ -11,6 +11,7 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from .helpers import host_entry, probes_on, settings_for, write_toml
 
@@ -66,7 +67,7 @@ def test_status_json_schema_and_no_probe_left(sshd_factory, ssh_env, tmp_path, s
     r = subprocess.run(gpuwatch("status", "--json", "--config", str(cfg)), capture_output=True, text=True,
                        env=cli_env(tmp_path), timeout=60)
     took = time.monotonic() - t0
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 3, r.stderr  # "denied" is not connected
     # status returned: no probe (nor its nvidia-smi) is left on any host
     for h in (a, b):
         assert not probes_on(h), probes_on(h)
@@ -95,7 +96,7 @@ def test_status_table_says_why(sshd_factory, ssh_env, tmp_path, ssh_keys):
     cfg = write_toml(tmp_path / "hosts.toml", settings_for(ssh_env), hosts)
     r = subprocess.run(gpuwatch("status", "--config", str(cfg)), capture_output=True, text=True,
                        env=cli_env(tmp_path), timeout=60)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 3, r.stderr  # "denied" is not connected
     out = r.stdout
     assert "HOST" in out and "STATE" in out
     host_line = next(line for line in out.splitlines() if line.startswith("host2 "))
@@ -237,3 +238,100 @@ def test_status_interrupted_exits_quietly_and_cleans_up(sshd_factory, ssh_env, t
         assert not probes_on(a)
     finally:
         frozen.thaw()
+
+
+# ---- exit codes and the command line a newcomer types
+
+
+def _run(tmp_path, *args, timeout=60):
+    return subprocess.run(gpuwatch(*args), capture_output=True, text=True, env=cli_env(tmp_path), timeout=timeout)
+
+
+def test_status_exits_3_when_every_host_is_unreachable_and_0_when_all_connect(sshd_factory, ssh_env, tmp_path):
+    (a,) = sshd_factory(1)
+    a.stop()  # nothing listens on its port any more: connection refused
+    cfg = write_toml(tmp_path / "hosts.toml", settings_for(ssh_env, connect_timeout=3), [host_entry(a)])
+    r = _run(tmp_path, "status", "--json", "--config", str(cfg))
+    assert r.returncode == 3, r.stderr
+    (host,) = json.loads(r.stdout)["hosts"]
+    assert host["state"] != "connected"
+    r = _run(tmp_path, "status", "--config", str(cfg))
+    assert r.returncode == 3 and host["name"] in r.stdout
+    local = write_toml(tmp_path / "local.toml", settings_for(ssh_env), [{"name": "me", "local": True}])
+    assert _run(tmp_path, "status", "--json", "--config", str(local)).returncode == 0
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "-inf", "86400", "soon"])
+def test_status_window_rejects_values_that_mean_nothing(tmp_path, value):
+    r = _run(tmp_path, "status", f"--window={value}")
+    assert r.returncode == 2 and r.stdout == ""
+    assert "argument --window: expected seconds" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_watch_count_zero_is_an_error_and_json_flag_is_optional(tmp_path):
+    r = _run(tmp_path, "watch", "--count", "0")
+    assert r.returncode == 2 and "argument --count: expected 1 or more" in r.stderr
+    cfg = tmp_path / "hosts.toml"
+    cfg.write_text('[settings]\nsample_interval = 0.2\n\n[[hosts]]\nname = "me"\nlocal = true\n')
+    for extra in ([], ["--json"]):
+        r = _run(tmp_path, "watch", *extra, "--count", "2", "--config", str(cfg))
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.strip().splitlines()
+        assert len(lines) == 2 and all(json.loads(line)["hosts"][0]["name"] == "me" for line in lines)
+
+
+def test_every_verb_has_a_description_and_the_exit_codes(tmp_path):
+    top = _run(tmp_path, "--help")
+    assert top.returncode == 0 and "exit codes:" in top.stdout and "3    status: at least one host" in top.stdout
+    for verb, words in (("status", "print one snapshot"), ("watch", "JSON lines is the only format")):
+        r = _run(tmp_path, verb, "--help")
+        assert r.returncode == 0 and words in " ".join(r.stdout.split()), r.stdout
+        assert "exit codes:" in r.stdout
+
+
+def test_short_version_flag(tmp_path):
+    r = _run(tmp_path, "-V")
+    assert r.returncode == 0 and r.stdout.startswith("gpuwatch ")
+    assert r.stdout == _run(tmp_path, "--version").stdout
+
+
+@pytest.mark.parametrize("args", [["--theme", "nope"], ["--theme", "nope", "status"], ["status", "--theme", "nope"],
+                                  ["watch", "--theme", "nope"], ["--theme", "nope", "watch", "--count", "1"]])
+def test_unknown_theme_is_an_error_in_every_verb_before_anything_starts(tmp_path, args):
+    # The config does not exist: the theme is checked first, so that is the error reported.
+    r = _run(tmp_path, *args, "--config" if "status" in args or "watch" in args else "--readonly",
+             *([str(tmp_path / "missing.toml")] if "status" in args or "watch" in args else []))
+    assert r.returncode == 2, r
+    assert r.stdout == ""
+    assert r.stderr.strip() == ("gpuwatch: unknown theme 'nope'; available: "
+                                "gpuwatch-dark, gpuwatch-high-contrast, gpuwatch-light")
+
+
+def test_a_known_theme_is_accepted_by_the_headless_verbs(tmp_path):
+    cfg = tmp_path / "hosts.toml"
+    cfg.write_text('[settings]\nsample_interval = 0.2\n\n[[hosts]]\nname = "me"\nlocal = true\n')
+    r = _run(tmp_path, "status", "--theme", "gpuwatch-light", "--json", "--config", str(cfg))
+    assert r.returncode == 0, r.stderr
+
+
+def test_status_shows_a_match_that_takes_other_sessions_processes(tmp_path):
+    marker = f"gpuwatch-broad-{os.getpid()}-{time.monotonic_ns()}"
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker], start_new_session=True)
+             for _ in range(2)]
+    try:
+        cfg = tmp_path / "hosts.toml"
+        cfg.write_text('[settings]\nsample_interval = 0.2\n\n[[hosts]]\nname = "me"\nlocal = true\n\n'
+                       f'[[jobs]]\nname = "mine"\nhost = "me"\nmatch = "{marker}"\n')
+        r = _run(tmp_path, "status", "--json", "--config", str(cfg))
+        assert r.returncode == 0, r.stderr
+        jobs = [j for j in json.loads(r.stdout)["jobs"] if j["configured"]]
+        assert jobs, r.stdout
+        for job in jobs:  # each separate tree is a job (mine, mine#2): each says why
+            assert job["evidence"][0].startswith(f"match '{marker}' is too broad: it matches 2 process trees in 2 sessions")
+            assert all(f"{p.pid} (" in job["evidence"][0] for p in procs)
+        table = _run(tmp_path, "status", "--config", str(cfg)).stdout
+        assert "is too broad" in table
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

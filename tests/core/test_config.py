@@ -125,8 +125,45 @@ def test_unknown_keys_are_warned_not_fatal():
                         "hosts": [{"name": "a", "ssh": "a", "hots": 1}]}, "w.toml")
     assert cfg.hosts[0].name == "a"
     assert "w.toml: colour: unknown key, ignored" in cfg.warnings
-    assert "w.toml: settings.sample_intervall: unknown key, ignored" in cfg.warnings
-    assert "w.toml: hosts[0].hots: unknown key, ignored" in cfg.warnings
+    assert "w.toml: settings.sample_intervall: unknown key, ignored (did you mean `sample_interval`?)" in cfg.warnings
+    assert "w.toml: hosts[0].hots: unknown key, ignored" in cfg.warnings  # nothing close: no guess
+
+
+@pytest.mark.parametrize("table, typo, meant", [
+    ("settings", "stal_after", "stall_after"), ("settings", "Readonly", "readonly"),
+    ("hosts", "identityfile", "identity_file"), ("hosts", "gpu-source", "gpu_source"),
+    ("jobs", "output_directory", "output_dir"), ("jobs", "mach", "match"),
+])
+def test_unknown_key_close_to_a_known_one_says_did_you_mean(table, typo, meant):
+    data = {"hosts": [{"name": "a", "ssh": "a"}], "jobs": [{"name": "j", "host": "a", "match": "x"}]}
+    target = data.setdefault(table, {}) if table == "settings" else data[table][0]
+    target[typo] = 1
+    (warning,) = parse_config(data, "w.toml").warnings
+    assert warning.endswith(f"{typo}: unknown key, ignored (did you mean `{meant}`?)"), warning
+    top = parse_config({"host": [], "hosts": [{"name": "a", "ssh": "a"}]}, "w.toml").warnings
+    assert top == ("w.toml: host: unknown key, ignored (did you mean `hosts`?)",)
+
+
+def test_a_utf8_bom_at_the_start_is_accepted(tmp_path):
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + MINIMAL_OK.encode())
+    assert load_config_file(path).hosts[0].name == "trainer-a"
+
+
+def test_missing_identity_file_is_a_config_error_naming_file_and_key(tmp_path):
+    key = tmp_path / "id_ed25519"
+    path = tmp_path / "hosts.toml"
+    path.write_text(MINIMAL_OK + f'identity_file = "{key}"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(str(path))
+    assert (info.value.file, info.value.key) == (str(path), "hosts[0].identity_file")
+    assert "not found" in info.value.expected
+    r = _cli(["status", "--config", str(path)], _clean_env(tmp_path))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == (f"gpuwatch: config error: {path}: hosts[0].identity_file: expected an existing "
+                                f"private key file (it was not found), got '{key}'")
+    key.write_text("not really a key, but it exists\n")
+    assert load_config(str(path)).hosts[0].identity_file == str(key)
 
 
 def test_remote_command_quotes_everything(tmp_path, monkeypatch):

@@ -79,3 +79,128 @@ def test_sanitize_removes_escapes_and_shows_controls():
     for ch in range(0, 32):
         out = sanitize_line(bytes([ch]) + b"x")
         assert all(ord(c) >= 32 for c in out)
+
+
+# ---- over-long lines: the lines around them are kept, the long one is marked as cut
+
+
+def test_a_cut_reported_by_the_probe_marks_that_line_only():
+    b = LogBuffer()
+    data = b"before\n" + b"x" * 10 + b"\nafter\n"
+    b.feed(TailChunk("k", "/x/train.log", data, False, 0, None, None, None, ((17, 999_990),)), 1.0)
+    assert b.lines() == ["before", "xxxxxxxxxx [gpuwatch: line cut, 999990 more bytes not shown]", "after"]
+
+
+def test_a_cut_line_still_being_written_is_live_then_closed_with_its_total():
+    b = LogBuffer()
+    b.feed(TailChunk("k", "/x/l", b"ok\n" + b"y" * 4, False, 0, None, None, None, ((7, 100),)), 1.0)
+    assert b.lines() == ["ok"] and b.live == "yyyy [gpuwatch: line cut, 100 more bytes not shown]"
+    b.feed(TailChunk("k", "/x/l", b"\nnext\n", False, 0, None, None, None, ((0, 50),)), 2.0)
+    assert b.lines() == ["ok", "yyyy [gpuwatch: line cut, 150 more bytes not shown]", "next"]
+
+
+def test_a_cut_progress_frame_replaced_by_a_later_frame_is_not_marked():
+    b = LogBuffer()
+    b.feed(TailChunk("k", "/x/l", b"huge\r 50%| 4/8\n", False, 0, None, None, None, ((4, 70_000),)), 1.0)
+    assert b.lines() == [" 50%| 4/8"]
+
+
+def test_an_unterminated_runaway_line_keeps_its_beginning_and_the_next_lines():
+    b = LogBuffer(max_line_chars=100_000)
+    b.feed_bytes(b"first\n" + b"z" * (LogBuffer.MAX_PARTIAL_BYTES + 10), 1.0)
+    b.feed_bytes(b"z" * 5 + b"\nlast\n", 2.0)
+    lines = b.lines()
+    assert lines[0] == "first" and lines[2] == "last" and len(lines) == 3
+    assert lines[1].endswith("[gpuwatch: line cut, 15 more bytes not shown]")
+    assert lines[1].startswith("z" * LogBuffer.MAX_PARTIAL_BYTES)
+
+
+# ---- through the real probe, reading a file a real process writes
+
+WRITER = r"""
+import os, sys, time
+path, mode = sys.argv[1], sys.argv[2]
+with open(path, "ab", buffering=0) as f:
+    if mode == "burst":  # everything lands between two probe frames
+        f.write(b"".join(b"before %d\n" % i for i in range(30)) + b"L" * (1 << 20) + b"\nafter 1\nafter 2\n")
+    elif mode == "slow":  # the long line is still being written across several frames
+        f.write(b"before slow\n")
+        for _ in range(8):
+            f.write(b"S" * (128 << 10)); time.sleep(0.15)
+        f.write(b"\nafter slow\n")
+    elif mode == "bar":  # a progress bar: 3000 carriage-return frames, no newline, then a final one
+        for i in range(3000):
+            f.write(b"\rtrain: %d/3000 [00:01<00:00, 999.00it/s]" % (i + 1))
+        f.write(b"\n")
+"""
+
+
+def _follow_with_probe(path, mode, settle_s=2.5):
+    """Start the probe as a child process, tail `path`, run a real writer, return the LogBuffer."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from gpuwatch_tui.probe.bundle import build_payload, local_argv
+    from gpuwatch_tui.probe.frames import parse_sample
+
+    probe = subprocess.Popen(local_argv(sys.executable), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    writer = None
+    buf = LogBuffer(max_line_chars=200_000)
+    try:
+        probe.stdin.write(build_payload({"interval": 0.2, "gpu_source": "none"}))
+        probe.stdin.write(json.dumps({"op": "want", "pids": [], "tails": {"log": str(path)}}).encode() + b"\n")
+        probe.stdin.flush()
+        deadline = None
+        while True:
+            frame = json.loads(probe.stdout.readline())
+            if frame.get("type") != "sample":
+                continue
+            sample = parse_sample(frame)
+            for t in sample.tails:
+                buf.feed(t, time.time())
+            if writer is None and any(t.size is not None for t in sample.tails):
+                writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), mode])
+            elif writer is not None and writer.poll() is not None:
+                deadline = deadline or time.time() + settle_s
+                if time.time() > deadline:
+                    break
+    finally:
+        probe.stdin.close()
+        probe.wait(timeout=10)
+        if writer is not None and writer.poll() is None:
+            writer.kill()
+            writer.wait()
+    assert writer.returncode == 0
+    return buf
+
+
+def test_probe_keeps_every_line_written_before_a_1mb_line(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_bytes(b"")
+    buf = _follow_with_probe(log, "burst")
+    lines = buf.lines()
+    assert lines[:30] == [f"before {i}" for i in range(30)]
+    assert lines[30].startswith("L" * 1000)
+    dropped = (1 << 20) - (len(lines[30]) - len(lines[30].lstrip("L")))
+    assert lines[30].endswith(f"[gpuwatch: line cut, {dropped} more bytes not shown]")
+    assert lines[31:] == ["after 1", "after 2"]
+    assert buf.skipped_bytes == 0
+
+
+def test_probe_marks_a_long_line_written_across_frames(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_bytes(b"")
+    buf = _follow_with_probe(log, "slow")
+    lines = buf.lines()
+    assert lines[0] == "before slow" and lines[-1] == "after slow" and len(lines) == 3
+    kept = len(lines[1]) - len(lines[1].lstrip("S"))
+    assert lines[1].endswith(f"[gpuwatch: line cut, {8 * (128 << 10) - kept} more bytes not shown]")
+
+
+def test_probe_passes_the_latest_frame_of_a_long_progress_bar(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_bytes(b"")
+    buf = _follow_with_probe(log, "bar")  # ~130 KiB of frames on one "line"
+    assert buf.lines() == ["train: 3000/3000 [00:01<00:00, 999.00it/s]"]

@@ -74,7 +74,9 @@ class LogBuffer:
     - the unterminated last line is held as `live` (its latest frame) and appears among the
       lines once older than `partial_stale_s`, provisionally: more bytes continue it, as on a
       terminal;
-    - `reset` chunks (rotation, truncation, re-creation) and `skipped` bytes leave a marker.
+    - `reset` chunks (rotation, truncation, re-creation) and `skipped` bytes leave a marker;
+    - a line the probe shortened (`cut`), or an unterminated one longer than MAX_PARTIAL_BYTES,
+      keeps its beginning and says how many bytes were not shown; the lines around it are kept.
     """
 
     MAX_PARTIAL_BYTES = 64 * 1024
@@ -87,6 +89,9 @@ class LogBuffer:
         self._partial = b""
         self._partial_since: float | None = None
         self._partial_shown = False  # the stale partial sits provisionally at the end of _lines
+        self._partial_cut = 0  # bytes dropped from the current line (frame) so far
+        self._cut_at = 0  # where in _partial the kept part of the cut frame ends
+        self._dropping = False  # the cut frame goes on: drop its bytes up to the next \r or \n
         self._new: list[LogLine] = []
         self._started = False
         self.total_lines = 0
@@ -110,6 +115,7 @@ class LogBuffer:
         if chunk.mtime is not None:
             self.mtime = chunk.mtime
         data = chunk.data
+        cuts = list(chunk.cut)
         if chunk.reset and self._started:
             self._drop_partial()
             self.resets += 1
@@ -117,9 +123,12 @@ class LogBuffer:
         if not self._started and data:
             self._started = True
             # The probe starts a new tail some way back: the first bytes may begin mid-line.
-            if chunk.size is not None and chunk.size > len(data) + chunk.skipped and not chunk.reset:
-                cut = data.find(b"\n")
-                data = data[cut + 1 :] if cut >= 0 else b""
+            read = len(data) + chunk.skipped + sum(n for _, n in cuts)
+            if chunk.size is not None and chunk.size > read and not chunk.reset:
+                newline = data.find(b"\n")
+                drop = newline + 1 if newline >= 0 else len(data)
+                data = data[drop:]
+                cuts = [(pos - drop, n) for pos, n in cuts if pos >= drop]
         if chunk.skipped:
             self._drop_partial()
             self.skipped_bytes += chunk.skipped
@@ -129,13 +138,30 @@ class LogBuffer:
             self.total_bytes += len(data)
             # Backlog read at the first poll was written earlier: the file's mtime says when.
             self.last_growth = min(now, chunk.mtime) if first and chunk.mtime is not None else now
-            self._feed_bytes(data, now)
+        pos = 0
+        for cut_pos, dropped in cuts:
+            if cut_pos > pos:
+                self._feed_bytes(data[pos:cut_pos], now)
+                pos = cut_pos
+            self._partial_cut += dropped
+            self._cut_at = len(self._partial)
+            self._dropping = True
+        if pos < len(data):
+            self._feed_bytes(data[pos:], now)
 
     def feed_bytes(self, data: bytes, now: float) -> None:
         """Feed raw bytes directly (tests, local files)."""
         self.feed(TailChunk("", self.path or "", data, False, 0, None, None, None), now)
 
     def _feed_bytes(self, data: bytes, now: float) -> None:
+        if self._dropping:
+            ends = [i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0]
+            end = min(ends) if ends else len(data)
+            self._partial_cut += end
+            self._dropping = not ends
+            data = data[end:]
+            if not data:
+                return
         if self._partial_shown:
             self._lines.pop()  # the provisional line is continued by these bytes
             self._partial_shown = False
@@ -143,16 +169,29 @@ class LogBuffer:
         parts = buf.split(b"\n")
         self._partial = parts.pop()
         for part in parts:
-            self._append(last_frame(part.rstrip(b"\r") if part.endswith(b"\r") else part), now)
+            segment = part.rstrip(b"\r") if part.endswith(b"\r") else part
+            self._append(last_frame(segment), now, self._cut_of(segment))
+            self._partial_cut = 0
         if self._partial:
             # Keep only the latest frame of a progress bar; cap a runaway unterminated line.
-            cut = self._partial.rfind(b"\r")
-            if cut > 0 and self._partial[cut + 1 :].strip():
-                self._partial = self._partial[cut:]
+            self._partial_cut = self._cut_of(self._partial)
+            frame = self._partial.rfind(b"\r")
+            if frame > 0 and self._partial[frame + 1 :].strip():
+                self._partial = self._partial[frame:]
+                self._cut_at = max(0, self._cut_at - frame)
             if len(self._partial) > self.MAX_PARTIAL_BYTES:
-                self._append(last_frame(self._partial), now)
-                self._partial = b""
+                self._partial_cut += len(self._partial) - self.MAX_PARTIAL_BYTES
+                self._partial = self._partial[: self.MAX_PARTIAL_BYTES]
+                self._cut_at = self.MAX_PARTIAL_BYTES
+                self._dropping = True
         self._partial_since = now if self._partial else None
+
+    def _cut_of(self, segment: bytes) -> int:
+        """Bytes dropped from the frame a terminal would show: 0 once a later frame replaced it."""
+        if not self._partial_cut:
+            return 0
+        later = _CSI_BYTES.sub(b"", segment[self._cut_at :]).replace(b"\r", b"")
+        return 0 if later.strip() else self._partial_cut
 
     def tick(self, now: float) -> None:
         """Show an unterminated last line once it has been stale long enough."""
@@ -162,14 +201,14 @@ class LogBuffer:
             and self._partial_since is not None
             and now - self._partial_since >= self.partial_stale_s
         ):
-            text = self._safe(last_frame(self._partial))
+            text = self._safe(last_frame(self._partial), self._partial_cut)
             if text.strip():
                 self._lines.append(LogLine(self.total_lines + 1, now, text))
                 self._partial_shown = True
 
-    def _append(self, raw: bytes, now: float) -> None:
+    def _append(self, raw: bytes, now: float, cut: int = 0) -> None:
         self.total_lines += 1
-        line = LogLine(self.total_lines, now, self._safe(raw))
+        line = LogLine(self.total_lines, now, self._safe(raw, cut))
         self._lines.append(line)
         self._new.append(line)
         if len(self._new) > self.max_lines * 4:
@@ -187,15 +226,18 @@ class LogBuffer:
             self._partial_shown = False
         self._partial = b""
         self._partial_since = None
+        self._partial_cut = 0
+        self._dropping = False
 
-    def _safe(self, raw: bytes) -> str:
-        return sanitize_line(raw, self.max_line_chars)
+    def _safe(self, raw: bytes, cut: int = 0) -> str:
+        text = sanitize_line(raw, self.max_line_chars)
+        return f"{text} [gpuwatch: line cut, {cut} more bytes not shown]" if cut else text
 
     # -- reading -----------------------------------------------------------------
     @property
     def live(self) -> str:
         """The latest frame of the unterminated last line (a progress bar, usually)."""
-        return self._safe(last_frame(self._partial)) if self._partial else ""
+        return self._safe(last_frame(self._partial), self._partial_cut) if self._partial else ""
 
     @property
     def live_since(self) -> float | None:

@@ -29,6 +29,7 @@ from .discovery import (
 )
 from .interpret import LogInterpreter
 from .logtail import LogBuffer
+from .match_check import note_broad_matches
 from .phase import (
     COMPILE_WORKER_MARK,
     COMPILER_NAMES,
@@ -286,6 +287,7 @@ class JobTracker:
                 self._observe(job, sample, on_gpu, skew, now)
             elif job.spec is not None:
                 self._judge(job, now, skew)
+        note_broad_matches(self.jobs(host), self._specs, sample)  # a `match` that takes pid 1 or others' sessions
         self._parents[host] = parents_to_watch(procs, on_gpu)
 
     def _new_job(self, host: str, name: str, job_id: str, now: float, spec: JobSpec | None = None) -> JobState:

@@ -21,7 +21,7 @@ PROTOCOL_VERSION = 1
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 O_APPEND = 0o2000
-TAIL_CAP_BYTES = 256 * 1024  # at most this much of one log per frame; the rest is skipped
+TAIL_CAP_BYTES = 256 * 1024  # at most this much of one log per frame; the rest waits (see Tail)
 DIR_ENTRY_CAP = 2000
 SMALL_THREAD_COUNT = 16  # processes with at most this many threads have every thread's children read
 SMI_FIELDS = (
@@ -603,7 +603,19 @@ def open_gpu_source(prefer, interval):
 # ---------------------------------------------------------------- logs and dirs
 
 class Tail(object):
-    """Follows one file across rotation, truncation and delete-and-recreate."""
+    """Follows one file across rotation, truncation and delete-and-recreate.
+
+    Reads forward from where it left off, so the lines written before a huge one are never lost:
+    a line (or a carriage-return frame of a progress bar) longer than LINE_CAP_BYTES keeps its
+    first LINE_CAP_BYTES and the rest is dropped and reported in `cut` as [position in data,
+    bytes dropped]. At most TAIL_CAP_BYTES are passed on per frame (the rest waits for the next
+    one); only when more than SCAN_CAP_BYTES are waiting (the writer outruns us) are the oldest
+    bytes skipped, and counted in `skipped`.
+    """
+
+    LINE_CAP_BYTES = 64 * 1024
+    SCAN_CAP_BYTES = 4 * 1024 * 1024  # read at most this much of one log per frame
+    BLOCK_BYTES = 64 * 1024
 
     def __init__(self, key, path, backlog):
         self.key = key
@@ -613,6 +625,8 @@ class Tail(object):
         self.ino = None
         self.offset = 0
         self.first = True
+        self.line_len = 0  # bytes of the current line (frame) passed on so far
+        self.dropping = 0  # bytes of the current line dropped and not yet reported
 
     def _open(self):
         f = open(self.path, "rb")
@@ -622,21 +636,21 @@ class Tail(object):
 
     def poll(self):
         chunk = {"key": self.key, "path": self.path, "data": "", "reset": False, "skipped": 0,
-                 "size": None, "mtime": None, "error": None}
-        data = b""
+                 "size": None, "mtime": None, "error": None, "cut": []}
+        out = bytearray()
         try:
             st = os.stat(self.path)
         except OSError as exc:
             chunk["error"] = exc.strerror or str(exc)
             if self.f is not None:
-                data += self._drain()  # deleted: keep what the old file still had
+                self._drain(out, chunk["cut"])  # deleted: keep what the old file still had
                 self.f.close()
                 self.f = None
-            chunk["data"] = _b64(data)
+            chunk["data"] = _b64(bytes(out))
             return chunk
         chunk["size"], chunk["mtime"] = st.st_size, st.st_mtime
         if self.f is not None and (st.st_dev, st.st_ino) != self.ino:
-            data += self._drain()  # rotated: finish the old file first
+            self._drain(out, chunk["cut"])  # rotated: finish the old file first
             self.f.close()
             self.f = None
             chunk["reset"] = True
@@ -645,32 +659,68 @@ class Tail(object):
                 st = self._open()
             except (OSError, IOError) as exc:
                 chunk["error"] = exc.strerror or str(exc)
-                chunk["data"] = _b64(data)
+                chunk["data"] = _b64(bytes(out))
                 return chunk
             start = max(0, st.st_size - self.backlog) if self.first else 0
             if not self.first:
                 chunk["reset"] = True
             self.first = False
-            self.offset = start
+            self._new_file(start)
         elif st.st_size < self.offset:
             chunk["reset"] = True  # truncated
-            self.offset = 0
+            self._new_file(0)
         pending = st.st_size - self.offset
-        if pending > TAIL_CAP_BYTES:
-            chunk["skipped"] = pending - TAIL_CAP_BYTES
-            self.offset = st.st_size - TAIL_CAP_BYTES
-        self.f.seek(self.offset)
-        new = self.f.read(TAIL_CAP_BYTES)
-        self.offset += len(new)
-        chunk["data"] = _b64(data + new)
+        if pending > self.SCAN_CAP_BYTES:
+            chunk["skipped"] = pending - self.SCAN_CAP_BYTES
+            self._new_file(st.st_size - self.SCAN_CAP_BYTES)
+        self._read(out, chunk["cut"], self.SCAN_CAP_BYTES)
+        chunk["data"] = _b64(bytes(out))
         return chunk
 
-    def _drain(self):
+    def _new_file(self, offset):
+        self.offset = offset
+        self.line_len = 0
+        self.dropping = 0
+
+    def _read(self, out, cuts, budget):
+        """Read up to `budget` bytes from the offset into `out`, cutting over-long lines."""
+        self.f.seek(self.offset)
+        while budget > 0 and len(out) < TAIL_CAP_BYTES:
+            block = self.f.read(min(self.BLOCK_BYTES, budget))
+            if not block:
+                break
+            budget -= len(block)
+            self.offset += len(block)
+            self._keep(block, out, cuts)
+        if self.dropping:
+            # The long line is still being written: say so now, more may follow.
+            cuts.append([len(out), self.dropping])
+            self.dropping = 0
+
+    def _keep(self, block, out, cuts):
+        i, n = 0, len(block)
+        while i < n:
+            nl, cr = block.find(b"\n", i), block.find(b"\r", i)
+            end = min(x for x in (nl, cr, n) if x >= 0)
+            room = max(0, self.LINE_CAP_BYTES - self.line_len)
+            take = min(end - i, room)
+            out += block[i:i + take]
+            self.line_len += take
+            self.dropping += end - i - take
+            if end == n:
+                break
+            if self.dropping:
+                cuts.append([len(out), self.dropping])
+                self.dropping = 0
+            out += block[end:end + 1]  # a newline ends the line; a carriage return starts a new frame
+            self.line_len = 0
+            i = end + 1
+
+    def _drain(self, out, cuts):
         try:
-            self.f.seek(self.offset)
-            return self.f.read(TAIL_CAP_BYTES)
+            self._read(out, cuts, self.SCAN_CAP_BYTES)
         except (OSError, IOError, ValueError):
-            return b""
+            pass
 
     def close(self):
         if self.f is not None:

@@ -89,6 +89,7 @@ def parse_sample(frame: dict) -> HostSample:
                 data=base64.b64decode(t.get("data") or ""), reset=bool(t.get("reset")),
                 skipped=int(t.get("skipped", 0)), size=t.get("size"), mtime=t.get("mtime"),
                 error=t.get("error"),
+                cut=tuple((int(pos), int(n)) for pos, n in t.get("cut") or ()),
             )
             for t in frame.get("tails", [])
         ],
