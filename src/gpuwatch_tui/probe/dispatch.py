@@ -16,7 +16,7 @@ from ops_base import OpError
 # Sampler settings, answered on the reading thread (cheap, and their order matters).
 BUILTIN_OPS = ("want", "interval", "ping")
 # More requests than this running at once are refused, not queued: each holds a thread.
-MAX_IN_FLIGHT = 32
+MAX_IN_FLIGHT = 64
 
 
 def load_ops(import_module, module_names):
