@@ -290,3 +290,10 @@ def test_a_broken_op_module_costs_only_its_own_ops(dispatch_module):
     dispatch.Dispatcher(None, out.emit, ops, errors).handle({"op": "frobnicate", "id": 1})
     message = out.wait_for(lambda f: f.get("id") == 1)["error"]["message"]
     assert "proc_tree" in message and "ops_broken" in message
+
+
+def test_shipped_modules_are_python_3_6_syntax():
+    import ast
+
+    for name, source in [("agent", probe_source()), *request_modules().items()]:
+        ast.parse(source, filename=name, feature_version=(3, 6))

@@ -553,8 +553,8 @@ class ShippedModules(object):
     def find_spec(self, name, path, target=None):
         if path is not None or name not in self.sources:
             return None
-        import importlib.util
-        return importlib.util.spec_from_loader(name, self, origin="<gpuwatch %s>" % name)
+        import importlib.machinery
+        return importlib.machinery.ModuleSpec(name, self, origin="<gpuwatch %s>" % name)
 
     def create_module(self, spec):
         return None  # the default module object
