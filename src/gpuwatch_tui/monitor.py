@@ -1,4 +1,4 @@
-"""The headless core: host feeds report into the store and the job tracker; readers subscribe; commands go out.
+"""The headless core: host feeds report into the store and the job tracker; commands go out.
 
 The dashboard and the `status` / `watch` verbs drive exactly this object.
 """
