@@ -1,26 +1,28 @@
-"""One host: keep a connection and a probe alive, turn frames into samples, report state.
+"""The probe feed: one host's probe kept alive, its frames turned into samples, requests carried.
 
 Reconnects with exponential backoff and jitter; restarts a probe that died; marks the host
-stale when frames stop arriving, long before a dead link is torn down by keepalive.
+stale when frames stop arriving, long before a dead link is torn down by keepalive. The same
+feed serves SSH hosts and the local machine: the transport's ProbeChannel says how to reach it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
-import sys
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from .config import HostConfig, Settings
-from .model import HostSample
+from .feeds.base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
+from .feeds.pending import PendingRequests
 from .probe.frames import PROTOCOL_VERSION, parse_sample
+from .requests import BAD_ARGS, HOST_DOWN, LINK_LOST, TIMEOUT, RequestError
+from .transport.channel import probe_channel
 from .transport.failure import ConnectFailure
-from .transport.link import LocalProbeLink, ProbeExited, ProbeLink
+from .transport.link import ProbeExited, ProbeLink
 
 if TYPE_CHECKING:
-    import asyncssh
-
     from .transport.ssh import SshConnector
 
 PING_EVERY_S = 5.0
@@ -28,36 +30,29 @@ PING_EVERY_S = 5.0
 PROBE_IDLE_EXIT_S = 30.0
 
 
-def _ssh_errors() -> tuple[type[BaseException], ...]:
-    """asyncssh's error base, if an SSH host made us import it (local-only runs never do)."""
-    asyncssh = sys.modules.get("asyncssh")
-    return (asyncssh.Error,) if asyncssh is not None else ()
-
-
-class SessionSink(Protocol):
-    def host_state(self, host: str, state: str, error: str | None, hint: str | None) -> None: ...
-    def host_sample(self, host: str, sample: HostSample) -> None: ...
-
-
-class HostSession:
-    def __init__(self, host: HostConfig, settings: Settings, connector: SshConnector | None, sink: SessionSink) -> None:
+class HostSession(HostFeed):
+    def __init__(self, host: HostConfig, settings: Settings, connector: SshConnector | None, sink: FeedSink) -> None:
         self.host = host
+        self.name = host.name
         self.settings = settings
-        self.connector = connector
         self.sink = sink
         self.state = "connecting"
+        self.channel = probe_channel(host, connector)
         self.link: ProbeLink | None = None
-        self.conn: asyncssh.SSHClientConnection | None = None
-        self.wants: dict = {"op": "want", "pids": [], "tails": {}, "dirs": {}, "matches": {}}
+        self._want_frame: dict = {"op": "want", "pids": [], "tails": {}, "dirs": {}, "matches": {}}
         self.last_frame_at: float | None = None
         self.hello: dict | None = None
         self.samples = 0
         self.bad_frames = 0
-        # monotonic times of the latest attempt's steps (for `doctor`-style reports and benchmarks)
-        self.timeline: dict[str, float] = {}
         self.last_bad_frame: str | None = None
+        self._pending = PendingRequests()
         self._stopping = False
         self._task: asyncio.Task | None = None
+
+    @property
+    def timeline(self) -> dict[str, float]:
+        """monotonic times of the latest attempt's steps (for `doctor`-style reports and benchmarks)"""
+        return self.channel.timeline
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self) -> asyncio.Task:
@@ -66,6 +61,7 @@ class HostSession:
 
     async def stop(self) -> None:
         self._stopping = True
+        self._pending.fail_all(LINK_LOST, f"{self.name}: the watch stopped before a reply came")
         if self._task is not None:
             self._task.cancel()
             try:
@@ -76,30 +72,25 @@ class HostSession:
 
     async def _teardown(self, keep_conn: bool = False) -> None:
         link, self.link = self.link, None
+        self._serving = False
+        # Nothing will answer the requests sent down this link: fail them now, not at their timeouts.
+        self._pending.fail_all(LINK_LOST, f"{self.name}: link lost before the reply came"
+                               + (f" ({self._last_error})" if self._last_error else ""))
         # A link that has gone quiet will not carry a goodbye: don't wait for one (a blackholed
         # host must not hold up `status` or shutdown; the probe leaves by its idle timeout).
-        quiet = self.state == "stale" or (self.conn is not None and self.conn.is_closed())
+        quiet = self.state == "stale" or self.channel.is_quiet()
         if link is not None:
             try:
                 await link.close(wait=0.3 if quiet else 3.0)
             except Exception:
                 pass
-        if keep_conn:
-            return
-        conn, self.conn = self.conn, None
-        if conn is not None:
-            if quiet:
-                conn.abort()
-            else:
-                conn.close()
-            try:
-                await asyncio.wait_for(conn.wait_closed(), 1 if quiet else 3)
-            except Exception:
-                pass
+        if not keep_conn:
+            await self.channel.close(quiet)
 
-    def _set(self, state: str, error: str | None = None, hint: str | None = None) -> None:
+    def _set(self, state: str, error: str | None = None, hint: str | None = None,
+             retry_at: float | None = None) -> None:
         self.state = state
-        self.sink.host_state(self.host.name, state, error, hint)
+        self.sink.host_state(self.host.name, state, error, hint, retry_at)
 
     def _options(self) -> dict:
         return {
@@ -109,12 +100,47 @@ class HostSession:
         }
 
     # -- requests to the probe -----------------------------------------------------
-    async def set_wants(self, pids: list[int], tails: dict[str, str], dirs: dict[str, str], matches: dict[str, dict]) -> None:
-        wants = {"op": "want", "pids": sorted(set(pids)), "tails": tails, "dirs": dirs, "matches": matches}
-        if wants == self.wants:
+    async def wants(self, pids: list[int], tails: dict[str, str], dirs: dict[str, str], matches: dict[str, dict]) -> None:
+        frame = {"op": "want", "pids": sorted(set(pids)), "tails": tails, "dirs": dirs, "matches": matches}
+        if frame == self._want_frame:
             return
-        self.wants = wants
-        await self._send(wants)
+        self._want_frame = frame
+        await self._send(frame)
+
+    async def request(self, op: str, args: dict | None = None, timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> dict:
+        if not isinstance(op, str) or not op:
+            raise RequestError(BAD_ARGS, f"an op is a name, not {op!r}")
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise RequestError(BAD_ARGS, f"arguments of {op} must be a dict, not {type(args).__name__}")
+        if not timeout > 0:
+            raise RequestError(BAD_ARGS, f"timeout must be positive, not {timeout!r}")
+        link = self.link
+        if link is None or not self._serving:
+            why = f" ({self._last_error})" if self.state != "connecting" and self._last_error else ""
+            raise RequestError(HOST_DOWN, f"{self.name} is {self.state}{why}: {op} not sent")
+        rid, reply = self._pending.open()
+        try:
+            frame = json.dumps({"op": op, "id": rid, "args": args}, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            self._pending.forget(rid)
+            raise RequestError(BAD_ARGS, f"arguments of {op} are not JSON: {exc}") from None
+
+        async def exchange() -> dict:
+            await link.send_line(frame)  # under the timeout too: a stalled link blocks the write
+            return await reply
+
+        try:
+            return await asyncio.wait_for(exchange(), timeout)
+        except asyncio.TimeoutError:
+            stale = f"; no sample for {time.monotonic() - self.last_frame_at:.0f}s" \
+                if self.state == "stale" and self.last_frame_at is not None else ""
+            raise RequestError(TIMEOUT, f"{self.name}: no reply to {op} within {timeout:g}s{stale}") from None
+        except (OSError, EOFError, *self.channel.link_errors()) as exc:
+            raise RequestError(LINK_LOST, f"{self.name}: could not send {op}: {exc}") from None
+        finally:
+            self._pending.forget(rid)
 
     async def _send(self, request: dict) -> None:
         link = self.link
@@ -149,13 +175,13 @@ class HostSession:
                 # The failure state stays put while we retry: a status taken between two
                 # attempts must still say why the host is not being watched.
                 self._set(failure.state, f"{failure.reason} (retrying in {delay:.0f}s)"
-                          if delay >= 1 else failure.reason, failure.hint)
+                          if delay >= 1 else failure.reason, failure.hint, time.time() + delay)
                 if self._stopping:
                     break
                 await asyncio.sleep(delay)
                 continue
             except ProbeExited as exc:
-                if await self._conn_lost():
+                if await self.channel.is_lost():
                     self._last_error = "connection lost"
                     await self._teardown()
                 elif not self._was_serving:
@@ -169,7 +195,7 @@ class HostSession:
                     # just the probe on the same connection.
                     self._last_error = f"{exc}; restarting the probe"
                     await self._teardown(keep_conn=True)
-            except (*_ssh_errors(), OSError, asyncio.IncompleteReadError) as exc:
+            except (*self.channel.link_errors(), OSError, asyncio.IncompleteReadError) as exc:
                 self._last_error = f"connection lost: {exc}"
                 await self._teardown()
             except asyncio.CancelledError:
@@ -178,10 +204,11 @@ class HostSession:
                 self._last_error = f"{type(exc).__name__}: {exc}"
                 await self._teardown()
                 attempt += 1
-                self._set("unreachable", f"unexpected error: {self._last_error}")
+                delay = self._backoff(attempt)
+                self._set("unreachable", f"unexpected error: {self._last_error}", None, time.time() + delay)
                 if self._stopping:
                     break
-                await asyncio.sleep(self._backoff(attempt))
+                await asyncio.sleep(delay)
                 continue
             if self._stopping:
                 break
@@ -191,16 +218,8 @@ class HostSession:
             await asyncio.sleep(self._backoff(attempt))
 
     _last_error: str | None = None
-    _was_serving = False
-
-    async def _conn_lost(self) -> bool:
-        if self.host.local:
-            return False
-        conn = self.conn
-        if conn is None:
-            return True
-        await asyncio.sleep(0)  # let asyncssh finish tearing a dead connection down
-        return conn.is_closed() or getattr(conn, "_transport", True) is None
+    _was_serving = False  # this attempt got as far as the probe's hello
+    _serving = False  # the current link is up and takes requests
 
     def _backoff(self, attempt: int) -> float:
         if attempt == 0:
@@ -210,24 +229,7 @@ class HostSession:
 
     async def _connect(self) -> None:
         self._was_serving = False
-        if self.host.local:
-            self.link = await LocalProbeLink.start(self.host, self._options())
-            return
-        assert self.connector is not None
-        self.timeline = {"start": time.monotonic()}
-        if self.conn is None or self.conn.is_closed():
-            self.conn = None
-            self.conn = await self.connector.connect(self.host)
-        self.timeline["ssh"] = time.monotonic()
-        import asyncssh  # only SSH hosts pay for importing it
-
-        from .transport.ssh_link import SshProbeLink
-
-        try:
-            self.link = await SshProbeLink.start(self.conn, self.host, self._options())
-            self.timeline["probe_sent"] = time.monotonic()
-        except asyncssh.ChannelOpenError as exc:
-            raise ProbeExited(None, f"could not open a session channel: {exc.reason}") from None
+        self.link = await self.channel.open_probe(self._options())
 
     async def _serve(self) -> bool:
         """Read frames until the probe or the link dies. Returns whether any frame arrived."""
@@ -243,11 +245,14 @@ class HostSession:
             self.hello = hello
             self.timeline["hello"] = time.monotonic()
             self._was_serving = True
-            await link.send(self.wants)
+            await link.send(self._want_frame)
+            self._serving = True
             while True:
                 frame = await link.next_frame()
                 kind = frame.get("type")
-                if kind == "sample":
+                if kind == "reply" or kind == "pong":
+                    self._pending.resolve(frame)
+                elif kind == "sample":
                     try:
                         sample = parse_sample(frame)
                     except (KeyError, TypeError, ValueError) as exc:
@@ -265,6 +270,7 @@ class HostSession:
         except asyncio.TimeoutError:
             raise ProbeExited(None, "no answer from the probe") from None
         finally:
+            self._serving = False
             watchdog.cancel()
 
     async def _watch(self, link: ProbeLink) -> None:

@@ -1,4 +1,4 @@
-"""The headless core: host sessions feed the store and the job tracker; readers subscribe.
+"""The headless core: host feeds report into the store and the job tracker; commands go out.
 
 The dashboard and the `status` / `watch` verbs drive exactly this object.
 """
@@ -10,8 +10,10 @@ import time
 from typing import Callable
 
 from .config import Config
-from .hostsession import HostSession
+from .feeds.base import DEFAULT_REQUEST_TIMEOUT_S, HostFeed
+from .feeds.factory import make_feed
 from .model import HostSample
+from .requests import UNKNOWN_HOST, RequestError
 from .store import Store
 
 TERMINAL_STATES = {"unreachable", "auth-failed", "host-key-unknown", "host-key-changed", "probe-failed"}
@@ -23,7 +25,9 @@ class Monitor:
         self.settings = config.settings
         self.store = Store([h.name for h in config.hosts], config.settings.history)
         if tracker is None:
-            tracker = _make_tracker(config)
+            from .jobs.integration import make_tracker  # the rules load here, not at import
+
+            tracker = make_tracker(config)
         self.tracker = tracker
         needs_ssh = any(not h.local for h in config.hosts)
         self.connector = None
@@ -31,14 +35,18 @@ class Monitor:
             from .transport.ssh import SshConnector  # asyncssh only when a host needs it
 
             self.connector = SshConnector(config.settings)
-        self.sessions = {h.name: HostSession(h, config.settings, self.connector, self) for h in config.hosts}
+        # One feed per host, by name (the probe over SSH or locally, today).
+        self.sessions: dict[str, HostFeed] = {
+            h.name: make_feed(h, config.settings, self, self.connector) for h in config.hosts
+        }
         self._subscribers: list[Callable[[], None]] = []
         self._settled = {name: asyncio.Event() for name in self.sessions}
         self._stopped = False
 
-    # -- SessionSink ---------------------------------------------------------------
-    def host_state(self, host: str, state: str, error: str | None, hint: str | None) -> None:
-        self.store.set_state(host, state, error, hint)
+    # -- FeedSink ------------------------------------------------------------------
+    def host_state(self, host: str, state: str, error: str | None, hint: str | None,
+                   retry_at: float | None = None) -> None:
+        self.store.set_state(host, state, error, hint, retry_at)
         if state in TERMINAL_STATES:
             self._settled[host].set()
         self._notify()
@@ -54,7 +62,16 @@ class Monitor:
     def _push_wants(self, host: str) -> None:
         wants = self.tracker.wanted(host)
         session = self.sessions[host]
-        asyncio.ensure_future(session.set_wants(wants.pids, wants.tails, wants.dirs, wants.matches))
+        asyncio.ensure_future(session.wants(wants.pids, wants.tails, wants.dirs, wants.matches))
+
+    # -- commands ------------------------------------------------------------------
+    async def request(self, host: str, op: str, args: dict | None = None,
+                      timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> dict:
+        """Run `op` on `host` (see probe/ops_*.py) and return its result; raises RequestError."""
+        feed = self.sessions.get(host)
+        if feed is None:
+            raise RequestError(UNKNOWN_HOST, f"no host named {host!r} (hosts: {', '.join(self.sessions) or 'none'})")
+        return await feed.request(op, args, timeout)
 
     # -- subscribers ---------------------------------------------------------------
     def subscribe(self, callback: Callable[[], None]) -> None:
@@ -105,10 +122,3 @@ class Monitor:
         now = time.time() if now is None else now
         return self.store.snapshot(now, self.jobs_json(now))
 
-
-def _make_tracker(config: Config):
-    try:
-        from .jobs.integration import make_tracker
-    except ImportError:
-        return None
-    return make_tracker(config)

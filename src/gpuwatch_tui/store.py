@@ -49,6 +49,7 @@ class HostRecord:
     # Facts about the failure that a person can act on (fingerprint, command to trust a key).
     hint: str | None = None
     probe_version: int | None = None
+    retry_at: float | None = None  # wall-clock time of the next connect attempt, while failing
 
     def sample_age(self, now: float) -> float | None:
         if self.last_sample_time is None:
@@ -64,13 +65,15 @@ class Store:
         self.hosts: dict[str, HostRecord] = {name: HostRecord(name) for name in host_names}
         self.generation = 0  # bumped on every change; lets readers skip redundant work
 
-    def set_state(self, host: str, state: str, error: str | None = None, hint: str | None = None) -> None:
+    def set_state(self, host: str, state: str, error: str | None = None, hint: str | None = None,
+                  retry_at: float | None = None) -> None:
         rec = self.hosts[host]
         if state == "reconnecting" and rec.state != "reconnecting":
             rec.reconnects += 1
         rec.state = state
         rec.error = error
         rec.hint = hint
+        rec.retry_at = retry_at
         self.generation += 1
 
     def apply_sample(self, host: str, sample: HostSample) -> None:
@@ -108,6 +111,7 @@ class Store:
             "hint": rec.hint,
             "gpu_error": rec.gpu_error,
             "reconnects": rec.reconnects,
+            "retry_in_s": None if rec.retry_at is None else round(max(0.0, rec.retry_at - now), 1),
         }
 
     def snapshot(self, now: float | None = None, jobs: list[dict] | None = None) -> dict:

@@ -25,9 +25,9 @@ class Recorder:
         self.samples: dict[str, list[float]] = {n: [] for n in monitor.sessions}
         orig_state, orig_sample = monitor.host_state, monitor.host_sample
 
-        def host_state(host, state, error, hint):
+        def host_state(host, state, error, hint, retry_at=None):
             self.states[host].append(state)
-            orig_state(host, state, error, hint)
+            orig_state(host, state, error, hint, retry_at)
 
         def host_sample(host, sample):
             self.samples[host].append(time.monotonic())
@@ -293,7 +293,7 @@ async def test_jump_host_shared_connection(sshd_factory, ssh_env):
     try:
         await connected(monitor, [t1.name, t2.name])
         sessions = monitor.sessions
-        tunnels = {id(s.conn._tunnel) for s in sessions.values()}
+        tunnels = {id(s.channel.conn._tunnel) for s in sessions.values()}
         assert len(tunnels) == 1
         # one login on the jump host for both targets, and no probe there
         assert jump.log_text().count("Accepted publickey") == 1

@@ -184,7 +184,7 @@ async def test_jump_host_killed_and_restarted(sshd_factory, ssh_env):
         # one new login on the restarted jump host, shared by both targets again
         log = jump.log_text()
         assert log[log.rindex("starting sshd"):].count("Accepted publickey") == 1
-        assert len({id(s.conn._tunnel) for s in monitor.sessions.values()}) == 1
+        assert len({id(s.channel.conn._tunnel) for s in monitor.sessions.values()}) == 1
     finally:
         await monitor.stop()
     for t in (t1, t2):

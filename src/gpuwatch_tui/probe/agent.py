@@ -6,6 +6,7 @@
 # leave it behind.
 #
 # When shipped, the bundle puts BUNDLE = {"modules": {...}, "options": {...}} in globals.
+import importlib
 import json
 import os
 import re
@@ -15,7 +16,6 @@ import subprocess
 import sys
 import threading
 import time
-import types
 
 PROTOCOL_VERSION = 1
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -543,18 +543,37 @@ class SmiSource(object):
         self.app_stream.close()
 
 
+class ShippedModules(object):
+    """Lets `import NAME` find the modules that came in the bundle: the op modules import
+    ops_base by that plain name, in any order, and nothing is written to the host's disk."""
+
+    def __init__(self, sources):
+        self.sources = sources
+
+    def find_spec(self, name, path, target=None):
+        if path is not None or name not in self.sources:
+            return None
+        import importlib.machinery
+        return importlib.machinery.ModuleSpec(name, self, origin="<gpuwatch %s>" % name)
+
+    def create_module(self, spec):
+        return None  # the default module object
+
+    def exec_module(self, module):
+        name = module.__name__
+        exec(compile(self.sources[name], "<gpuwatch %s>" % name, "exec"), module.__dict__)
+
+
 def load_shipped_module(name):
-    src = BUNDLE_MODULES.get(name)
-    if src is None:
-        return __import__(name)
-    mod = types.ModuleType(name)
-    sys.modules[name] = mod  # it looks itself up in sys.modules while loading
-    try:
-        exec(compile(src, "<gpuwatch %s>" % name, "exec"), mod.__dict__)
-    except Exception:
-        del sys.modules[name]
-        raise
-    return mod
+    """A module from the bundle (compiled on first use), else one installed on the host."""
+    if name in BUNDLE_MODULES and not any(isinstance(f, ShippedModules) for f in sys.meta_path):
+        sys.meta_path.insert(0, ShippedModules(BUNDLE_MODULES))
+    return importlib.import_module(name)
+
+
+def op_module_names():
+    """The request handlers that came in the bundle: every ops_*.py but the shared base."""
+    return [n for n in BUNDLE_MODULES if n.startswith("ops_") and n != "ops_base"]
 
 
 def nvml_library_loads():
@@ -794,46 +813,33 @@ class Probe(object):
         self.idle_exit = float(options.get("idle_exit_s", 0) or 0)
         self.last_input = time.time()
 
-    # requests -------------------------------------------------------
-    def handle(self, req):
-        op = req.get("op")
-        if op == "want":
-            with self.lock:
-                self.want_pids = set(int(p) for p in req.get("pids", []))
-                tails = req.get("tails", {})
-                for key in list(self.tails):
-                    if key not in tails or tails[key] != self.tails[key].path:
-                        self.tails.pop(key).close()
-                for key, path in tails.items():
-                    if key not in self.tails:
-                        self.tails[key] = Tail(key, path, self.backlog)
-                self.dirs = dict(req.get("dirs", {}))
-                self.matches = {}
-                for key, spec in req.get("matches", {}).items():
-                    try:
-                        rx = re.compile(spec["regex"]) if spec.get("regex") else None
-                    except re.error:
-                        rx = None
-                    self.matches[key] = (rx, spec.get("pid_file"))
-                self.last_scan = 0.0  # scan at the next tick
-        elif op == "interval":
-            self.interval = max(0.1, float(req["seconds"]))
-        elif op == "ping":
-            emit({"type": "pong", "id": req.get("id"), "t": time.time()})
+    # settings, changed by requests (the dispatcher calls these on its reading thread) --------
+    def set_wants(self, req):
+        """What to watch besides GPU processes: pids, log tails, output dirs, cmdline matches."""
+        with self.lock:
+            self.want_pids = set(int(p) for p in req.get("pids", []))
+            tails = req.get("tails", {})
+            for key in list(self.tails):
+                if key not in tails or tails[key] != self.tails[key].path:
+                    self.tails.pop(key).close()
+            for key, path in tails.items():
+                if key not in self.tails:
+                    self.tails[key] = Tail(key, path, self.backlog)
+            self.dirs = dict(req.get("dirs", {}))
+            self.matches = {}
+            for key, spec in req.get("matches", {}).items():
+                try:
+                    rx = re.compile(spec["regex"]) if spec.get("regex") else None
+                except re.error:
+                    rx = None
+                self.matches[key] = (rx, spec.get("pid_file"))
+            self.last_scan = 0.0  # scan at the next tick
 
-    def read_requests(self):
-        stream = sys.stdin.buffer
-        while True:
-            line = stream.readline()
-            if not line:
-                shutdown(0)  # the client is gone: so are we
-            self.last_input = time.time()
-            try:
-                req = json.loads(line.decode("utf-8"))
-                if isinstance(req, dict):
-                    self.handle(req)
-            except Exception as exc:
-                emit({"type": "error", "error": "bad request: %s" % exc})
+    def set_interval(self, seconds):
+        self.interval = max(0.1, float(seconds))
+
+    def heard_from_client(self):
+        self.last_input = time.time()
 
     # sampling -------------------------------------------------------
     def scan(self, now):
@@ -965,11 +971,17 @@ class Probe(object):
 
     def run(self):
         self.gpu = open_gpu_source(self.prefer, self.interval)
+        dispatch = load_shipped_module("dispatch")
+        ops, op_errors = dispatch.load_ops(load_shipped_module, op_module_names())
+        dispatcher = dispatch.Dispatcher(self, emit, ops, op_errors)
         emit({"type": "hello", "pid": os.getpid(), "python": sys.version.split()[0],
               "hostname": os.uname()[1], "gpu_source": self.gpu.name,
               "gpu_error": self.gpu.error, "cpu_count": os.cpu_count(), "boot_time": BOOT_TIME,
-              "clk_tck": CLK_TCK})
-        threading.Thread(target=self.read_requests, daemon=True).start()
+              "clk_tck": CLK_TCK, "ops": sorted(ops), "op_errors": op_errors})
+        reader = threading.Thread(target=dispatcher.read_requests,
+                                  args=(sys.stdin.buffer, self.heard_from_client, lambda: shutdown(0)))
+        reader.daemon = True
+        reader.start()
         if self.idle_exit > 0:
             threading.Thread(target=self.exit_when_idle, daemon=True).start()
         next_tick = time.time()

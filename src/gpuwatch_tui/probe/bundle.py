@@ -31,7 +31,19 @@ def probe_source() -> str:
 
 
 @lru_cache(maxsize=1)
-def shipped_modules() -> dict[str, str]:
+def request_modules() -> dict[str, str]:
+    """The probe's request side: the dispatcher and every op module (probe/ops_*.py).
+
+    They are small and always shipped, so every host answers the same ops."""
+    folder = resources.files("gpuwatch_tui.probe")
+    names = ["dispatch.py"] + sorted(
+        p.name for p in folder.iterdir() if p.name.startswith("ops_") and p.name.endswith(".py")
+    )
+    return {name[:-3]: folder.joinpath(name).read_text(encoding="utf-8") for name in names}
+
+
+@lru_cache(maxsize=1)
+def nvml_modules() -> dict[str, str]:
     """nvidia-ml-py's pynvml is a single stdlib-only file: ship it so hosts need nothing."""
     try:
         import pynvml  # noqa: PLC0415 - optional
@@ -44,18 +56,23 @@ def shipped_modules() -> dict[str, str]:
         return {"pynvml": f.read()}
 
 
+def shipped_modules(with_nvml: bool = True) -> dict[str, str]:
+    """Every module the probe gets along with agent.py, by the name it is imported as there."""
+    return {**request_modules(), **(nvml_modules() if with_nvml else {})}
+
+
 @lru_cache(maxsize=2)
-def _packed_code(with_modules: bool) -> bytes:
+def _packed_code(with_nvml: bool) -> bytes:
     """The probe (and its modules), compressed once per process (~40 ms of CPU), not per host."""
-    body = json.dumps({"probe": probe_source(), "modules": shipped_modules() if with_modules else {}}).encode()
+    body = json.dumps({"probe": probe_source(), "modules": shipped_modules(with_nvml)}).encode()
     packed = zlib.compress(body, 6)
     return str(len(packed)).encode() + b"\n" + packed
 
 
 def build_payload(options: dict) -> bytes:
-    # pynvml is 4/5 of the payload: only ship it where the probe may use NVML.
-    with_modules = options.get("gpu_source", "auto") in ("auto", "nvml")
-    return _packed_code(with_modules) + json.dumps(options, separators=(",", ":")).encode() + b"\n"
+    # pynvml is most of the payload: only ship it where the probe may use NVML.
+    with_nvml = options.get("gpu_source", "auto") in ("auto", "nvml")
+    return _packed_code(with_nvml) + json.dumps(options, separators=(",", ":")).encode() + b"\n"
 
 
 def remote_command(python: str, prefix: list[str], env: dict[str, str]) -> str:

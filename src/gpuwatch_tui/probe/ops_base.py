@@ -54,3 +54,30 @@ def check_ref(pid, ticks):
     if fields[0] == b"Z":
         raise OpError("gone", "process %d has exited (zombie, not yet reaped)" % pid)
     return fields
+
+
+def int_arg(args, name, minimum=None):
+    """args[name] as an int, or OpError("bad-args") saying what was wrong."""
+    value = args.get(name) if isinstance(args, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OpError("bad-args", "%r must be an integer, got %s" % (name, json_type(value)))
+    if minimum is not None and value < minimum:
+        raise OpError("bad-args", "%r must be at least %d, got %d" % (name, minimum, value))
+    return value
+
+
+def json_type(value):
+    """The JSON name of a value's type, for error messages."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

@@ -36,8 +36,11 @@ class ProbeLink:
         self._stderr = bytearray()
 
     async def send(self, request: dict) -> None:
-        data = (json.dumps(request, separators=(",", ":")) + "\n").encode()
-        self.writer.write(data)
+        await self.send_line(json.dumps(request, separators=(",", ":")))
+
+    async def send_line(self, text: str) -> None:
+        """One request, already JSON; whole lines only, so requests never interleave."""
+        self.writer.write((text + "\n").encode())
         await self._drain()
 
     async def _ship(self, options: dict) -> None:
