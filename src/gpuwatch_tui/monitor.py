@@ -13,8 +13,7 @@ from .config import Config
 from .hostsession import HostSession
 from .model import HostSample
 from .store import Store
-
-TERMINAL_STATES = {"unreachable", "auth-failed", "host-key-unknown", "host-key-changed", "probe-failed"}
+from .vocab import HOST_TERMINAL_STATES
 
 
 class Monitor:
@@ -39,7 +38,7 @@ class Monitor:
     # -- SessionSink ---------------------------------------------------------------
     def host_state(self, host: str, state: str, error: str | None, hint: str | None) -> None:
         self.store.set_state(host, state, error, hint)
-        if state in TERMINAL_STATES:
+        if state in HOST_TERMINAL_STATES:
             self._settled[host].set()
         self._notify()
 
