@@ -39,6 +39,11 @@ COMPILER_NAMES = frozenset(
 )
 COMPILE_WORKER_MARK = "torch/_inductor/compile_worker"
 
+# Actions the advice may name (actions/registry.py): the UI shows their keys, the CLI their verbs.
+KILL, RESTART, DUMP, DISMISS = "kill", "restart_unbuffered", "dump_stack", "dismiss"
+BUFFERED_ADVICE = "output is sitting in the process's stdout buffer: restart it with -u to see it"
+UNFLUSHED_ADVICE = "stdout is block-buffered: restart it with -u to see its output as it is written"
+
 
 @dataclass(frozen=True)
 class GpuReading:
@@ -151,6 +156,7 @@ class Verdict:
             "confidence": round(self.confidence, 2),
             "evidence": list(self.evidence),
             "advice": self.advice,
+            "actions": list(self.actions),
         }
 
 
@@ -488,11 +494,11 @@ def _decide(ctx: DecisionContext) -> Decision:
         where = f" (rank {failure.rank})" if failure.rank is not None else ""
         ev = [f"log: {failure.summary}{where}", f"{log.failures} error line(s) since the last progress"
               if log.failures > 1 else None, *ctx.gpu_lines[:2], ctx.cpu_line, "processes still running"]
-        advice = {
-            "oom": "out of GPU memory: press k to kill the survivors; lower the batch size",
-            "nccl-timeout": "a collective timed out: press d to dump stacks to find the rank that stopped",
-        }.get(failure.detail, "press k to kill the remaining processes; press d to dump stacks first")
-        return Decision("crashed", failure.detail, 0.85, ev, advice, failure.time)
+        advice, actions = {
+            "oom": ("out of GPU memory: kill the survivors, then lower the batch size", (KILL,)),
+            "nccl-timeout": ("a collective timed out: dump the stacks to find the rank that stopped", (DUMP,)),
+        }.get(failure.detail, ("processes are still running: dump their stacks first, then kill them", (DUMP, KILL)))
+        return Decision("crashed", failure.detail, 0.85, ev, advice, failure.time, actions)
 
     compilers = act.compilers_recent
     workers_new = obs.compile_worker_since is not None and (
@@ -517,20 +523,22 @@ def _decide(ctx: DecisionContext) -> Decision:
         ]
         since = hint.since if hint is not None and hint.phase == "compiling" else (obs.compile_worker_since or now)
         detail = hint.detail if hint is not None and hint.phase == "compiling" else "torch.compile"
-        return Decision("compiling", detail, 0.8 if compilers else 0.65, ev, "first compile can take minutes; wait", since)
+        return Decision("compiling", detail, 0.8 if compilers else 0.65, ev, "first compile can take minutes; wait",
+                        since)
 
     states = act.states
     if states and all(s == "T" for s in states):
         return Decision("stalled", "stopped", 0.9, ["process stopped (state T)", ctx.log_line, *ctx.gpu_lines[:2]],
-                "the process is stopped (SIGSTOP / ^Z): send SIGCONT, or press k to kill", now)
+                        "the process is stopped (SIGSTOP / ^Z): send it SIGCONT, or kill it", now, (KILL,))
 
     if not ctx.log_known and hint is None and not ctx.gpu_busy:
         # First sight: the log has not been read yet. Say so rather than guess.
         if ctx.age < min(ctx.threshold, YOUNG_S):
-            return Decision("starting", None, 0.5, [f"started {fmt_duration(ctx.age)} ago", ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2]],
-                    "", ctx.started)
-        return Decision("unknown", "observing", 0.2, [f"first seen, started {fmt_duration(ctx.age)} ago", ctx.log_line,
-                                              ctx.cpu_line or "CPU rate not measured yet", *ctx.gpu_lines[:2]], "", now)
+            ev = [f"started {fmt_duration(ctx.age)} ago", ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2]]
+            return Decision("starting", None, 0.5, ev, "", ctx.started)
+        ev = [f"first seen, started {fmt_duration(ctx.age)} ago", ctx.log_line,
+              ctx.cpu_line or "CPU rate not measured yet", *ctx.gpu_lines[:2]]
+        return Decision("unknown", "observing", 0.2, ev, "", now)
     if ctx.quiet_s < ctx.threshold:
         return _active(ctx)
 
@@ -545,22 +553,23 @@ def _decide(ctx: DecisionContext) -> Decision:
               f"one rank spins {act.max_rank_cores:.1f} cores" if act.max_rank_cores else ctx.cpu_line,
               "GPU memory flat" if all(abs(d) < 64 for d in act.gpu_mem_delta.values()) else None]
         return Decision("stalled", "nccl-spin", 0.8, ev,
-                "a collective is waiting for a rank that stopped: press d to dump stacks of every rank", quiet_since)
+                        "a collective is waiting for a rank that stopped: dump the stacks of every rank to find it",
+                        quiet_since, (DUMP,))
     if ctx.gpu_busy:
         detail = "buffered-stdout" if ctx.buffered else "not-logging"
         ev = [ctx.log_line, *ctx.gpu_lines, ctx.cpu_line, ctx.stdout_line, progress_line]
-        advice = ("output is sitting in the process's stdout buffer: press u to restart with -u"
-                  if ctx.buffered else "working but not logging: press d to dump stacks to see where")
-        return Decision("silent", detail, 0.8 if ctx.buffered else 0.6, ev, advice, quiet_since)
+        advice, actions = ((BUFFERED_ADVICE, (RESTART,)) if ctx.buffered
+                           else ("working but not logging: dump the stacks to see where", (DUMP,)))
+        return Decision("silent", detail, 0.8 if ctx.buffered else 0.6, ev, advice, quiet_since, actions)
     if ctx.cpu_busy:
         if hint is not None and hint.phase == "loading":
-            return Decision("loading", hint.detail, 0.6, [ctx.log_line, ctx.cpu_line, f"log: {hint.text[:120]}", *ctx.gpu_lines[:2]],
-                    "", hint.since)
+            ev = [ctx.log_line, ctx.cpu_line, f"log: {hint.text[:120]}", *ctx.gpu_lines[:2]]
+            return Decision("loading", hint.detail, 0.6, ev, "", hint.since)
         detail = "buffered-stdout" if ctx.buffered else "cpu-busy"
         ev = [ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2], ctx.stdout_line, progress_line]
-        advice = ("output is sitting in the process's stdout buffer: press u to restart with -u"
-                  if ctx.buffered else "busy on CPU without logging: press d to dump stacks to see where")
-        return Decision("silent", detail, 0.7 if ctx.buffered else 0.55, ev, advice, quiet_since)
+        advice, actions = ((BUFFERED_ADVICE, (RESTART,)) if ctx.buffered
+                           else ("busy on CPU without logging: dump the stacks to see where", (DUMP,)))
+        return Decision("silent", detail, 0.7 if ctx.buffered else 0.55, ev, advice, quiet_since, actions)
     if out is not None and out.newest_mtime is not None and now - out.newest_mtime < ctx.threshold:
         ev = [f"output dir written {fmt_duration(now - out.newest_mtime)} ago"
               + (f" ({out.newest_name})" if out.newest_name else ""), ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2]]
@@ -573,9 +582,11 @@ def _decide(ctx: DecisionContext) -> Decision:
         if hint is None or hint.phase in ("loading", "starting", "checkpointing"):
             phase = hint.phase if hint is not None and hint.phase != "starting" else "loading"
             return Decision(phase, "io-wait", 0.5, ["process in disk wait (state D)", ctx.log_line, ctx.cpu_line], "",
-                    hint.since if hint is not None else ctx.started)
-        return Decision("stalled", "io-wait", 0.6, ["process in disk wait (state D)", ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2]],
-                "stuck on I/O: check the filesystem; press d to dump stacks", quiet_since)
+                            hint.since if hint is not None else ctx.started)
+        ev = ["process in disk wait (state D)", ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2]]
+        return Decision("stalled", "io-wait", 0.6, ev,
+                        "stuck on I/O: check the filesystem; dump the stacks to see which call waits",
+                        quiet_since, (DUMP,))
     # Nothing moves: no log, no CPU, no GPU work.
     held = any((g.mem_used_mib or 0) > 0 for g in act.gpus.values())
     ev = [ctx.log_line, ctx.cpu_line or "CPU time unknown", *ctx.gpu_lines,
@@ -584,7 +595,8 @@ def _decide(ctx: DecisionContext) -> Decision:
           progress_line]
     confidence = 0.85 if ctx.cpu_flat else 0.6
     return Decision("stalled", "no-progress", confidence, ev,
-            "no sign of progress: press d to dump stacks (py-spy), k to kill", quiet_since)
+                    "no sign of progress: dump the stacks to see where it waits, or kill it", quiet_since,
+                    (DUMP, KILL))
 
 
 def _active(ctx: DecisionContext) -> Decision:
@@ -604,8 +616,8 @@ def _active(ctx: DecisionContext) -> Decision:
                   f"GPUs computing since {fmt_duration(now - computed[0])} ago" if now_computing
                   else f"GPUs last computed {fmt_duration(now - computed[-1])} ago",
                   f"last phase line: {hint.text[:120]}", last_line, warn_buffer, spin_warning]
-            advice = "stdout is block-buffered: press u to restart with -u to see its output" if warn_buffer else ""
-            return Decision("training", None, 0.55 if now_computing else 0.45, ev, advice, computed[0])
+            advice, actions = (UNFLUSHED_ADVICE, (RESTART,)) if warn_buffer else ("", ())
+            return Decision("training", None, 0.55 if now_computing else 0.45, ev, advice, computed[0], actions)
     if hint is not None:
         phase = hint.phase
         ev = [f"log: {hint.text[:120]}", last_line]
@@ -621,8 +633,8 @@ def _active(ctx: DecisionContext) -> Decision:
     # No rule has matched yet: judge from the resources.
     if ctx.gpu_busy:
         ev = [*ctx.gpu_lines, ctx.cpu_line, last_line, warn_buffer]
-        advice = "stdout is block-buffered: press u to restart with -u to see its output" if warn_buffer else ""
-        return Decision("training", None, 0.55, ev, advice, obs.samples[0].time if obs.samples else now)
+        advice, actions = (UNFLUSHED_ADVICE, (RESTART,)) if warn_buffer else ("", ())
+        return Decision("training", None, 0.55, ev, advice, obs.samples[0].time if obs.samples else now, actions)
     if ctx.age < ctx.threshold:
         ev = [f"started {fmt_duration(ctx.age)} ago", last_line, ctx.cpu_line, *ctx.gpu_lines[:2], warn_buffer]
         return Decision("starting", None, 0.7, ev, "", obs.started_at if obs.started_at is not None else now)
@@ -652,11 +664,12 @@ def _ended(ctx: DecisionContext) -> Decision:
         fail_line = f"log: {failure.summary}{where}"
     tail_advice = "read the end of the log; dismiss the job when done"
     if sig is not None:
-        ev = [f"killed by {signal_name(sig)} ({sig})", fail_line, progress_line, ctx.stdout_line if ctx.buffered else None]
+        ev = [f"killed by {signal_name(sig)} ({sig})", fail_line, progress_line,
+              ctx.stdout_line if ctx.buffered else None]
         if ctx.buffered:
             ev.append("buffered stdout was lost with the process")
-        advice = ("SIGKILL: check `dmesg` for the OOM killer" if sig == 9 else tail_advice)
-        return Decision("crashed", "signal", 0.95, ev, advice, ended)
+        advice = ("SIGKILL: check `dmesg` for the OOM killer; dismiss the job when done" if sig == 9 else tail_advice)
+        return Decision("crashed", "signal", 0.95, ev, advice, ended, (DISMISS,))
     if code is not None:
         if code == 0:
             ev = ["exit code 0", progress_line, fail_line]
@@ -668,14 +681,15 @@ def _ended(ctx: DecisionContext) -> Decision:
             if failure is None:
                 detail = "signal"
         ev = [f"exit code {code}", extra, fail_line, progress_line]
-        return Decision("crashed", detail, 0.95, ev, tail_advice, ended)
+        return Decision("crashed", detail, 0.95, ev, tail_advice, ended, (DISMISS,))
     # Exit status unknown (the probe did not start the process): read the log's last word.
     ev_unknown = "process gone, exit status unknown (not started by gpuwatch)"
     if failure is not None:
-        return Decision("crashed", failure.detail, 0.85, [fail_line, ev_unknown, progress_line], tail_advice, failure.time)
+        return Decision("crashed", failure.detail, 0.85, [fail_line, ev_unknown, progress_line], tail_advice,
+                        failure.time, (DISMISS,))
     if log.exit_code is not None and log.exit_code != 0:
         return Decision("crashed", "exit-code", 0.85, [f"log: exit code {log.exit_code}", ev_unknown, progress_line],
-                tail_advice, ended)
+                        tail_advice, ended, (DISMISS,))
     p = log.progress
     complete = p is not None and p.step is not None and p.total is not None and p.step >= p.total
     if log.finished_at is not None or complete:
@@ -687,14 +701,14 @@ def _ended(ctx: DecisionContext) -> Decision:
     check = "check `dmesg` (OOM killer, segfault) and whether something killed it; "
     if p is not None and p.step is not None and p.total is not None:
         ev = [gone, f"stopped at step {p.step:g}/{p.total:g}", causes]
-        return Decision("crashed", "vanished", 0.65, ev, check + tail_advice, ended)
+        return Decision("crashed", "vanished", 0.65, ev, check + tail_advice, ended, (DISMISS,))
     flushed_at_exit = log.last_growth_at is not None and ended - log.last_growth_at <= 15.0
     if ctx.buffered and not flushed_at_exit:
         ev = [gone, "nothing flushed at exit: a clean exit would have written the stdout buffer",
               ctx.stdout_line, causes, progress_line]
-        return Decision("crashed", "killed", 0.65, ev, check + tail_advice, ended)
+        return Decision("crashed", "killed", 0.65, ev, check + tail_advice, ended, (DISMISS,))
     if ctx.buffered and flushed_at_exit:
-        return Decision("finished", None, 0.55, [ev_unknown, "stdout buffer flushed at exit (a normal exit)", progress_line],
-                "", ended)
+        ev = [ev_unknown, "stdout buffer flushed at exit (a normal exit)", progress_line]
+        return Decision("finished", None, 0.55, ev, "", ended)
     ev = [gone, progress_line, causes]
-    return Decision("crashed", "vanished", 0.5, ev, check + tail_advice, ended)
+    return Decision("crashed", "vanished", 0.5, ev, check + tail_advice, ended, (DISMISS,))

@@ -132,6 +132,7 @@ class JobState:
             "confidence": round(v.confidence, 2) if v else 0.0,
             "evidence": list(v.evidence) if v else [],
             "advice": v.advice if v else "",
+            "actions": list(v.actions) if v else [],  # registry names: the UI shows keys, the CLI verbs
             "log": next(iter(self.logs), None),
             "logs": list(self.logs),
             "exit_code": code,
