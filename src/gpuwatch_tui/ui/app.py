@@ -26,7 +26,9 @@ def few_colours(color_system: str | None) -> bool:
 # Registry keys as typed -> Textual's key names.
 _TEXTUAL_KEYS = {"?": "question_mark", "/": "slash"}
 # Registry actions the app runs itself; every other one is a job action (`action_job_action(name)`).
-_APP_METHODS = {"quit": "quit", "help": "help", "pause": "toggle_pause", "theme": "next_theme", "dismiss": "dismiss_job"}
+_APP_METHODS = {
+    "quit": "quit", "help": "help", "pause": "toggle_pause", "theme": "next_theme", "dismiss": "dismiss_job",
+}
 
 
 def textual_action(spec: ActionSpec) -> str:
