@@ -18,10 +18,10 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from .errors import ConfigError
+from .jobs.rules import parse_rules
+from .vocab import DEFAULT_STALL_AFTER_S, GPU_SOURCE_CHOICES, parse_duration
 
 CONFIG_ENV = "GPUWATCH_CONFIG"
-GPU_SOURCE_CHOICES = ("auto", "nvml", "nvidia-smi", "none")
-_DURATION = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*h)?\s*(?:(\d+(?:\.\d+)?)\s*m)?\s*(?:(\d+(?:\.\d+)?)\s*s?)?\s*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HOST_NAME = re.compile(r"^[A-Za-z0-9_.:@\[\]-]+$")
 # An ssh alias, host, user@host, user@host:port or [v6]:port: nothing a shell would act on.
@@ -33,7 +33,7 @@ _USER_NAME = re.compile(r"^[A-Za-z0-9_.@-]+$")
 class Settings:
     sample_interval: float = 1.0
     history: int = 120
-    stall_after: float = 300.0
+    stall_after: float = DEFAULT_STALL_AFTER_S
     tail_lines: int = 500
     connect_timeout: float = 10.0
     keepalive_interval: float = 10.0
@@ -206,26 +206,6 @@ def unknown_key_warning(file: str, key: str, name: str, known: set[str] | tuple[
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.7)
     hint = f" (did you mean `{close[0]}`?)" if close else ""
     return f"{file}: {key}: unknown key, ignored{hint}"
-
-
-def parse_duration(value: Any, file: str = "(value)", key: str = "(value)") -> float:
-    """300, 90.5, "90s", "5m", "1h30m" -> seconds."""
-    expected = 'a duration: seconds as a number, or a string like "90s", "5m", "1h30m"'
-    if isinstance(value, bool):
-        raise ConfigError(file, key, expected, value)
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str) and value.strip():
-        m = _DURATION.match(value)
-        if not m or not any(m.groups()):
-            raise ConfigError(file, key, expected, value)
-        h, mi, s = (float(g) if g else 0.0 for g in m.groups())
-        seconds = h * 3600 + mi * 60 + s
-    else:
-        raise ConfigError(file, key, expected, value)
-    if seconds <= 0:
-        raise ConfigError(file, key, "a duration greater than zero", value)
-    return seconds
 
 
 def _string_list(r: _Reader, name: str) -> tuple[str, ...]:
@@ -424,8 +404,4 @@ def parse_config(data: dict, file: str) -> Config:
 
 def _check_rules(rules_raw: list, file: str) -> None:
     """User rules are validated by the rule engine, which knows their schema."""
-    try:
-        from .jobs.rules import parse_rules
-    except ImportError:  # rule engine not present
-        return
     parse_rules(rules_raw, file)

@@ -8,20 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Host connection states, with the reason string in HostView.error.
-HOST_STATES = (
-    "connecting",
-    "connected",
-    "stale",
-    "reconnecting",
-    "unreachable",
-    "auth-failed",
-    "host-key-unknown",
-    "host-key-changed",
-    "probe-failed",
-)
-
-GPU_SOURCES = ("nvml", "nvidia-smi", "none")
+from .vocab import GPU_SOURCES, HOST_STATES  # noqa: F401  (re-exported: defined once, in vocab)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,7 @@ from .feeds.factory import make_feed
 from .model import HostSample
 from .requests import UNKNOWN_HOST, RequestError
 from .store import Store
-
-TERMINAL_STATES = {"unreachable", "auth-failed", "host-key-unknown", "host-key-changed", "probe-failed"}
+from .vocab import HOST_TERMINAL_STATES
 
 
 class Monitor:
@@ -47,7 +46,7 @@ class Monitor:
     def host_state(self, host: str, state: str, error: str | None, hint: str | None,
                    retry_at: float | None = None) -> None:
         self.store.set_state(host, state, error, hint, retry_at)
-        if state in TERMINAL_STATES:
+        if state in HOST_TERMINAL_STATES:
             self._settled[host].set()
         self._notify()
 

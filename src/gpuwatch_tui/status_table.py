@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
+from .actions.registry import cli_hint
+from .vocab import fmt_age
+
 
 def _fmt(value, unit: str = "", digits: int = 0) -> str:
     if value is None:
         return "-"
     return f"{value:.{digits}f}{unit}"
-
-
-def _age(seconds) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    if seconds < 3600:
-        return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s"
-    return f"{seconds // 3600:.0f}h{(seconds % 3600) // 60:02.0f}m"
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -29,7 +22,7 @@ def render_status(snapshot: dict) -> str:
     hosts = [["HOST", "STATE", "AGE", "GPU SOURCE", "DETAIL"]]
     for h in snapshot["hosts"]:
         detail = h.get("error") or h.get("gpu_error") or ""
-        hosts.append([h["name"], h["state"], _age(h["last_sample_age_s"]), h["gpu_source"] or "-", detail[:100]])
+        hosts.append([h["name"], h["state"], fmt_age(h["last_sample_age_s"]), h["gpu_source"] or "-", detail[:100]])
     lines += _table(hosts)
     for h in snapshot["hosts"]:
         if h.get("hint"):
@@ -53,7 +46,7 @@ def render_status(snapshot: dict) -> str:
             prog = j.get("progress") or {}
             step = f"{prog.get('step')}/{prog.get('total')}" if prog.get("step") is not None else "-"
             phase = j["phase"] + (f" ({j['detail']})" if j.get("detail") else "")
-            since = _age(snapshot["time"] - j["since"]) if j.get("since") else "-"
+            since = fmt_age(snapshot["time"] - j["since"]) if j.get("since") else "-"
             rows.append([j["host"], j["name"], ",".join(map(str, j.get("pids", []))), phase, since, step,
                          "; ".join(j.get("evidence", []))[:120]])
         lines.append("")
@@ -61,4 +54,9 @@ def render_status(snapshot: dict) -> str:
         for j in jobs:
             if j.get("advice"):
                 lines.append(f"  {j['host']}/{j['name']}: {j['advice']}")
+            # A script reads commands, not keys: the CLI verb of each advised action.
+            for name in j.get("actions") or ():
+                command = cli_hint(name, j["host"], j["name"])
+                if command is not None:
+                    lines.append(f"    {command}")
     return "\n".join(lines)

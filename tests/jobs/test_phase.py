@@ -7,6 +7,9 @@ waiting rank: 100% / ~121 W, other rank 0%.
 
 from __future__ import annotations
 
+import re
+
+from gpuwatch_tui.actions import registry
 from gpuwatch_tui.jobs.interpret import Failure, PhaseHint
 from gpuwatch_tui.jobs.phase import (
     ExitFacts,
@@ -53,8 +56,16 @@ def obs(samples, *, log=None, stdout=LOG_FILE, unbuffered=False, started=T0, sta
                           stdout=stdout, unbuffered=unbuffered, **kw)
 
 
+# A key in advice text: "press u", "u to", "(k)". Advice names actions (Verdict.actions); the UI shows keys.
+KEY_IN_TEXT = re.compile(r"\bpress\b|(?<![-\w])[a-z] to\b|\([a-z]\)", re.IGNORECASE)
+
+
 def verdict_at(o, now, previous=None):
-    return infer_phase(o, now, previous)
+    v = infer_phase(o, now, previous)
+    # Every verdict of every test here: advice names no key, and every action it names exists.
+    assert not KEY_IN_TEXT.search(v.advice), v.advice
+    assert all(registry.by_name(a).scope == "job" for a in v.actions), v.actions
+    return v
 
 
 # ------------------------------------------------------------------ start-up, loading, compiling
@@ -131,7 +142,7 @@ def test_busy_but_silent_with_buffered_stdout_is_silent_not_stalled():
     assert (v.phase, v.detail) == ("silent", "buffered-stdout")
     assert any("no -u, no PYTHONUNBUFFERED" in e for e in v.evidence)
     assert any("GPU0 100% util, 79 GB, 690 W" in e for e in v.evidence)
-    assert "press u" in v.advice
+    assert v.actions == ("restart_unbuffered",) and "restart it with -u" in v.advice
 
 
 def test_buffered_job_before_threshold_is_training_with_a_warning():
@@ -139,6 +150,7 @@ def test_buffered_job_before_threshold_is_training_with_a_warning():
     v = verdict_at(obs(s, log=LogFacts(path="/work/run/train.log")), T0 + 90)
     assert v.phase == "training"
     assert any("no -u" in e for e in v.evidence)
+    assert v.actions == ("restart_unbuffered",)
 
 
 def test_busy_silent_but_unbuffered_is_silent_not_logging():
@@ -165,7 +177,7 @@ def test_no_progress_past_threshold_is_stalled():
     assert "log silent 18m40s" in v.evidence
     assert any(e.startswith("CPU flat") for e in v.evidence)
     assert v.since == T0 + 380
-    assert "press d" in v.advice
+    assert v.actions == ("dump_stack", "kill") and "dump the stacks" in v.advice
 
 
 def test_cpu_only_hang_is_stalled():
@@ -202,6 +214,7 @@ def test_nccl_spin_is_stalled_not_training():
     assert (v.phase, v.detail) == ("stalled", "nccl-spin")
     assert any("idle power" in e for e in v.evidence)
     assert any("one rank spins 1.0 cores" in e for e in v.evidence)
+    assert v.actions == ("dump_stack",)
 
 
 def test_spin_rule_uses_power_relative_to_limit():
@@ -217,6 +230,7 @@ def test_stopped_process_is_stalled_stopped():
     s = series(T0, 60, step=5, cores=0.0, states=("T",))
     v = verdict_at(obs(s), T0 + 60)
     assert (v.phase, v.detail) == ("stalled", "stopped")
+    assert v.actions == ("kill",)
 
 
 # ------------------------------------------------------------------ crashes and endings
@@ -236,12 +250,14 @@ def test_oom_detail():
     log = LogFacts(failure=Failure("oom", "torch.OutOfMemoryError: CUDA out of memory.", T0 + 20, 3), failures=1)
     v = verdict_at(obs(s, log=log), T0 + 30)
     assert (v.phase, v.detail) == ("crashed", "oom")
+    assert v.actions == ("kill",) and "kill the survivors" in v.advice
 
 
 def test_gone_with_signal_is_crashed_with_signal_evidence():
     s = series(T0, 60, step=5)
     v = verdict_at(obs(s, exit=ExitFacts(T0 + 61, None, 9)), T0 + 62)
     assert (v.phase, v.detail) == ("crashed", "signal")
+    assert v.actions == ("dismiss",)  # nothing left to kill or dump
     assert "killed by SIGKILL (9)" in v.evidence
 
 
@@ -316,6 +332,6 @@ def test_fmt_duration():
 
 
 def test_verdict_json_shape():
-    v = Verdict("stalled", T0, 0.8, "nccl-spin", ("a", "b"), "press d")
+    v = Verdict("stalled", T0, 0.8, "nccl-spin", ("a", "b"), "dump the stacks", ("dump_stack",))
     assert v.to_json() == {"phase": "stalled", "detail": "nccl-spin", "since": T0, "confidence": 0.8,
-                           "evidence": ["a", "b"], "advice": "press d"}
+                           "evidence": ["a", "b"], "advice": "dump the stacks", "actions": ["dump_stack"]}

@@ -22,10 +22,10 @@ def test_parse_duration_rejects(value):
 
 def test_stall_after_per_job_overrides_global():
     spec = JobSpec("train", "gpu1", match="train.py", stall_after_s=900)
-    s = JobSettings(stall_after_s=300, jobs=(spec,), stall_after_by_name={"eval.py": 60})
-    assert s.stall_after_for("train", spec) == 900
-    assert s.stall_after_for("eval.py") == 60
-    assert s.stall_after_for("other.py") == 300
+    s = JobSettings(stall_after_s=300, jobs=(spec,))
+    assert s.stall_after_for(spec) == 900
+    assert s.stall_after_for(JobSpec("eval", "gpu1", match="eval.py")) == 300
+    assert s.stall_after_for(None) == 300
 
 
 def test_numbers_clocks_rates():

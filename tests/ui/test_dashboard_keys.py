@@ -121,10 +121,13 @@ async def test_action_keys_say_not_available_yet(app):
 
 
 async def test_action_keys_in_readonly_mode(source):
+    # --readonly removes kill / restart / dump (the registry's unsafe actions): the keys do nothing.
     app = GpuwatchApp(source, readonly=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("k")
-        assert notifications(app)[-1].startswith("kill: disabled in read-only mode")
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.press("down", "k", "u", "d")
+        await pilot.pause()
+        assert notifications(app) == []
+        assert not {"k", "u", "d"} & set(app.active_bindings)
 
 
 async def test_command_palette_opens_a_job(app):

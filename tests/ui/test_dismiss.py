@@ -82,7 +82,7 @@ async def test_dismiss_from_the_command_palette(app, source):
         await pilot.press("ctrl+p")
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
-        await pilot.press(*"dismiss selected")
+        await pilot.press(*"dismiss ended")  # the registry title: "Dismiss ended job"
         await pilot.pause(0.3)
         await pilot.press("enter")
         await pilot.pause()

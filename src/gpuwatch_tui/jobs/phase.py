@@ -8,12 +8,12 @@ runs ~98-100% util near the limit; a spinning NCCL collective shows ~100% util a
 
 from __future__ import annotations
 
-import math
 import signal as _signal
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..model import FdTarget
+from ..vocab import DEFAULT_STALL_AFTER_S, fmt_duration
 from .interpret import Failure, PhaseHint
 from .progress import Progress
 
@@ -38,6 +38,11 @@ COMPILER_NAMES = frozenset(
      "ptxas", "nvcc", "cicc", "nvlink", "fatbinary", "cudafe++", "ninja", "nvdisasm"}
 )
 COMPILE_WORKER_MARK = "torch/_inductor/compile_worker"
+
+# Actions the advice may name (actions/registry.py): the UI shows their keys, the CLI their verbs.
+KILL, RESTART, DUMP, DISMISS = "kill", "restart_unbuffered", "dump_stack", "dismiss"
+BUFFERED_ADVICE = "output is sitting in the process's stdout buffer: restart it with -u to see it"
+UNFLUSHED_ADVICE = "stdout is block-buffered: restart it with -u to see its output as it is written"
 
 
 @dataclass(frozen=True)
@@ -117,7 +122,7 @@ class OutputFacts:
 @dataclass(frozen=True)
 class JobObservation:
     samples: Sequence[ResourceSample]  # oldest first
-    stall_after_s: float = 300.0
+    stall_after_s: float = DEFAULT_STALL_AFTER_S
     started_at: float | None = None  # the earliest process start of the job
     log: LogFacts = field(default_factory=LogFacts)
     stdout: FdTarget | None = None
@@ -151,23 +156,11 @@ class Verdict:
             "confidence": round(self.confidence, 2),
             "evidence": list(self.evidence),
             "advice": self.advice,
+            "actions": list(self.actions),
         }
 
 
 # ----------------------------------------------------------------------------- helpers
-def fmt_duration(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "?"
-    s = int(max(0, seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
-
-
 def format_history(history: Sequence[tuple[str, float]], now: float) -> str:
     """[(phase, since), ...] -> "loading 22m00s -> compiling 4m00s -> training 3h00m"."""
     parts = []
@@ -175,16 +168,6 @@ def format_history(history: Sequence[tuple[str, float]], now: float) -> str:
         end = history[i + 1][1] if i + 1 < len(history) else now
         parts.append(f"{phase} {fmt_duration(end - since)}")
     return " -> ".join(parts)
-
-
-def fmt_bytes(n: float | None) -> str:
-    if n is None:
-        return "?"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def signal_name(signum: int | None) -> str:
@@ -396,17 +379,60 @@ def _phase_progress_evidence(log: LogFacts) -> str | None:
     return f"{desc} {pp['step']}{total}".strip()
 
 
+@dataclass(frozen=True)
+class DecisionContext:
+    """The facts derived from one observation that the engine's rules read (built by `_context`)."""
+
+    obs: JobObservation
+    now: float
+    act: _Activity  # CPU / GPU rates over the recent window
+    log: LogFacts
+    hint: PhaseHint | None  # the phase the log last announced
+    started: float  # the job's start (or first sight)
+    age: float  # seconds since `started`
+    log_known: bool  # no log to follow, or the probe has read it at least once
+    last_log: float | None  # when the log last grew (or was last written, before we looked)
+    quiet_from: float  # since when nothing was logged
+    quiet_s: float
+    threshold: float  # the job's stall_after
+    gpu_busy: bool
+    gpu_idle: bool
+    gpu_spin: bool  # ~100% util at idle power: a kernel waiting (a collective), not computing
+    spin_idx: tuple[int, ...]
+    cpu_busy: bool
+    cpu_flat: bool
+    buffered: bool  # Python stdout block-buffered into a file or pipe
+    stdout_line: str | None  # evidence lines, ready to show
+    gpu_lines: tuple[str, ...]
+    cpu_line: str | None
+    progress_line: str | None
+    log_line: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the rules concluded; `infer_phase` turns it into a Verdict (keeping `since` stable)."""
+
+    phase: str
+    detail: str | None
+    confidence: float
+    evidence: Sequence[str | None]  # None entries are facts that did not apply; dropped
+    advice: str
+    since: float
+    actions: tuple[str, ...] = ()
+
+
 # ----------------------------------------------------------------------------- the engine
 def infer_phase(obs: JobObservation, now: float, previous: Verdict | None = None) -> Verdict:
-    phase, detail, confidence, evidence, advice, since = _decide(obs, now)
+    d = _decide(_context(obs, now))
     # `since` holds while the phase does; a new phase starts at its own natural time.
-    if previous is not None and previous.phase == phase:
-        since = previous.since
-    evidence = [e for e in evidence if e]
-    return Verdict(phase, since, max(0.0, min(1.0, confidence)), detail, tuple(dict.fromkeys(evidence)), advice)
+    since = previous.since if previous is not None and previous.phase == d.phase else d.since
+    evidence = tuple(dict.fromkeys(e for e in d.evidence if e))
+    return Verdict(d.phase, since, max(0.0, min(1.0, d.confidence)), d.detail, evidence, d.advice, d.actions)
 
 
-def _decide(obs: JobObservation, now: float):
+def _context(obs: JobObservation, now: float) -> DecisionContext:
+    """The facts every rule of the engine reads, derived once from the observation."""
     log = obs.log
     act = _activity(obs.samples, now)
     first_seen = obs.samples[0].time if obs.samples else now
@@ -445,25 +471,35 @@ def _decide(obs: JobObservation, now: float):
         log_line = f"no log output seen in {fmt_duration(quiet_s)}{log_name}"
     if log.error:
         log_line += f" (log unreadable: {log.error})"
-    hint = log.hint
 
+    return DecisionContext(
+        obs=obs, now=now, act=act, log=log, hint=log.hint, started=started, age=age, log_known=log_known,
+        last_log=last_log, quiet_from=quiet_from, quiet_s=quiet_s, threshold=threshold,
+        gpu_busy=gpu_busy, gpu_idle=gpu_idle, gpu_spin=gpu_spin, spin_idx=tuple(spin_idx),
+        cpu_busy=act.cpu_cores is not None and act.cpu_cores >= CPU_BUSY_CORES,
+        cpu_flat=act.cpu_cores is not None and act.cpu_cores < CPU_FLAT_CORES,
+        buffered=buffered, stdout_line=stdout_line, gpu_lines=tuple(gpu_lines), cpu_line=cpu_line,
+        progress_line=progress_line, log_line=log_line,
+    )
+
+
+def _decide(ctx: DecisionContext) -> Decision:
+    """The verdict's content, rule by rule, worst news first."""
+    obs, now, act, log, hint = ctx.obs, ctx.now, ctx.act, ctx.log, ctx.hint
     if obs.exit is not None:
-        ended_progress = _progress_evidence(log.progress, with_eta=False)
-        return _ended(obs, now, log, buffered, stdout_line, ended_progress)
+        return _ended(ctx)
 
     failure = log.failure
     if failure is not None:
         where = f" (rank {failure.rank})" if failure.rank is not None else ""
         ev = [f"log: {failure.summary}{where}", f"{log.failures} error line(s) since the last progress"
-              if log.failures > 1 else None, *gpu_lines[:2], cpu_line, "processes still running"]
-        advice = {
-            "oom": "out of GPU memory: press k to kill the survivors; lower the batch size",
-            "nccl-timeout": "a collective timed out: press d to dump stacks to find the rank that stopped",
-        }.get(failure.detail, "press k to kill the remaining processes; press d to dump stacks first")
-        return "crashed", failure.detail, 0.85, ev, advice, failure.time
+              if log.failures > 1 else None, *ctx.gpu_lines[:2], ctx.cpu_line, "processes still running"]
+        advice, actions = {
+            "oom": ("out of GPU memory: kill the survivors, then lower the batch size", (KILL,)),
+            "nccl-timeout": ("a collective timed out: dump the stacks to find the rank that stopped", (DUMP,)),
+        }.get(failure.detail, ("processes are still running: dump their stacks first, then kill them", (DUMP, KILL)))
+        return Decision("crashed", failure.detail, 0.85, ev, advice, failure.time, actions)
 
-    cpu_busy = act.cpu_cores is not None and act.cpu_cores >= CPU_BUSY_CORES
-    cpu_flat = act.cpu_cores is not None and act.cpu_cores < CPU_FLAT_CORES
     compilers = act.compilers_recent
     workers_new = obs.compile_worker_since is not None and (
         log.last_progress_at is None or obs.compile_worker_since > log.last_progress_at
@@ -472,140 +508,147 @@ def _decide(obs: JobObservation, now: float):
     # where the GPU does not show it (CPU training, or a GPU reading a frame behind).
     trained_since = (log.last_progress_at is not None and act.compilers_last_at is not None
                      and log.last_progress_at > act.compilers_last_at)
-    compiling = bool(compilers) and not gpu_busy and not trained_since
-    if not compiling and act.compile_workers and not gpu_busy and cpu_busy and workers_new:
+    compiling = bool(compilers) and not ctx.gpu_busy and not trained_since
+    if not compiling and act.compile_workers and not ctx.gpu_busy and ctx.cpu_busy and workers_new:
         compiling = True  # the worker pool just appeared and nothing has trained since
-    if not compiling and hint is not None and hint.phase == "compiling" and cpu_busy and not gpu_busy:
+    if not compiling and hint is not None and hint.phase == "compiling" and ctx.cpu_busy and not ctx.gpu_busy:
         compiling = True  # dynamo tracing in the main process, before any compiler child
     if compiling:
         ev = [
             f"compiler processes: {', '.join(compilers)}" if compilers else None,
             f"inductor compile workers: {act.compile_workers}" if act.compile_workers else None,
-            cpu_line, *gpu_lines[:2],
+            ctx.cpu_line, *ctx.gpu_lines[:2],
             f"log: {hint.text[:120]}" if hint is not None and hint.phase == "compiling" else None,
-            log_line if quiet_s >= 60 else None,
+            ctx.log_line if ctx.quiet_s >= 60 else None,
         ]
         since = hint.since if hint is not None and hint.phase == "compiling" else (obs.compile_worker_since or now)
         detail = hint.detail if hint is not None and hint.phase == "compiling" else "torch.compile"
-        return "compiling", detail, 0.8 if compilers else 0.65, ev, "first compile can take minutes; wait", since
+        return Decision("compiling", detail, 0.8 if compilers else 0.65, ev, "first compile can take minutes; wait",
+                        since)
 
     states = act.states
     if states and all(s == "T" for s in states):
-        return ("stalled", "stopped", 0.9, ["process stopped (state T)", log_line, *gpu_lines[:2]],
-                "the process is stopped (SIGSTOP / ^Z): send SIGCONT, or press k to kill", now)
+        return Decision("stalled", "stopped", 0.9, ["process stopped (state T)", ctx.log_line, *ctx.gpu_lines[:2]],
+                        "the process is stopped (SIGSTOP / ^Z): send it SIGCONT, or kill it", now, (KILL,))
 
-    if not log_known and hint is None and not gpu_busy:
+    if not ctx.log_known and hint is None and not ctx.gpu_busy:
         # First sight: the log has not been read yet. Say so rather than guess.
-        if age < min(threshold, YOUNG_S):
-            return ("starting", None, 0.5, [f"started {fmt_duration(age)} ago", log_line, cpu_line, *gpu_lines[:2]],
-                    "", started)
-        return ("unknown", "observing", 0.2, [f"first seen, started {fmt_duration(age)} ago", log_line,
-                                              cpu_line or "CPU rate not measured yet", *gpu_lines[:2]], "", now)
-    if quiet_s < threshold:
-        return _active(obs, now, act, log, hint, age, quiet_s, threshold, gpu_busy, gpu_idle, gpu_spin,
-                       cpu_busy, buffered, stdout_line, gpu_lines, cpu_line, progress_line, log_line)
+        if ctx.age < min(ctx.threshold, YOUNG_S):
+            ev = [f"started {fmt_duration(ctx.age)} ago", ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2]]
+            return Decision("starting", None, 0.5, ev, "", ctx.started)
+        ev = [f"first seen, started {fmt_duration(ctx.age)} ago", ctx.log_line,
+              ctx.cpu_line or "CPU rate not measured yet", *ctx.gpu_lines[:2]]
+        return Decision("unknown", "observing", 0.2, ev, "", now)
+    if ctx.quiet_s < ctx.threshold:
+        return _active(ctx)
 
     # ---- the log has been quiet past the threshold
-    quiet_since = quiet_from
+    quiet_since = ctx.quiet_from
     progress_line = _progress_evidence(log.progress, with_eta=False)  # an ETA from before the silence is stale
     out = obs.output
-    if gpu_spin:
-        spin_gpus = ", ".join(f"GPU{i}" for i in spin_idx)
-        ev = [log_line, *gpu_lines,
+    if ctx.gpu_spin:
+        spin_gpus = ", ".join(f"GPU{i}" for i in ctx.spin_idx)
+        ev = [ctx.log_line, *ctx.gpu_lines,
               f"{spin_gpus}: ~100% util at idle power: a kernel waiting, not computing",
-              f"one rank spins {act.max_rank_cores:.1f} cores" if act.max_rank_cores else cpu_line,
+              f"one rank spins {act.max_rank_cores:.1f} cores" if act.max_rank_cores else ctx.cpu_line,
               "GPU memory flat" if all(abs(d) < 64 for d in act.gpu_mem_delta.values()) else None]
-        return ("stalled", "nccl-spin", 0.8, ev,
-                "a collective is waiting for a rank that stopped: press d to dump stacks of every rank", quiet_since)
-    if gpu_busy:
-        detail = "buffered-stdout" if buffered else "not-logging"
-        ev = [log_line, *gpu_lines, cpu_line, stdout_line, progress_line]
-        advice = ("output is sitting in the process's stdout buffer: press u to restart with -u"
-                  if buffered else "working but not logging: press d to dump stacks to see where")
-        return "silent", detail, 0.8 if buffered else 0.6, ev, advice, quiet_since
-    if cpu_busy:
+        return Decision("stalled", "nccl-spin", 0.8, ev,
+                        "a collective is waiting for a rank that stopped: dump the stacks of every rank to find it",
+                        quiet_since, (DUMP,))
+    if ctx.gpu_busy:
+        detail = "buffered-stdout" if ctx.buffered else "not-logging"
+        ev = [ctx.log_line, *ctx.gpu_lines, ctx.cpu_line, ctx.stdout_line, progress_line]
+        advice, actions = ((BUFFERED_ADVICE, (RESTART,)) if ctx.buffered
+                           else ("working but not logging: dump the stacks to see where", (DUMP,)))
+        return Decision("silent", detail, 0.8 if ctx.buffered else 0.6, ev, advice, quiet_since, actions)
+    if ctx.cpu_busy:
         if hint is not None and hint.phase == "loading":
-            return ("loading", hint.detail, 0.6, [log_line, cpu_line, f"log: {hint.text[:120]}", *gpu_lines[:2]],
-                    "", hint.since)
-        detail = "buffered-stdout" if buffered else "cpu-busy"
-        ev = [log_line, cpu_line, *gpu_lines[:2], stdout_line, progress_line]
-        advice = ("output is sitting in the process's stdout buffer: press u to restart with -u"
-                  if buffered else "busy on CPU without logging: press d to dump stacks to see where")
-        return "silent", detail, 0.7 if buffered else 0.55, ev, advice, quiet_since
-    if out is not None and out.newest_mtime is not None and now - out.newest_mtime < threshold:
+            ev = [ctx.log_line, ctx.cpu_line, f"log: {hint.text[:120]}", *ctx.gpu_lines[:2]]
+            return Decision("loading", hint.detail, 0.6, ev, "", hint.since)
+        detail = "buffered-stdout" if ctx.buffered else "cpu-busy"
+        ev = [ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2], ctx.stdout_line, progress_line]
+        advice, actions = ((BUFFERED_ADVICE, (RESTART,)) if ctx.buffered
+                           else ("busy on CPU without logging: dump the stacks to see where", (DUMP,)))
+        return Decision("silent", detail, 0.7 if ctx.buffered else 0.55, ev, advice, quiet_since, actions)
+    if out is not None and out.newest_mtime is not None and now - out.newest_mtime < ctx.threshold:
         ev = [f"output dir written {fmt_duration(now - out.newest_mtime)} ago"
-              + (f" ({out.newest_name})" if out.newest_name else ""), log_line, cpu_line, *gpu_lines[:2]]
-        return "checkpointing", "output-dir", 0.5, ev, "", out.newest_mtime
+              + (f" ({out.newest_name})" if out.newest_name else ""), ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2]]
+        return Decision("checkpointing", "output-dir", 0.5, ev, "", out.newest_mtime)
     if act.cpu_cores is None:
         # One sample: no CPU rate yet. A job is never called stalled on a single look.
-        ev = [log_line, "CPU rate not measured yet (one sample)", *gpu_lines[:2]]
-        return "unknown", "observing", 0.2, ev, "", now
+        ev = [ctx.log_line, "CPU rate not measured yet (one sample)", *ctx.gpu_lines[:2]]
+        return Decision("unknown", "observing", 0.2, ev, "", now)
     if states and any(s == "D" for s in states):
         if hint is None or hint.phase in ("loading", "starting", "checkpointing"):
             phase = hint.phase if hint is not None and hint.phase != "starting" else "loading"
-            return (phase, "io-wait", 0.5, ["process in disk wait (state D)", log_line, cpu_line], "",
-                    hint.since if hint is not None else started)
-        return ("stalled", "io-wait", 0.6, ["process in disk wait (state D)", log_line, cpu_line, *gpu_lines[:2]],
-                "stuck on I/O: check the filesystem; press d to dump stacks", quiet_since)
+            return Decision(phase, "io-wait", 0.5, ["process in disk wait (state D)", ctx.log_line, ctx.cpu_line], "",
+                            hint.since if hint is not None else ctx.started)
+        ev = ["process in disk wait (state D)", ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2]]
+        return Decision("stalled", "io-wait", 0.6, ev,
+                        "stuck on I/O: check the filesystem; dump the stacks to see which call waits",
+                        quiet_since, (DUMP,))
     # Nothing moves: no log, no CPU, no GPU work.
     held = any((g.mem_used_mib or 0) > 0 for g in act.gpus.values())
-    ev = [log_line, cpu_line or "CPU time unknown", *gpu_lines,
-          "GPU memory held, no kernels running" if held and gpu_idle else None,
+    ev = [ctx.log_line, ctx.cpu_line or "CPU time unknown", *ctx.gpu_lines,
+          "GPU memory held, no kernels running" if held and ctx.gpu_idle else None,
           f"last log phase: {hint.phase} ({fmt_duration(now - hint.time)} ago)" if hint is not None else None,
           progress_line]
-    confidence = 0.85 if cpu_flat else 0.6
-    return ("stalled", "no-progress", confidence, ev,
-            "no sign of progress: press d to dump stacks (py-spy), k to kill", quiet_since)
+    confidence = 0.85 if ctx.cpu_flat else 0.6
+    return Decision("stalled", "no-progress", confidence, ev,
+                    "no sign of progress: dump the stacks to see where it waits, or kill it", quiet_since,
+                    (DUMP, KILL))
 
 
-def _active(obs, now, act, log, hint, age, quiet_s, threshold, gpu_busy, gpu_idle, gpu_spin, cpu_busy,
-            buffered, stdout_line, gpu_lines, cpu_line, progress_line, log_line):
+def _active(ctx: DecisionContext) -> Decision:
     """The log is not quiet past the threshold (or the job is young): trust the log, check resources."""
-    last_line = f"last log line {fmt_duration(quiet_s)} ago" if log.last_growth_at is not None else log_line
-    warn_buffer = stdout_line if buffered and log.total_bytes == 0 else None
-    spin_warning = "GPU ~100% util at idle power: may be waiting in a collective" if gpu_spin else None
-    if hint is not None and hint.phase == "starting" and cpu_busy:
+    obs, now, act, log, hint = ctx.obs, ctx.now, ctx.act, ctx.log, ctx.hint
+    last_line = f"last log line {fmt_duration(ctx.quiet_s)} ago" if log.last_growth_at is not None else ctx.log_line
+    warn_buffer = ctx.stdout_line if ctx.buffered and log.total_bytes == 0 else None
+    spin_warning = "GPU ~100% util at idle power: may be waiting in a collective" if ctx.gpu_spin else None
+    if hint is not None and hint.phase == "starting" and ctx.cpu_busy:
         # The last phase line is a start-up banner (torchrun's), but since it the GPUs have computed (high
         # util at well above held-idle power) and the CPU works: training, though no rule matched the
         # job's own lines. Once so, it stays training until the log's silence says otherwise.
         computed = [s.time for s in obs.samples if s.time >= hint.time and _computing(s)]
         if computed:
             now_computing = bool(obs.samples) and _computing(obs.samples[-1])
-            ev = [*gpu_lines[:4], cpu_line,
+            ev = [*ctx.gpu_lines[:4], ctx.cpu_line,
                   f"GPUs computing since {fmt_duration(now - computed[0])} ago" if now_computing
                   else f"GPUs last computed {fmt_duration(now - computed[-1])} ago",
                   f"last phase line: {hint.text[:120]}", last_line, warn_buffer, spin_warning]
-            advice = "stdout is block-buffered: press u to restart with -u to see its output" if warn_buffer else ""
-            return "training", None, 0.55 if now_computing else 0.45, ev, advice, computed[0]
+            advice, actions = (UNFLUSHED_ADVICE, (RESTART,)) if warn_buffer else ("", ())
+            return Decision("training", None, 0.55 if now_computing else 0.45, ev, advice, computed[0], actions)
     if hint is not None:
         phase = hint.phase
         ev = [f"log: {hint.text[:120]}", last_line]
         if phase == "training":
-            ev.append(progress_line)
+            ev.append(ctx.progress_line)
         else:
             ev.append(_phase_progress_evidence(log))
-        ev += [*gpu_lines[:4], cpu_line, spin_warning]
-        confidence = 0.9 if quiet_s < min(60.0, threshold / 2) else 0.7
-        if phase == "training" and gpu_idle and obs.has_gpus and act.gpus and quiet_s >= 60:
+        ev += [*ctx.gpu_lines[:4], ctx.cpu_line, spin_warning]
+        confidence = 0.9 if ctx.quiet_s < min(60.0, ctx.threshold / 2) else 0.7
+        if phase == "training" and ctx.gpu_idle and obs.has_gpus and act.gpus and ctx.quiet_s >= 60:
             confidence = 0.5  # the log says training but the GPUs have gone idle
-        return phase, hint.detail, confidence, ev, "", hint.since
+        return Decision(phase, hint.detail, confidence, ev, "", hint.since)
     # No rule has matched yet: judge from the resources.
-    if gpu_busy:
-        ev = [*gpu_lines, cpu_line, last_line, warn_buffer]
-        advice = "stdout is block-buffered: press u to restart with -u to see its output" if warn_buffer else ""
-        return "training", None, 0.55, ev, advice, obs.samples[0].time if obs.samples else now
-    if age < threshold:
-        ev = [f"started {fmt_duration(age)} ago", last_line, cpu_line, *gpu_lines[:2], warn_buffer]
-        return "starting", None, 0.7, ev, "", obs.started_at if obs.started_at is not None else now
+    if ctx.gpu_busy:
+        ev = [*ctx.gpu_lines, ctx.cpu_line, last_line, warn_buffer]
+        advice, actions = (UNFLUSHED_ADVICE, (RESTART,)) if warn_buffer else ("", ())
+        return Decision("training", None, 0.55, ev, advice, obs.samples[0].time if obs.samples else now, actions)
+    if ctx.age < ctx.threshold:
+        ev = [f"started {fmt_duration(ctx.age)} ago", last_line, ctx.cpu_line, *ctx.gpu_lines[:2], warn_buffer]
+        return Decision("starting", None, 0.7, ev, "", obs.started_at if obs.started_at is not None else now)
     if log.last_growth_at is not None:
-        ev = [last_line, cpu_line, *gpu_lines[:2]]
-        return "unknown", "no-rule-matched", 0.3, ev, "add a [[rules]] pattern for this job's log lines", now
-    ev = [log_line, cpu_line, *gpu_lines[:2], warn_buffer]
-    return "unknown", None, 0.3, ev, "", now
+        ev = [last_line, ctx.cpu_line, *ctx.gpu_lines[:2]]
+        return Decision("unknown", "no-rule-matched", 0.3, ev, "add a [[rules]] pattern for this job's log lines", now)
+    ev = [ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2], warn_buffer]
+    return Decision("unknown", None, 0.3, ev, "", now)
 
 
-def _ended(obs: JobObservation, now: float, log: LogFacts, buffered: bool, stdout_line: str | None,
-           progress_line: str | None):
+def _ended(ctx: DecisionContext) -> Decision:
+    """Every main process is gone: how it ended, from the exit status where known, else from the log."""
+    obs, log = ctx.obs, ctx.log
+    progress_line = _progress_evidence(log.progress, with_eta=False)  # no ETA for a job that has ended
     ex = obs.exit
     assert ex is not None
     ended = ex.ended_at
@@ -621,15 +664,16 @@ def _ended(obs: JobObservation, now: float, log: LogFacts, buffered: bool, stdou
         fail_line = f"log: {failure.summary}{where}"
     tail_advice = "read the end of the log; dismiss the job when done"
     if sig is not None:
-        ev = [f"killed by {signal_name(sig)} ({sig})", fail_line, progress_line, stdout_line if buffered else None]
-        if buffered:
+        ev = [f"killed by {signal_name(sig)} ({sig})", fail_line, progress_line,
+              ctx.stdout_line if ctx.buffered else None]
+        if ctx.buffered:
             ev.append("buffered stdout was lost with the process")
-        advice = ("SIGKILL: check `dmesg` for the OOM killer" if sig == 9 else tail_advice)
-        return "crashed", "signal", 0.95, ev, advice, ended
+        advice = ("SIGKILL: check `dmesg` for the OOM killer; dismiss the job when done" if sig == 9 else tail_advice)
+        return Decision("crashed", "signal", 0.95, ev, advice, ended, (DISMISS,))
     if code is not None:
         if code == 0:
             ev = ["exit code 0", progress_line, fail_line]
-            return "finished", None, 0.95, ev, "", ended
+            return Decision("finished", None, 0.95, ev, "", ended)
         detail = failure.detail if failure is not None else "exit-code"
         extra = None
         if code > 128 and code - 128 < 65:
@@ -637,33 +681,34 @@ def _ended(obs: JobObservation, now: float, log: LogFacts, buffered: bool, stdou
             if failure is None:
                 detail = "signal"
         ev = [f"exit code {code}", extra, fail_line, progress_line]
-        return "crashed", detail, 0.95, ev, tail_advice, ended
+        return Decision("crashed", detail, 0.95, ev, tail_advice, ended, (DISMISS,))
     # Exit status unknown (the probe did not start the process): read the log's last word.
     ev_unknown = "process gone, exit status unknown (not started by gpuwatch)"
     if failure is not None:
-        return "crashed", failure.detail, 0.85, [fail_line, ev_unknown, progress_line], tail_advice, failure.time
+        return Decision("crashed", failure.detail, 0.85, [fail_line, ev_unknown, progress_line], tail_advice,
+                        failure.time, (DISMISS,))
     if log.exit_code is not None and log.exit_code != 0:
-        return ("crashed", "exit-code", 0.85, [f"log: exit code {log.exit_code}", ev_unknown, progress_line],
-                tail_advice, ended)
+        return Decision("crashed", "exit-code", 0.85, [f"log: exit code {log.exit_code}", ev_unknown, progress_line],
+                        tail_advice, ended, (DISMISS,))
     p = log.progress
     complete = p is not None and p.step is not None and p.total is not None and p.step >= p.total
     if log.finished_at is not None or complete:
         why = "log: training finished" if log.finished_at is not None else "progress reached its total"
-        return "finished", None, 0.8, [why, ev_unknown, progress_line], "", ended
+        return Decision("finished", None, 0.8, [why, ev_unknown, progress_line], "", ended)
     # We did not start it, so its exit status and any signal are unknowable: say so, then the usual causes.
     gone = "process gone without a completion line or a traceback; exit status unknown (not started by gpuwatch)"
     causes = "likely causes: a signal (SIGTERM or SIGKILL: kill, a scheduler, the OOM killer) or a segfault"
     check = "check `dmesg` (OOM killer, segfault) and whether something killed it; "
     if p is not None and p.step is not None and p.total is not None:
         ev = [gone, f"stopped at step {p.step:g}/{p.total:g}", causes]
-        return "crashed", "vanished", 0.65, ev, check + tail_advice, ended
+        return Decision("crashed", "vanished", 0.65, ev, check + tail_advice, ended, (DISMISS,))
     flushed_at_exit = log.last_growth_at is not None and ended - log.last_growth_at <= 15.0
-    if buffered and not flushed_at_exit:
+    if ctx.buffered and not flushed_at_exit:
         ev = [gone, "nothing flushed at exit: a clean exit would have written the stdout buffer",
-              stdout_line, causes, progress_line]
-        return "crashed", "killed", 0.65, ev, check + tail_advice, ended
-    if buffered and flushed_at_exit:
-        return ("finished", None, 0.55, [ev_unknown, "stdout buffer flushed at exit (a normal exit)", progress_line],
-                "", ended)
+              ctx.stdout_line, causes, progress_line]
+        return Decision("crashed", "killed", 0.65, ev, check + tail_advice, ended, (DISMISS,))
+    if ctx.buffered and flushed_at_exit:
+        ev = [ev_unknown, "stdout buffer flushed at exit (a normal exit)", progress_line]
+        return Decision("finished", None, 0.55, ev, "", ended)
     ev = [gone, progress_line, causes]
-    return "crashed", "vanished", 0.5, ev, check + tail_advice, ended
+    return Decision("crashed", "vanished", 0.5, ev, check + tail_advice, ended, (DISMISS,))

@@ -15,27 +15,15 @@ from importlib import resources
 from typing import Any
 
 from ..errors import ConfigError
+from ..vocab import LOG_PHASES
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-PHASES = (
-    "starting",
-    "loading",
-    "compiling",
-    "training",
-    "evaluating",
-    "checkpointing",
-    "silent",
-    "stalled",
-    "crashed",
-    "finished",
-    "unknown",
-)
-# Phases a log line may announce; the rest are the engine's conclusions, not the log's.
-HINT_PHASES = ("starting", "loading", "compiling", "training", "evaluating", "checkpointing", "auto")
+# Phases a rule may announce; "auto": decided from a progress bar's description (`desc`).
+HINT_PHASES = (*LOG_PHASES, "auto")
 EVENTS = ("error", "traceback", "finished", "exit-code", "signal")
 PROGRESS_FIELDS = ("step", "total", "percent", "rate", "unit", "loss", "epoch", "epochs", "eta", "lr")
 _RULE_KEYS = {"name", "pattern", "phase", "detail", "event", "progress", "ignore_case", "unit"}

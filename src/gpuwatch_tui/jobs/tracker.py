@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ..model import DirStat, ExitInfo, HostSample, ProcInfo, TailChunk
+from ..vocab import DEFAULT_STALL_AFTER_S
 from .discovery import (
     configured_groups,
     discover,
@@ -95,7 +96,7 @@ class JobState:
     compile_worker_since: float | None = None
     first_seen: float = 0.0
     last_seen: float = 0.0
-    stall_after_s: float = 300.0
+    stall_after_s: float = DEFAULT_STALL_AFTER_S
 
     @property
     def alive(self) -> bool:
@@ -132,6 +133,7 @@ class JobState:
             "confidence": round(v.confidence, 2) if v else 0.0,
             "evidence": list(v.evidence) if v else [],
             "advice": v.advice if v else "",
+            "actions": list(v.actions) if v else [],  # registry names: the UI shows keys, the CLI verbs
             "log": next(iter(self.logs), None),
             "logs": list(self.logs),
             "exit_code": code,
@@ -292,7 +294,7 @@ class JobTracker:
 
     def _new_job(self, host: str, name: str, job_id: str, now: float, spec: JobSpec | None = None) -> JobState:
         self._serial += 1
-        stall = self.settings.stall_after_for(name, spec)
+        stall = self.settings.stall_after_for(spec)
         job = JobState(job_id, host, name, self._serial, spec=spec, first_seen=now, last_seen=now,
                        stall_after_s=stall, interp=LogInterpreter(self.rules, ProgressTracker()))
         if spec is not None:

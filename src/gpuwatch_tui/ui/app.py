@@ -8,6 +8,7 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
+from ..actions.registry import ACTIONS, ActionSpec, allowed, by_name
 from .commands import GpuwatchCommands
 from .levels import FALLBACK_VARIABLES, job_has_ended
 from .messages import SourceChanged
@@ -22,25 +23,34 @@ def few_colours(color_system: str | None) -> bool:
     return color_system in ("standard", "windows")
 
 
-ACTION_NAMES = {"kill": "kill", "restart": "restart with -u", "dump": "py-spy dump"}
+# Registry keys as typed -> Textual's key names.
+_TEXTUAL_KEYS = {"?": "question_mark", "/": "slash"}
+# Registry actions the app runs itself; every other one is a job action (`action_job_action(name)`).
+_APP_METHODS = {
+    "quit": "quit", "help": "help", "pause": "toggle_pause", "theme": "next_theme", "dismiss": "dismiss_job",
+}
+
+
+def textual_action(spec: ActionSpec) -> str:
+    """The Textual action string a registry action runs."""
+    method = _APP_METHODS.get(spec.name)
+    return method if method is not None else f"job_action({spec.name!r})"
+
+
+def binding_for(spec: ActionSpec) -> Binding:
+    key = _TEXTUAL_KEYS.get(spec.key, spec.key)
+    # The footer keeps to the app-wide keys (what fits in 80 columns); help and the palette list the rest.
+    return Binding(key, textual_action(spec), spec.title, show=spec.scope == "app",
+                   key_display=spec.key if key != spec.key else None)
 
 
 class GpuwatchApp(App):
     CSS_PATH = "gpuwatch.tcss"
     TITLE = "gpuwatch"
     COMMANDS = App.COMMANDS | {GpuwatchCommands}
-    BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("p", "toggle_pause", "Pause"),
-        Binding("t", "next_theme", "Theme"),
-        # Shown in help and the palette; the footer keeps to what fits in 80 columns.
-        Binding("k", "job_action('kill')", "Kill", show=False),
-        Binding("u", "job_action('restart')", "Restart with -u", show=False),
-        Binding("d", "job_action('dump')", "py-spy dump", show=False),
-        # The jobs table and the job pane show it in the footer (the pane only for an ended job).
-        Binding("x", "dismiss_job", "Dismiss ended job", show=False),
-    ]
+    # From the one action registry; --readonly hides the unsafe ones (check_action) rather than
+    # keeping a second list. The jobs table and the job pane show `x` in their own footers.
+    BINDINGS = [binding_for(spec) for spec in ACTIONS]
 
     def __init__(
         self,
@@ -73,6 +83,16 @@ class GpuwatchApp(App):
             self.theme_problems.append(f"theme {theme!r} not found; using {DEFAULT_THEME}")
             theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         self.theme = theme
+
+    def offered_actions(self) -> tuple[ActionSpec, ...]:
+        """The registry actions this dashboard offers (read-only mode drops those that change a host)."""
+        return allowed(self.readonly)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # False hides the binding and refuses the key: in read-only mode kill / restart / dump do not exist.
+        if action == "job_action" and parameters:
+            return by_name(str(parameters[0])) in self.offered_actions()
+        return True
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return self._theme_defaults
@@ -152,15 +172,14 @@ class GpuwatchApp(App):
         self.theme = names[(index + 1) % len(names)]
         self.notify(f"theme: {self.theme}", timeout=1.5)
 
-    def action_job_action(self, action: str) -> None:
-        name = ACTION_NAMES.get(action, action)
+    def action_job_action(self, name: str) -> None:
+        """k / u / d: the actions that act on a host. Not built yet: say so, naming the job."""
+        spec = by_name(name)
         job_id = getattr(self.screen, "selected_job_id", None)
         job = next((j for j in self.source.jobs() if j["id"] == job_id), None) if job_id else None
         target = f" ({job['name']} on {job['host']})" if job else ""
-        if self.readonly:
-            self.notify(f"{name}: disabled in read-only mode{target}", severity="warning", timeout=3)
-        else:
-            self.notify(f"{name}: not available yet{target}", severity="warning", timeout=3)
+        title = spec.title[:1].lower() + spec.title[1:]
+        self.notify(f"{title}: not available yet{target}", severity="warning", timeout=3)
 
     def action_dismiss_job(self) -> None:
         """`x`: forget the selected job once it has ended (its final verdict stays until then).

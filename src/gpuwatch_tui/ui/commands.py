@@ -1,4 +1,4 @@
-"""Command palette entries: open a job, pause, next theme, and the job actions."""
+"""Command palette entries: the registry's actions this dashboard offers, and one per job to open it."""
 
 from __future__ import annotations
 
@@ -6,19 +6,19 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from ..actions.registry import ActionSpec
+
 
 class GpuwatchCommands(Provider):
+    def _command(self, spec: ActionSpec) -> tuple[str, object, str]:
+        from .app import textual_action  # the app module imports this one
+
+        # run_action goes through the app's check_action, as the key does.
+        return spec.title, partial(self.app.run_action, textual_action(spec)), f"{spec.key}: {spec.description}"
+
     def _commands(self) -> list[tuple[str, object, str]]:
         app = self.app
-        commands = [
-            ("Pause / resume display", app.action_toggle_pause, "p: freeze the screen; sampling continues"),
-            ("Next theme", app.action_next_theme, "t: cycle gpuwatch themes"),
-            ("Kill selected job", partial(app.action_job_action, "kill"), "k"),
-            ("Restart selected job with -u", partial(app.action_job_action, "restart"), "u"),
-            ("py-spy dump of selected job", partial(app.action_job_action, "dump"), "d"),
-            ("Dismiss selected job (ended jobs only)", app.action_dismiss_job, "x: drop its final verdict"),
-            ("Help: all keys", app.action_help, "?"),
-        ]
+        commands = [self._command(spec) for spec in app.offered_actions()]
         for job in app.source.jobs():
             commands.append((f"Open job {job['name']} on {job['host']}", partial(app.open_job, job["id"]),
                              f"{job.get('phase')}"))

@@ -2,51 +2,14 @@
 
 from __future__ import annotations
 
-
-def age(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    seconds = max(0.0, seconds)
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    if seconds < 60:
-        return f"{seconds:.0f}s"
-    if seconds < 3600:
-        return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s"
-    if seconds < 86400:
-        return f"{seconds // 3600:.0f}h{seconds % 3600 // 60:02.0f}m"
-    return f"{seconds // 86400:.0f}d{seconds % 86400 // 3600:02.0f}h"
+from ..vocab import fmt_age, fmt_bytes, fmt_clock, fmt_coarse_age
 
 
-def coarse_age(seconds: float | None) -> str:
-    """Whole seconds: a healthy host's age does not flicker between 0.2s and 0.9s."""
-    if seconds is None:
-        return "-"
-    if seconds < 1:
-        return "<1s"
-    if seconds < 60:
-        return f"{int(seconds)}s"
-    return age(seconds)
-
-
-def duration(seconds: float | None) -> str:
-    """ETA-style: 1:02:03 / 12:34."""
-    if seconds is None:
-        return "-"
-    seconds = int(max(0, seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-def size(n: float | None) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} PB"
+# Units are written one way across gpuwatch (vocab); these names are what the widgets call.
+age = fmt_age
+coarse_age = fmt_coarse_age
+duration = fmt_clock  # ETA-style: 1:02:03 / 12:34
+size = fmt_bytes
 
 
 def progress(p: dict | None) -> str:

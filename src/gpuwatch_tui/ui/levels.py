@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-PHASES = (
-    "starting", "loading", "compiling", "training", "evaluating", "checkpointing",
-    "silent", "stalled", "crashed", "finished", "unknown",
-)
-# Worst first: the default sort of the jobs table puts the jobs that need a person on top.
-PHASE_URGENCY = {
-    "crashed": 0, "stalled": 1, "silent": 2, "unknown": 3, "starting": 4, "loading": 5,
-    "compiling": 6, "checkpointing": 7, "evaluating": 8, "training": 9, "finished": 10,
-}
-
-HOST_OK = {"connected"}
-HOST_WARN = {"connecting", "stale", "reconnecting"}
+from ..vocab import ENDED_PHASES, HOST_OK_STATES, HOST_WARN_STATES, PHASE_URGENCY, PHASES  # noqa: F401
 
 
 def util_level(pct: float | None) -> str:
@@ -43,14 +32,11 @@ def temp_level(celsius: float | None) -> str:
 
 
 def host_level(state: str) -> str:
-    if state in HOST_OK:
+    if state in HOST_OK_STATES:
         return "host-ok"
-    if state in HOST_WARN:
+    if state in HOST_WARN_STATES:
         return "host-warn"
     return "host-bad"
-
-
-ENDED_PHASES = {"finished", "crashed"}
 
 
 def job_has_ended(job: dict) -> bool:

@@ -1,4 +1,5 @@
-"""`?`: every key binding, gathered from the classes that declare them (so the list cannot drift)."""
+"""`?`: every key binding, gathered from the action registry and the classes that declare keys
+(so the list cannot drift)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from textual.widgets import Static
 
 
 def binding_rows(app) -> list[tuple[str, str, str]]:
-    """(where, key, what) for every binding gpuwatch declares."""
+    """(where, key, what) for every binding gpuwatch declares; the app-wide ones are the registry's
+    actions this dashboard offers (read-only mode lists no key it would refuse)."""
+    from ..app import binding_for
     from ..widgets.gpu_grid import GpuGrid
     from ..widgets.jobs_table import JobsTable
     from ..widgets.log_view import LogView
@@ -20,12 +23,13 @@ def binding_rows(app) -> list[tuple[str, str, str]]:
     from .job_screen import JobScreen
 
     places = (
-        ("everywhere", type(app)), ("dashboard", DashboardScreen), ("GPU grid", GpuGrid),
-        ("jobs table", JobsTable), ("job pane", JobScreen), ("job log", LogView), ("help", HelpScreen),
+        ("everywhere", [binding_for(spec) for spec in app.offered_actions()]),
+        ("dashboard", DashboardScreen.BINDINGS), ("GPU grid", GpuGrid.BINDINGS), ("jobs table", JobsTable.BINDINGS),
+        ("job pane", JobScreen.BINDINGS), ("job log", LogView.BINDINGS), ("help", HelpScreen.BINDINGS),
     )
     rows = []
-    for where, cls in places:
-        for binding in cls.BINDINGS:
+    for where, bindings in places:
+        for binding in bindings:
             if not isinstance(binding, Binding):
                 binding = Binding(*binding)
             for key in binding.key.split(","):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.style import Style
 from rich.text import Text
 
+from ...actions.registry import key_hint
 from .. import formatting, levels
 from .themed_static import ThemedStatic
 
@@ -30,4 +31,9 @@ class VerdictPanel(ThemedStatic):
         if job.get("advice"):
             text.append("\n → ", p.style("phase-training", bold=True))
             text.append(job["advice"], Style(bold=True))
+        # The engine names actions; here they become keys ("u: restart with -u"), those this dashboard offers.
+        offered = {spec.name for spec in self.app.offered_actions()}
+        keys = [key_hint(name) for name in job.get("actions") or () if name in offered]
+        if keys:
+            text.append("\n   " + " · ".join(keys), p.style("phase-training", bold=True))
         return text
