@@ -57,7 +57,7 @@ def _matched(regex: str):
     ns = {"__name__": "probe_under_test", "BUNDLE": {"modules": {}, "options": {}}}
     exec(compile(probe_source(), "agent.py", "exec"), ns)
     probe = ns["Probe"]({"interval": 1})
-    probe.handle({"op": "want", "pids": [], "tails": {}, "dirs": {}, "matches": {"cfg0": {"regex": regex}}})
+    probe.set_wants({"op": "want", "pids": [], "tails": {}, "dirs": {}, "matches": {"cfg0": {"regex": regex}}})
     probe.scan(time.time())
     sample = parse_sample(json.loads(json.dumps(probe.sample())))
     return [sample.procs[p] for p in sample.matches.get("cfg0", []) if p in sample.procs]
