@@ -40,8 +40,8 @@ def test_discovers_torchrun_job_tails_its_log_and_reports_json():
     assert job["history"][-1]["phase"] == "training"
     json.dumps(tr.to_json())  # serialisable
     assert tr.log_lines(job["id"])[-1].startswith(" 10%")
-    assert tr.job_log(job["id"]) == tr.log_lines(job["id"]) and tr.job_log_total(job["id"]) == 2
-    assert [p.pid for p in tr.job_procs(job["id"])] == [100, 101, 102] and tr.job_outdir(job["id"]) is None
+    assert tr.log_total(job["id"]) == 2
+    assert [p.pid for p in tr.procs(job["id"])] == [100, 101, 102] and tr.outdir(job["id"]) is None
 
 
 def test_crashed_job_stays_listed_until_dismissed():
