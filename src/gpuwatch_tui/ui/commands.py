@@ -20,8 +20,7 @@ class GpuwatchCommands(Provider):
             ("Help: all keys", app.action_help, "?"),
         ]
         for job in app.source.jobs():
-            commands.append((f"Open job {job['name']} on {job['host']}", partial(app.open_job, job["id"]),
-                             f"{job.get('phase')}"))
+            commands.append((f"Open job {job.name} on {job.host}", partial(app.open_job, job.id), job.phase))
         return commands
 
     async def discover(self) -> Hits:

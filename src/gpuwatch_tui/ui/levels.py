@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..views import JobView
+
 PHASES = (
     "starting", "loading", "compiling", "training", "evaluating", "checkpointing",
     "silent", "stalled", "crashed", "finished", "unknown",
@@ -53,10 +58,10 @@ def host_level(state: str) -> str:
 ENDED_PHASES = {"finished", "crashed"}
 
 
-def job_has_ended(job: dict) -> bool:
-    """Whether a job (as in `status --json`) may be dismissed: its verdict says it ended, or the
-    tracker says none of its processes is alive. A job without "alive" is judged by phase."""
-    return job.get("phase") in ENDED_PHASES or job.get("alive") is False
+def job_has_ended(job: JobView) -> bool:
+    """Whether a job may be dismissed: its verdict says it ended, or the tracker says none of its
+    processes is alive."""
+    return job.phase in ENDED_PHASES or not job.alive
 
 
 def phase_variable(phase: str | None) -> str:
