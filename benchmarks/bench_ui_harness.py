@@ -13,6 +13,7 @@ Figures: CPU share of one core and RSS of the dashboard process (from /proc), fi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import os
 import subprocess
@@ -27,6 +28,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from gpuwatch_tui.model import GpuProcess, GpuSample, HostSample  # noqa: E402
 from gpuwatch_tui.store import Store  # noqa: E402
+from gpuwatch_tui.views import JobView  # noqa: E402
 
 LOG_LIMIT = 10_000
 
@@ -46,12 +48,14 @@ class SyntheticFleet:
         self._log: deque[str] = deque(maxlen=LOG_LIMIT)
         self._log_total = 0
         self._jobs = [
-            {"id": f"{name}:1000", "name": f"train-{i:03d}", "host": name, "pids": [1000], "gpus": list(range(gpus)),
-             "phase": "training", "detail": None, "since": time.time() - 3600, "confidence": 0.9,
-             "evidence": ["GPUs busy"], "advice": "nothing to do", "log": "/tmp/x.log", "exit_code": None,
-             "progress": {"step": 0, "total": 100000, "rate": 3.0, "unit": "it", "loss": 2.0, "epoch": 1,
-                          "eta_s": 30000.0},
-             "history": [{"phase": "training", "since": time.time() - 3600}]}
+            JobView.from_json(
+                {"id": f"{name}:1000", "name": f"train-{i:03d}", "host": name, "pids": [1000],
+                 "gpus": list(range(gpus)), "phase": "training", "detail": None, "since": time.time() - 3600,
+                 "confidence": 0.9, "evidence": ["GPUs busy"], "advice": "nothing to do", "log": "/tmp/x.log",
+                 "exit_code": None,
+                 "progress": {"step": 0, "total": 100000, "rate": 3.0, "unit": "it", "loss": 2.0, "epoch": 1,
+                              "eta_s": 30000.0},
+                 "history": [{"phase": "training", "since": time.time() - 3600}]})
             for i, name in enumerate(self.names)
         ]
         self._history = history
@@ -69,7 +73,7 @@ class SyntheticFleet:
     def now(self) -> float:
         return time.time()
 
-    def jobs(self) -> list[dict]:
+    def jobs(self) -> list[JobView]:
         return self._jobs
 
     def job_log(self, job_id: str) -> list[str]:
@@ -100,8 +104,10 @@ class SyntheticFleet:
             name = self.names[i % len(self.names)]
             self._sample(name)
             if i % len(self.names) == 0:
-                for job in self._jobs:
-                    job["progress"]["step"] += 3
+                self._jobs = [  # views are frozen: a new one per step, as the tracker makes
+                    dataclasses.replace(job, progress=dataclasses.replace(job.progress, step=job.progress.step + 3))
+                    for job in self._jobs
+                ]
             i += 1
             self._notify()
             next_at += gap
@@ -149,7 +155,7 @@ def serve(open_first_job: bool, flood: int) -> None:
     source = SyntheticFleet(flood_lines_per_s=flood)
     app = GpuwatchApp(source)
     if open_first_job:
-        app.call_later(lambda: app.open_job(source.jobs()[0]["id"]))
+        app.call_later(lambda: app.open_job(source.jobs()[0].id))
     # The synthetic fleet's history is built above; the app's own start counts from here.
     Path(os.environ["BENCH_APP_START_FILE"]).write_text(repr(time.time()))
     profile = os.environ.get("BENCH_PROFILE")

@@ -18,21 +18,24 @@ SNAPSHOT_VERSION = 1
 
 @dataclass
 class GpuRecord:
-    """One GPU's latest sample plus a ring buffer of its history."""
+    """One GPU's latest sample plus a ring buffer of its history.
+
+    A value the driver did not give is kept as None, never 0: a chart shows a gap there, and a
+    reader can tell "not measured" from "measured idle"."""
 
     latest: GpuSample
-    util_history: deque[float]
-    mem_history: deque[float]  # percent of total
-    power_history: deque[float]
+    util_history: deque[float | None]
+    mem_history: deque[float | None]  # percent of total
+    power_history: deque[float | None]
 
     def push(self, sample: GpuSample) -> None:
         self.latest = sample
-        self.util_history.append(sample.util_pct if sample.util_pct is not None else 0.0)
+        self.util_history.append(sample.util_pct)
         if sample.mem_used_mib is not None and sample.mem_total_mib:
             self.mem_history.append(100.0 * sample.mem_used_mib / sample.mem_total_mib)
         else:
-            self.mem_history.append(0.0)
-        self.power_history.append(sample.power_w or 0.0)
+            self.mem_history.append(None)
+        self.power_history.append(sample.power_w)
 
 
 @dataclass

@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
+
+import pytest
 
 from gpuwatch_tui.jobs.settings import JobSettings, JobSpec
 from gpuwatch_tui.jobs.tracker import JobTracker
-from gpuwatch_tui.model import ExitInfo, TailChunk
+from gpuwatch_tui.model import ExitInfo, ProcessRef, TailChunk
+from gpuwatch_tui.views import JobView, PhaseEntry, ProgressView
 
 from .procs import LOG, gpu, proc, sample, torchrun_tree
 
@@ -40,8 +45,8 @@ def test_discovers_torchrun_job_tails_its_log_and_reports_json():
     assert job["history"][-1]["phase"] == "training"
     json.dumps(tr.to_json())  # serialisable
     assert tr.log_lines(job["id"])[-1].startswith(" 10%")
-    assert tr.job_log(job["id"]) == tr.log_lines(job["id"]) and tr.job_log_total(job["id"]) == 2
-    assert [p.pid for p in tr.job_procs(job["id"])] == [100, 101, 102] and tr.job_outdir(job["id"]) is None
+    assert tr.log_total(job["id"]) == 2
+    assert [p.pid for p in tr.procs(job["id"])] == [100, 101, 102] and tr.outdir(job["id"]) is None
 
 
 def test_crashed_job_stays_listed_until_dismissed():
@@ -151,3 +156,40 @@ def test_configured_job_by_pid_file_and_phase_history():
     assert [h["phase"] for h in job["history"]] == ["starting", "training", "stalled"]
     assert job["history_text"].startswith("starting ") and " -> stalled " in job["history_text"]
     assert job["progress_history"][-1]["step"] == 3
+
+
+def _with_ticks(procs):
+    return {pid: dataclasses.replace(p, start_ticks=500_000 + pid) for pid, p in procs.items()}
+
+
+def test_views_are_typed_carry_process_refs_and_round_trip_through_json():
+    tr = JobTracker(JobSettings(jobs=(JobSpec("idle-cfg", "gpu1", match="never-matches-anything"),)))
+    for t, line in ((0.0, b""), (5.0, b" 10%|#         | 100/1000 [01:00<09:00, 1.67it/s]\n")):
+        procs, gpus = torchrun_tree(cpu=10.0 + t)
+        tails = [tail(k, line) for k in tr.wanted("gpu1").tails] if line else []
+        tr.update("gpu1", sample(t, _with_ticks(procs), gpus, tails=tails, matches={"cfg0": []}), now=t)
+    views = {v.name: v for v in tr.views(6.0)}
+    job = views["train.py"]
+    assert isinstance(job, JobView) and isinstance(job.progress, ProgressView)
+    assert job.pids == (100, 101, 102) and job.gpus == (0, 1)
+    assert job.processes == tuple(ProcessRef("gpu1", pid, 500_000 + pid) for pid in (100, 101, 102))
+    assert job.root == ProcessRef("gpu1", 100, 500_100)  # the torchrun agent
+    assert (job.progress.step, job.progress.total, job.progress.fraction) == (100, 1000, 0.1)
+    assert job.history[-1] == PhaseEntry(job.phase, job.since)
+    assert views["idle-cfg"].root is None and views["idle-cfg"].processes == () and views["idle-cfg"].configured
+    for view in views.values():
+        data = json.loads(json.dumps(view.to_json()))
+        assert JobView.from_json(data) == view
+        assert data["actions"] == list(view.actions)
+    assert tr.to_json(6.0) == [v.to_json() for v in tr.views(6.0)]  # one serialisation
+
+
+def test_job_view_from_json_says_what_is_wrong():
+    good = {"id": "h:1", "name": "a", "host": "h"}
+    assert JobView.from_json(good) == JobView("h:1", "a", "h")
+    for bad, says in (({"name": "a", "host": "h"}, "missing key 'id'"),
+                      ({**good, "pids": ["1"]}, "'pids' should be a list of integers"),
+                      ({**good, "progress": {"step": "ten"}}, "expected a number"),
+                      ({**good, "history": [{"phase": "training"}]}, "missing key 'since'")):
+        with pytest.raises(ValueError, match=re.escape(says)):
+            JobView.from_json(bad)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from textual.command import CommandPalette
 
+from gpuwatch_tui.jobs.tracker import JobTracker
+from gpuwatch_tui.model import ExitInfo, GpuProcess, GpuSample, HostSample, ProcessRef, ProcInfo
 from gpuwatch_tui.ui.levels import job_has_ended
 from gpuwatch_tui.ui.monitor_source import MonitorSource
 from gpuwatch_tui.ui.screens.dashboard import DashboardScreen
 from gpuwatch_tui.ui.screens.help_screen import binding_rows
 from gpuwatch_tui.ui.screens.job_screen import JobScreen
 from gpuwatch_tui.ui.widgets.jobs_table import JobsTable
+from gpuwatch_tui.views import JobView
 
 from .helpers import notifications
 
@@ -30,7 +33,7 @@ async def test_x_dismisses_an_ended_job_from_the_table(app, source):
         await pilot.press("x")
         await pilot.pause()
         assert CRASHED not in table(app).job_ids
-        assert CRASHED not in [j["id"] for j in source.jobs()]
+        assert CRASHED not in [j.id for j in source.jobs()]
         assert table(app).row_count == 4
         assert table(app).selected_job_id == "trainer-e:51877"  # the cursor stays on the last row
         assert notifications(app)[-1] == "dismissed eval-sweep-3 on trainer-e"
@@ -101,47 +104,53 @@ async def test_dismiss_is_in_help_and_the_footer(app):
 
 
 def test_job_has_ended():
-    assert job_has_ended({"phase": "crashed"}) and job_has_ended({"phase": "finished", "alive": False})
-    assert job_has_ended({"phase": "training", "alive": False})
-    assert not job_has_ended({"phase": "training"}) and not job_has_ended({"phase": "stalled", "alive": True})
+    assert job_has_ended(JobView("h:1", "a", "h", phase="crashed"))
+    assert job_has_ended(JobView("h:1", "a", "h", phase="finished", alive=False))
+    assert job_has_ended(JobView("h:1", "a", "h", phase="training", alive=False))
+    assert not job_has_ended(JobView("h:1", "a", "h", phase="training"))
+    assert not job_has_ended(JobView("h:1", "a", "h", phase="stalled", alive=True))
 
 
-class _Tracker:
-    def __init__(self) -> None:
-        self.jobs = [{"id": "h:1", "name": "a", "host": "h", "phase": "crashed", "alive": False}]
-        self.dismissed: list[str] = []
-
-    def dismiss(self, job_id: str) -> bool:
-        self.dismissed.append(job_id)
-        before = len(self.jobs)
-        self.jobs = [j for j in self.jobs if j["id"] != job_id]
-        return len(self.jobs) < before
+def _python_on_gpu(pid: int) -> tuple[ProcInfo, GpuSample]:
+    proc = ProcInfo(pid=pid, ppid=1, start_time=1000.0, name="python3", cmdline=("python3", "train.py"),
+                    cwd="/tmp", state="S", cpu_s=5.0, cpu_children_s=0.0, rss_bytes=1 << 30, threads=4, sid=pid,
+                    pgid=pid, children=(), stdout=None, stderr=None, unbuffered=False, unbuffered_reason="",
+                    is_python=True, start_ticks=123456)
+    gpu = GpuSample(0, "GPU-0", "NVIDIA H200", 99.0, 80_000.0, 143_771.0, 50.0, 690.0, 700.0, 1980.0,
+                    (GpuProcess(pid, 80_000.0),))
+    return proc, gpu
 
 
 class _Monitor:
-    def __init__(self) -> None:
-        self.store = None
-        self.tracker = _Tracker()
-        self.callbacks = []
+    """What MonitorSource reads of a Monitor: its store, its (real) tracker, subscriptions."""
 
-    def jobs_json(self, now):
-        return self.tracker.jobs
+    def __init__(self, tracker: JobTracker) -> None:
+        self.store = None
+        self.tracker = tracker
+        self.callbacks = []
 
     def subscribe(self, callback):
         self.callbacks.append(callback)
 
 
 def test_monitor_source_dismiss_calls_the_tracker_and_redraws():
-    monitor = _Monitor()
-    source = MonitorSource(monitor)
+    tracker = JobTracker()
+    proc, gpu = _python_on_gpu(4242)
+    tracker.update("h", HostSample(1.0, "nvml", [gpu], {4242: proc}), now=1.0)
+    idle = GpuSample(0, "GPU-0", "NVIDIA H200", 0.0, 0.0, 143_771.0, 40.0, 78.0, 700.0, 345.0, ())
+    gone = [ExitInfo(4242, 1000.0, 2.0, exit_code=1)]
+    tracker.update("h", HostSample(2.0, "nvml", [idle], {}, gone=gone), now=2.0)
+    source = MonitorSource(_Monitor(tracker))
     calls = []
     source.subscribe(lambda: calls.append(1))
-    assert [j["id"] for j in source.jobs()] == ["h:1"]  # now cached
-    assert source.dismiss_job("h:1") is True
-    assert monitor.tracker.dismissed == ["h:1"]
+    [job] = source.jobs()  # now cached
+    assert isinstance(job, JobView) and not job.alive and job_has_ended(job)
+    assert job.processes == (ProcessRef("h", 4242, 123456),) and job.root == ProcessRef("h", 4242, 123456)
+    assert source.dismiss_job(job.id) is True
+    assert tracker.views() == []
     assert source.jobs() == []  # the cache did not keep it
     assert calls  # subscribers told
-    assert source.dismiss_job("h:1") is False
+    assert source.dismiss_job(job.id) is False
 
 
 def _footer_keys(app) -> list[str]:

@@ -6,6 +6,7 @@ from rich.style import Style
 
 from gpuwatch_tui.ui import formatting, levels
 from gpuwatch_tui.ui.sparkline import sparkline
+from gpuwatch_tui.views import ProgressView
 
 
 def test_levels():
@@ -28,12 +29,12 @@ def test_formatting():
     assert formatting.duration(20265) == "5:37:45"
     assert formatting.gpus([0, 1, 2, 3]) == "0-3"
     assert formatting.gpus([0, 2]) == "0,2"
-    assert formatting.progress({"step": 50, "total": 200}) == "50/200 25%"
-    assert formatting.rate({"rate": 2.94, "unit": "it"}) == "2.9 it/s"
-    assert formatting.rate({"rate": 4.97, "unit": "it/s"}) == "5.0 it/s"  # the tracker's full units
-    assert formatting.rate({"rate": 1.3, "unit": "s/it"}) == "1.3 s/it"
-    assert formatting.rate({"rate": 2_420_000.0, "unit": "tok/s"}) == "2.4M tok/s"
-    assert formatting.rate({"rate": 621.4, "unit": "samples/s"}) == "621 samples/s"
+    assert formatting.progress(ProgressView(step=50, total=200)) == "50/200 25%"
+    assert formatting.rate(ProgressView(rate=2.94, unit="it")) == "2.9 it/s"
+    assert formatting.rate(ProgressView(rate=4.97, unit="it/s")) == "5.0 it/s"  # the tracker's full units
+    assert formatting.rate(ProgressView(rate=1.3, unit="s/it")) == "1.3 s/it"
+    assert formatting.rate(ProgressView(rate=2_420_000.0, unit="tok/s")) == "2.4M tok/s"
+    assert formatting.rate(ProgressView(rate=621.4, unit="samples/s")) == "621 samples/s"
     assert formatting.size(1_284_000_000_000) == "1.3 TB"
 
 

@@ -176,8 +176,8 @@ class GpuwatchApp(App):
         """k / u / d: the actions that act on a host. Not built yet: say so, naming the job."""
         spec = by_name(name)
         job_id = getattr(self.screen, "selected_job_id", None)
-        job = next((j for j in self.source.jobs() if j["id"] == job_id), None) if job_id else None
-        target = f" ({job['name']} on {job['host']})" if job else ""
+        job = next((j for j in self.source.jobs() if j.id == job_id), None) if job_id else None
+        target = f" ({job.name} on {job.host})" if job else ""
         title = spec.title[:1].lower() + spec.title[1:]
         self.notify(f"{title}: not available yet{target}", severity="warning", timeout=3)
 
@@ -185,7 +185,7 @@ class GpuwatchApp(App):
         """`x`: forget the selected job once it has ended (its final verdict stays until then).
         Local to this dashboard (nothing is done on the host), so read-only mode allows it."""
         job_id = getattr(self.screen, "selected_job_id", None)
-        job = next((j for j in self.source.jobs() if j["id"] == job_id), None) if job_id else None
+        job = next((j for j in self.source.jobs() if j.id == job_id), None) if job_id else None
         if job is None:
             self.notify("x: no job selected", severity="warning", timeout=3)
             return
@@ -193,7 +193,7 @@ class GpuwatchApp(App):
             self.notify("x: job is still running; dismiss is for ended jobs", severity="warning", timeout=3)
             return
         self.source.dismiss_job(job_id)
-        self.notify(f"dismissed {job.get('name') or job_id} on {job.get('host')}", timeout=2)
+        self.notify(f"dismissed {job.name or job_id} on {job.host}", timeout=2)
         from .screens.job_screen import JobScreen
 
         if isinstance(self.screen, JobScreen) and self.screen.job_id == job_id:

@@ -20,8 +20,7 @@ class GpuwatchCommands(Provider):
         app = self.app
         commands = [self._command(spec) for spec in app.offered_actions()]
         for job in app.source.jobs():
-            commands.append((f"Open job {job['name']} on {job['host']}", partial(app.open_job, job["id"]),
-                             f"{job.get('phase')}"))
+            commands.append((f"Open job {job.name} on {job.host}", partial(app.open_job, job.id), job.phase))
         return commands
 
     async def discover(self) -> Hits:

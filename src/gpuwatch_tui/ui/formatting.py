@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from ..vocab import fmt_age, fmt_bytes, fmt_clock, fmt_coarse_age
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..views import ProgressView
 
 
 # Units are written one way across gpuwatch (vocab); these names are what the widgets call.
@@ -12,21 +16,21 @@ duration = fmt_clock  # ETA-style: 1:02:03 / 12:34
 size = fmt_bytes
 
 
-def progress(p: dict | None) -> str:
-    if not p or p.get("step") is None:
+def progress(p: ProgressView | None) -> str:
+    if p is None or p.step is None:
         return "-"
-    step, total = p.get("step"), p.get("total")
+    step, total = p.step, p.total
     if total:
         return f"{step}/{total} {100 * step / total:.0f}%"
     return str(step)
 
 
-def rate(p: dict | None) -> str:
+def rate(p: ProgressView | None) -> str:
     """The unit is the log's own: a full rate ("it/s", "s/it", "tok/s") or a thing ("it")."""
-    if not p or p.get("rate") is None:
+    if p is None or p.rate is None:
         return "-"
-    value = p["rate"]
-    unit = p.get("unit") or "it"
+    value = p.rate
+    unit = p.unit or "it"
     if "/" not in unit:
         unit += "/s"
     if value >= 1e6:
@@ -40,13 +44,13 @@ def rate(p: dict | None) -> str:
     return f"{text} {unit}"
 
 
-def loss(p: dict | None) -> str:
-    if not p or p.get("loss") is None:
+def loss(p: ProgressView | None) -> str:
+    if p is None or p.loss is None:
         return "-"
-    return f"{p['loss']:.4g}"
+    return f"{p.loss:.4g}"
 
 
-def gpus(indices: list[int] | None) -> str:
+def gpus(indices: tuple[int, ...] | list[int] | None) -> str:
     if not indices:
         return "-"
     ordered = sorted(indices)

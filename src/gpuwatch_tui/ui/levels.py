@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..vocab import ENDED_PHASES, HOST_OK_STATES, HOST_WARN_STATES, PHASE_URGENCY, PHASES  # noqa: F401
+
+if TYPE_CHECKING:
+    from ..views import JobView
 
 
 def util_level(pct: float | None) -> str:
@@ -39,10 +44,10 @@ def host_level(state: str) -> str:
     return "host-bad"
 
 
-def job_has_ended(job: dict) -> bool:
-    """Whether a job (as in `status --json`) may be dismissed: its verdict says it ended, or the
-    tracker says none of its processes is alive. A job without "alive" is judged by phase."""
-    return job.get("phase") in ENDED_PHASES or job.get("alive") is False
+def job_has_ended(job: JobView) -> bool:
+    """Whether a job may be dismissed: its verdict says it ended, or the tracker says none of its
+    processes is alive."""
+    return job.phase in ENDED_PHASES or not job.alive
 
 
 def phase_variable(phase: str | None) -> str:

@@ -1,8 +1,4 @@
-"""DashboardSource over the live core (monitor.Monitor): the adapter the real dashboard runs on.
-
-The job tracker may not offer every read yet; what it lacks degrades to empty (no log, no
-processes beyond what the store knows) rather than failing.
-"""
+"""DashboardSource over the live core (monitor.Monitor): the adapter the real dashboard runs on."""
 
 from __future__ import annotations
 
@@ -11,6 +7,7 @@ from typing import Callable
 
 from ..model import DirStat, ProcInfo
 from ..store import Store
+from ..views import JobView
 
 
 class MonitorSource:
@@ -31,7 +28,7 @@ class MonitorSource:
         else:
             self.store = Store([h.name for h in config.hosts], config.settings.history)
         self.paused = False
-        self._jobs_cache: tuple[int, list[dict]] | None = None
+        self._jobs_cache: tuple[int, list[JobView]] | None = None
 
     def _build_monitor(self):
         if self.monitor is None:
@@ -47,50 +44,34 @@ class MonitorSource:
     def now(self) -> float:
         return time.time()
 
-    def jobs(self) -> list[dict]:
+    def jobs(self) -> list[JobView]:
         # Several widgets ask within one refresh, and with many hosts the store changes many
-        # times a second: the tracker's JSON (progress history included) is built at most
-        # twice a second. Cells show whole seconds, so nothing visible is lost.
+        # times a second: the views (progress history included) are built at most twice a
+        # second. Cells show whole seconds, so nothing visible is lost.
         if self.monitor is None:
-            return []
+            return []  # before run(): no tracker yet
         now = self.now()
-        key = (int(now * 2),)
-        if self._jobs_cache is None or self._jobs_cache[:1] != key:
-            jobs = [dict(job) for job in self.monitor.jobs_json(now)]
-            for job in jobs:
-                job.setdefault("id", f"{job.get('host')}:{(job.get('pids') or [job.get('name')])[0]}")
-            self._jobs_cache = (*key, jobs)
+        key = int(now * 2)
+        if self._jobs_cache is None or self._jobs_cache[0] != key:
+            self._jobs_cache = (key, self.monitor.tracker.views(now))
         return self._jobs_cache[1]
 
-    def _tracker_call(self, name: str, job_id: str, default):
-        tracker = getattr(self.monitor, "tracker", None)
-        method = getattr(tracker, name, None) if tracker is not None else None
-        return default if method is None else method(job_id)
-
     def job_log(self, job_id: str) -> list[str]:
-        return self._tracker_call("job_log", job_id, [])
+        return self.monitor.tracker.log_lines(job_id) if self.monitor else []
 
     def job_log_total(self, job_id: str) -> int:
-        return self._tracker_call("job_log_total", job_id, 0)
+        return self.monitor.tracker.log_total(job_id) if self.monitor else 0
 
     def job_procs(self, job_id: str) -> list[ProcInfo]:
-        procs = self._tracker_call("job_procs", job_id, None)
-        if procs is not None:
-            return procs
-        job = next((j for j in self.jobs() if j["id"] == job_id), None)
-        if job is None or job.get("host") not in self.store.hosts:
-            return []
-        known = self.store.hosts[job["host"]].procs
-        return [known[pid] for pid in job.get("pids") or () if pid in known]
+        return self.monitor.tracker.procs(job_id) if self.monitor else []
 
     def job_outdir(self, job_id: str) -> DirStat | None:
-        return self._tracker_call("job_outdir", job_id, None)
+        return self.monitor.tracker.outdir(job_id) if self.monitor else None
 
     def dismiss_job(self, job_id: str) -> bool:
-        tracker = getattr(self.monitor, "tracker", None)
-        if tracker is None:
+        if self.monitor is None:
             return False
-        dismissed = bool(tracker.dismiss(job_id))
+        dismissed = self.monitor.tracker.dismiss(job_id)
         self._jobs_cache = None  # the next read must not show it again
         for callback in self._subscribers:
             callback()

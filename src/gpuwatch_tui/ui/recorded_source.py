@@ -7,44 +7,27 @@ build. Time is frozen at the recording's `now` unless `advance()` moves it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections import deque
 from pathlib import Path
 from typing import Callable
 
-from ..model import ChildProc, DirStat, FdTarget, GpuProcess, GpuSample, HostSample, ProcInfo
+from ..model import DirStat, GpuSample, HostSample, ProcInfo
+from ..probe.frames import parse_gpu, parse_proc
 from ..store import Store
+from ..views import JobView
 
 LOG_LIMIT = 10_000  # lines kept per job, like the live core's bound
 
 
-def _fd(data: dict | None) -> FdTarget | None:
-    return None if data is None else FdTarget(**data)
-
-
-def proc_from_dict(d: dict) -> ProcInfo:
-    return ProcInfo(
-        pid=d["pid"], ppid=d["ppid"], start_time=d["start_time"], name=d["name"],
-        cmdline=tuple(d.get("cmdline", ())), cwd=d.get("cwd"), state=d.get("state", ""),
-        cpu_s=d.get("cpu_s", 0.0), cpu_children_s=d.get("cpu_children_s", 0.0),
-        rss_bytes=d.get("rss_bytes", 0), threads=d.get("threads", 1), sid=d.get("sid", 0),
-        pgid=d.get("pgid", 0),
-        children=tuple(ChildProc(c["pid"], c["name"], tuple(c.get("cmdline", ())), c.get("state", ""),
-                                 c.get("cpu_s", 0.0)) for c in d.get("children", ())),
-        stdout=_fd(d.get("stdout")), stderr=_fd(d.get("stderr")),
-        unbuffered=d.get("unbuffered", False), unbuffered_reason=d.get("unbuffered_reason", ""),
-        is_python=d.get("is_python", True),
-    )
-
-
-def _gpu_sample(gpu: dict, values: list[float]) -> GpuSample:
+def _gpu_sample(gpu: dict, values: list[float | None]) -> GpuSample:
+    """A recorded GPU (fixed facts + one row of [util, mem, temp, power, clock]) read by the
+    probe's own frame parser, so a recording means what a live frame would."""
     util, mem, temp, power, clock = values
-    return GpuSample(
-        index=gpu["index"], uuid=gpu["uuid"], name=gpu.get("name", "GPU"), util_pct=util,
-        mem_used_mib=mem, mem_total_mib=gpu.get("mem_total_mib"), temp_c=temp, power_w=power,
-        power_limit_w=gpu.get("power_limit_w"), sm_clock_mhz=clock,
-        processes=tuple(GpuProcess(p["pid"], p.get("mem_used_mib")) for p in gpu.get("processes", ())),
-    )
+    frame = {key: value for key, value in gpu.items() if key != "samples"}
+    frame.update(util_pct=util, mem_used_mib=mem, temp_c=temp, power_w=power, sm_clock_mhz=clock)
+    return parse_gpu(frame)
 
 
 class RecordedSource:
@@ -59,13 +42,13 @@ class RecordedSource:
         self.store = Store([h["name"] for h in data["hosts"]], history)
         self._hosts = data["hosts"]
         self._replay(self._now)
-        self._jobs: list[dict] = data.get("jobs", [])
+        self._jobs: list[JobView] = [JobView.from_json(job) for job in data.get("jobs", [])]
         self._logs: dict[str, deque[str]] = {}
         self._log_totals: dict[str, int] = {}
         for job_id, log in data.get("logs", {}).items():
             self._logs[job_id] = deque(log.get("lines", ()), maxlen=LOG_LIMIT)
             self._log_totals[job_id] = int(log.get("total", len(log.get("lines", ()))))
-        self._procs = {k: [proc_from_dict(p) for p in v] for k, v in data.get("procs", {}).items()}
+        self._procs = {k: [parse_proc(p) for p in v] for k, v in data.get("procs", {}).items()}
         self._outdirs = {k: DirStat(**v) for k, v in data.get("outdirs", {}).items()}
 
     def _replay(self, now: float) -> None:
@@ -87,7 +70,7 @@ class RecordedSource:
     def now(self) -> float:
         return self._now
 
-    def jobs(self) -> list[dict]:
+    def jobs(self) -> list[JobView]:
         return self._jobs
 
     def job_log(self, job_id: str) -> list[str]:
@@ -104,7 +87,7 @@ class RecordedSource:
 
     def dismiss_job(self, job_id: str) -> bool:
         before = len(self._jobs)
-        self._jobs[:] = [job for job in self._jobs if job["id"] != job_id]
+        self._jobs[:] = [job for job in self._jobs if job.id != job_id]
         for table in (self._logs, self._log_totals, self._procs, self._outdirs):
             table.pop(job_id, None)
         self.notify()
@@ -140,8 +123,7 @@ class RecordedSource:
         self.notify()
 
     def set_job(self, job_id: str, **changes) -> None:
-        for job in self._jobs:
-            if job["id"] == job_id:
-                job.update(changes)
+        """Replace fields of one job's view (JobView field names; views are frozen)."""
+        self._jobs[:] = [dataclasses.replace(job, **changes) if job.id == job_id else job for job in self._jobs]
         self.notify()
 

@@ -6,6 +6,7 @@ from typing import Callable, Protocol, runtime_checkable
 
 from ..model import DirStat, ProcInfo
 from ..store import Store
+from ..views import JobView
 
 
 @runtime_checkable
@@ -26,12 +27,8 @@ class DashboardSource(Protocol):
         """Unix seconds used for ages in the UI (a fixed value in recorded sources)."""
         ...
 
-    def jobs(self) -> list[dict]:
-        """Each job as in `gpuwatch status --json`, plus an "id" string:
-        {"id", "name", "host", "pids", "gpus", "phase", "detail", "since", "confidence",
-         "evidence": [str], "advice", "log", "exit_code",
-         "progress": {"step", "total", "rate", "unit", "loss", "epoch", "eta_s"},
-         "history": [{"phase", "since"}]}  (since: unix seconds; gpus: indices on that host)."""
+    def jobs(self) -> list[JobView]:
+        """Every job as a frozen typed view (the same object `status --json` serialises)."""
         ...
 
     def job_log(self, job_id: str) -> list[str]:

@@ -7,14 +7,15 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from ...views import JobView
 from ..palette import Palette
 from ..widgets.gpu_grid import GpuGrid
 from ..widgets.host_bar import HostBar
 from ..widgets.jobs_table import JobsTable
 
 
-def job_matches(job: dict, term: str) -> bool:
-    haystack = " ".join(str(job.get(k) or "") for k in ("host", "name", "phase", "detail")).lower()
+def job_matches(job: JobView, term: str) -> bool:
+    haystack = " ".join(str(value or "") for value in (job.host, job.name, job.phase, job.detail)).lower()
     return term in haystack
 
 
@@ -60,7 +61,7 @@ class DashboardScreen(Screen):
         if term:
             jobs = [j for j in jobs if job_matches(j, term)]
             host_filter = {name for name in source.store.hosts if term in name.lower()}
-            host_filter |= {j["host"] for j in jobs}
+            host_filter |= {j.host for j in jobs}
         self.query_one(HostBar).show(source.store, now, source.paused)
         self.query_one(GpuGrid).show(source.store, jobs, now, host_filter)
         self.query_one(JobsTable).show(jobs, now)

@@ -10,6 +10,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from ...views import JobView
 from ..levels import job_has_ended
 from ..palette import Palette
 from ..widgets.log_view import LogView
@@ -39,7 +40,7 @@ class JobScreen(Screen):
     def __init__(self, job_id: str) -> None:
         super().__init__()
         self.job_id = job_id
-        self.job: dict | None = None
+        self.job: JobView | None = None
         self._title = Text(job_id)
 
     def compose(self) -> ComposeResult:
@@ -65,7 +66,7 @@ class JobScreen(Screen):
             return
         source = self.app.source
         now = source.now()
-        job = next((j for j in source.jobs() if j["id"] == self.job_id), None)
+        job = next((j for j in source.jobs() if j.id == self.job_id), None)
         if job is None:
             if self.job is None:
                 self.query_one("#job-title", Static).update(f"job {self.job_id} is gone")
@@ -75,25 +76,25 @@ class JobScreen(Screen):
         if job_has_ended(job) != ended_before:
             self.refresh_bindings()
         title = Text()
-        title.append(job.get("name") or self.job_id, "bold")
-        title.append(f" on {job.get('host')}")
-        if job.get("gpus"):
-            title.append(f" · GPUs {','.join(str(i) for i in job['gpus'])}")
-        if job.get("pids"):
-            title.append(f" · pid {','.join(str(p) for p in job['pids'])}")
-        if job.get("log"):
-            title.append(f" · {job['log']}")
+        title.append(job.name or self.job_id, "bold")
+        title.append(f" on {job.host}")
+        if job.gpus:
+            title.append(f" · GPUs {','.join(str(i) for i in job.gpus)}")
+        if job.pids:
+            title.append(f" · pid {','.join(str(p) for p in job.pids)}")
+        if job.log:
+            title.append(f" · {job.log}")
         self._title = title
         self.show_paused(source.paused)
         self.query_one(VerdictPanel).show(job, now)
-        self.query_one(PhaseHistory).show(tuple(job.get("history") or ()), now)
+        self.query_one(PhaseHistory).show(job.history, now)
         log = self.query_one(LogView)
         total = source.job_log_total(self.job_id)
         if log.wants_lines:
             log.set_lines(source.job_log(self.job_id), total)
         else:
             log.set_total(total)
-        host = source.store.hosts.get(job.get("host"))
+        host = source.store.hosts.get(job.host)
         sampled_at = host.last_sample_time if host is not None else None
         self.query_one(ProcessTable).show(source.job_procs(self.job_id), now, sampled_at)
         self.query_one(OutdirLine).show(source.job_outdir(self.job_id), now)

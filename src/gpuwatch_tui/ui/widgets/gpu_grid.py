@@ -17,6 +17,7 @@ from textual.message import Message
 from textual.strip import Strip
 
 from ...store import GpuRecord, HostRecord, Store
+from ...views import JobView
 from .. import formatting, levels
 from ..palette import Palette
 from ..sparkline import sparkline
@@ -92,20 +93,19 @@ class GpuGrid(LineList, can_focus=True):
 
     # -- data in ---------------------------------------------------------------------------
 
-    def show(self, store: Store, jobs: list[dict], now: float, host_filter: set[str] | None) -> None:
+    def show(self, store: Store, jobs: list[JobView], now: float, host_filter: set[str] | None) -> None:
         """Take new data; rebuild the row index only if hosts or GPU counts changed, and repaint
         only the rows on screen whose content changed."""
         self._store = store
         self._now = now
         self._host_filter = host_filter
-        jobs_key = tuple((j["id"], j.get("name"), j.get("phase"), j.get("host"), tuple(j.get("gpus") or ()))
-                         for j in jobs)
+        jobs_key = tuple((j.id, j.name, j.phase, j.host, j.gpus) for j in jobs)
         if jobs_key != self._jobs_key:
             self._jobs_key = jobs_key
             self._jobs = {}
             for job in jobs:
-                for index in job.get("gpus") or ():
-                    self._jobs[(job["host"], index)] = JobRef(job["id"], job["name"], job.get("phase") or "unknown")
+                for index in job.gpus:
+                    self._jobs[(job.host, index)] = JobRef(job.id, job.name, job.phase or "unknown")
         if self._relayout():
             self.refresh()
             return

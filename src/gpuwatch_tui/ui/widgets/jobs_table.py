@@ -21,6 +21,7 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 
+from ...views import JobView, ProgressView
 from .. import formatting, levels
 from ..palette import Palette
 from .line_list import CURSOR_BINDINGS, LineList
@@ -55,32 +56,32 @@ LAYOUTS = (
 )
 
 
-def _progress_fraction(job: dict) -> float:
-    p = job.get("progress") or {}
-    if p.get("step") is not None and p.get("total"):
-        return p["step"] / p["total"]
+def _progress_fraction(job: JobView) -> float:
+    p = job.progress
+    if p.step is not None and p.total:
+        return p.step / p.total
     return -1.0
 
 
-SORT_KEYS: dict[str, Callable[[dict], Any]] = {
-    "host": lambda j: (j.get("host") or "", j.get("name") or ""),
-    "job": lambda j: (j.get("name") or "", j.get("host") or ""),
-    "gpus": lambda j: (len(j.get("gpus") or ()), j.get("host") or ""),
-    "phase": lambda j: (levels.PHASE_URGENCY.get(j.get("phase"), 99), j.get("host") or ""),
-    "since": lambda j: -(j.get("since") or 0.0),  # longest in its phase first
+SORT_KEYS: dict[str, Callable[[JobView], Any]] = {
+    "host": lambda j: (j.host, j.name),
+    "job": lambda j: (j.name, j.host),
+    "gpus": lambda j: (len(j.gpus), j.host),
+    "phase": lambda j: (levels.PHASE_URGENCY.get(j.phase, 99), j.host),
+    "since": lambda j: -(j.since or 0.0),  # longest in its phase first
     "progress": lambda j: -_progress_fraction(j),
-    "rate": lambda j: -((j.get("progress") or {}).get("rate") or 0.0),
-    "loss": lambda j: (j.get("progress") or {}).get("loss") or float("inf"),
-    "eta": lambda j: (j.get("progress") or {}).get("eta_s") or float("inf"),
+    "rate": lambda j: -(j.progress.rate or 0.0),
+    "loss": lambda j: j.progress.loss or float("inf"),
+    "eta": lambda j: j.progress.eta_s or float("inf"),
 }
 
 
-def short_progress(p: dict | None) -> str:
-    if not p or p.get("step") is None:
+def short_progress(p: ProgressView | None) -> str:
+    if p is None or p.step is None:
         return "-"
-    if p.get("total"):
-        return f"{100 * p['step'] / p['total']:.0f}%"
-    return str(p["step"])
+    if p.total:
+        return f"{100 * p.step / p.total:.0f}%"
+    return str(p.step)
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ class JobsTable(LineList, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._jobs: dict[str, dict] = {}
+        self._jobs: dict[str, JobView] = {}
         self._cells: dict[str, dict[str, Text | str]] = {}  # job id -> column -> cell
         self._order: list[str] = []  # job ids, top to bottom
         self._shown_at = float("-inf")
@@ -180,32 +181,32 @@ class JobsTable(LineList, can_focus=True):
 
     # -- data in ---------------------------------------------------------------------------
 
-    def _cells_for(self, job: dict, now: float) -> dict[str, Text | str]:
+    def _cells_for(self, job: JobView, now: float) -> dict[str, Text | str]:
         p = self.palette
-        progress = job.get("progress") or {}
-        phase = job.get("phase") or "unknown"
-        phase_text = phase + (f" ({job['detail']})" if job.get("detail") else "")
-        since = job.get("since")
+        progress = job.progress
+        phase = job.phase or "unknown"
+        phase_text = phase + (f" ({job.detail})" if job.detail else "")
+        since = job.since
         # A job never seen running has no meaningful "since" (0 or None): show "-".
         since_text = formatting.age(now - since) if since else "-"
         return {
-            "host": job.get("host") or "",
-            "job": job.get("name") or job["id"],
-            "gpus": formatting.gpus(job.get("gpus")),
+            "host": job.host,
+            "job": job.name or job.id,
+            "gpus": formatting.gpus(job.gpus),
             "phase": Text(phase_text, p.style(levels.phase_variable(phase), bold=True)),
             "since": since_text,
             "progress": formatting.progress(progress),
             "progress:short": short_progress(progress),
             "rate": formatting.rate(progress),
             "loss": formatting.loss(progress),
-            "eta": formatting.duration(progress.get("eta_s")),
+            "eta": formatting.duration(progress.eta_s),
         }
 
-    def show(self, jobs: list[dict], now: float, force: bool = False) -> None:
+    def show(self, jobs: list[JobView], now: float, force: bool = False) -> None:
         """Bring the table to `jobs`. Cells have one-second resolution, so with the same set of
         jobs this runs at most once a second of the source's clock; only rows on screen whose
         cells changed are redrawn."""
-        wanted = {job["id"]: job for job in jobs}
+        wanted = {job.id: job for job in jobs}
         same_set = wanted.keys() == self._jobs.keys()
         if not force and same_set and 0 <= now - self._shown_at < 1.0:
             return

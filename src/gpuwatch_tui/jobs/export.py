@@ -1,0 +1,63 @@
+"""From the tracker's mutable JobState to the frozen JobView every reader gets."""
+
+from __future__ import annotations
+
+from ..model import ProcessRef
+from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView, finite_or_none
+from .job_state import JobState
+from .progress import Progress
+
+PROGRESS_POINTS = 100  # progress history points a view carries (enough for a chart)
+
+
+def progress_view(progress: Progress) -> ProgressView:
+    # Progress.to_json already makes the numbers JSON-ready (ints, None for non-finite):
+    # one rounding rule, not two.
+    return ProgressView(**progress.to_json())
+
+
+def job_view(job: JobState, now: float | None = None) -> JobView:
+    v = job.verdict
+    interp = job.interp
+    code = job.exit.exit_code if job.exit else None
+    if code is None and job.exit is not None and interp is not None:
+        code = interp.exit_code  # as torchrun reported it
+    log = job.primary_log
+    ticks = job.start_ticks
+    root = None
+    if job.root is not None and job.root[0] in ticks:
+        root = ProcessRef(job.host, job.root[0], ticks[job.root[0]])
+    return JobView(
+        id=job.id,
+        name=job.name,
+        host=job.host,
+        pids=tuple(job.pids),
+        gpus=tuple(job.gpus),
+        phase=v.phase if v else "unknown",
+        detail=v.detail if v else None,
+        since=v.since if v else job.first_seen,
+        confidence=round(v.confidence, 2) if v else 0.0,
+        evidence=tuple(v.evidence) if v else (),
+        advice=v.advice if v else "",
+        actions=tuple(v.actions) if v else (),
+        log=next(iter(job.logs), None),
+        logs=tuple(job.logs),
+        exit_code=code,
+        exit_signal=job.exit.signal if job.exit else None,
+        progress=progress_view(interp.progress.current) if interp else ProgressView(),
+        history=tuple(PhaseEntry(phase, since) for phase, since in job.history),
+        configured=job.spec is not None,
+        launcher=job.launcher,
+        alive=job.alive,
+        ended_at=job.exit.ended_at if job.exit else None,
+        output_dir=job.output_dir,
+        log_lines=log.total_lines if log else 0,
+        stall_after_s=job.stall_after_s,
+        progress_history=tuple(
+            ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch)
+            for p in list(interp.progress.history)[-PROGRESS_POINTS:]
+        ) if interp else (),
+        history_text=job.history_text(now if now is not None else job.last_seen),
+        processes=tuple(ProcessRef(job.host, pid, ticks[pid]) for pid in job.pids if pid in ticks),
+        root=root,
+    )

@@ -1,0 +1,196 @@
+"""Grouping: which processes make up which job.
+
+Configured jobs are found by the probe (a cmdline regex or a pid file); every other GPU process is
+grouped by discovery into launcher + ranks. This keeps a job's identity across frames (pids with
+their start times), starts a fresh record when a configured job runs again, holds a new job back
+until its parent chain is known, and merges jobs that turn out to be one tree.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..model import HostSample, ProcInfo
+from .discovery import configured_groups, discover, is_python, launcher_kind, output_dir_from_cmdline
+from .job_state import JobState
+from .log_wiring import LogWiring
+from .settings import JobSpec
+
+# A new GPU process whose parent the probe has not reported yet (it reports only the pids it is asked
+# for) is held back this many frames while its parent chain is fetched: the ranks of a torchrun job
+# are then published as one job from the start, not one job per rank merged a frame later.
+HOLD_NEW_FRAMES = 2
+
+NewJob = Callable[..., JobState]  # (host, name, job_id, now, spec=None) -> the registered JobState
+
+
+class JobGrouping:
+    """Owns the grouping state; the job records themselves live in the tracker's `jobs` dict.
+
+    `new_job` registers a fresh record; `drop(job_id)` removes one (and its log keys) without
+    hiding its processes."""
+
+    def __init__(self, jobs: dict[str, JobState], specs: dict[str, JobSpec], wiring: LogWiring,
+                 new_job: NewJob, drop: Callable[[str], None]) -> None:
+        self._jobs = jobs
+        self._specs = specs
+        self._wiring = wiring
+        self._new_job = new_job
+        self._drop = drop
+        self.dismissed: set[tuple[str, int, float]] = set()  # (host, root pid, root start) hidden by a person
+        self._held: dict[tuple[str, int, float], int] = {}  # (host, gpu pid, start) -> frames held back
+        self.holding: set[str] = set()  # hosts with a new job held back this frame
+
+    def _on(self, host: str) -> list[JobState]:
+        return [j for j in self._jobs.values() if j.host == host]
+
+    def update(self, host: str, sample: HostSample, now: float) -> None:
+        claimed = self._update_configured(host, sample, now)
+        self._update_discovered(host, sample, claimed, now)
+
+    # ------------------------------------------------------------------ configured jobs
+    def _update_configured(self, host: str, sample: HostSample, now: float) -> set[int]:
+        """Configured jobs: every separate process tree the regex / pid file matches is one job.
+
+        The oldest tree is `name`; further trees running at the same time are `name#2`, `name#3`...
+        A tree keeps its job while it lives; a new tree takes the first job of the spec whose run
+        has ended (a restart: fresh record, phase history kept) or that never ran, else a new `#n`."""
+        claimed: set[int] = set()
+        procs = sample.procs
+        for key, spec in self._specs.items():
+            if spec.host != host:
+                continue
+            # A zombie (exited, parent not reaping) is a run that is over, never a new one.
+            live = [p for p in sample.matches.get(key, []) if p in procs and procs[p].state != "Z"]
+            trees = [t for t in configured_groups(live, procs)
+                     if (host, t[0], procs[t[0]].start_time) not in self.dismissed]
+            if not trees:
+                continue
+            slots = sorted((j for j in self._on(host) if j.spec is spec), key=lambda j: instance(j.id, key))
+            taken: set[str] = set()
+            fresh: list[tuple[int, list[int]]] = []
+            for root, main in trees:
+                claimed.update(main)
+                for pid in main:
+                    claimed.update(c.pid for c in procs[pid].children)
+                keys = {(pid, procs[pid].start_time) for pid in main}
+                if any(j.exit is not None and any(j.members.get(pid) == st for pid, st in keys) for j in slots):
+                    continue  # what is left of a run already judged ended: not a new run
+                job = next((j for j in slots if j.exit is None and j.id not in taken
+                            and any(j.members.get(pid) == st for pid, st in keys)), None)
+                if job is None:
+                    fresh.append((root, main))
+                    continue
+                taken.add(job.id)
+                self._join_configured(job, root, main, procs)
+            for root, main in fresh:
+                job = next((j for j in slots if j.id not in taken and (not j.members or j.exit is not None)), None)
+                if job is None:
+                    used = {instance(j.id, key) for j in slots}
+                    n = next(i for i in range(2, len(used) + 3) if i not in used)
+                    job = self._new_job(host, spec.name, f"{key}#{n}", spec=spec, now=now)
+                    job.name = f"{spec.name}#{n}"
+                    slots.append(job)
+                elif job.exit is not None:
+                    # A new run of a configured job: start a fresh record, keep the phase history.
+                    history, name = job.history, job.name
+                    self._drop(job.id)
+                    slots.remove(job)
+                    job = self._new_job(host, spec.name, job.id, spec=spec, now=now)
+                    job.history, job.name = history, name
+                    slots.append(job)
+                taken.add(job.id)
+                self._join_configured(job, root, main, procs)
+        return claimed
+
+    def _join_configured(self, job: JobState, root: int, main: list[int], procs: dict[int, ProcInfo]) -> None:
+        if job.root is None:
+            job.root = (root, procs[root].start_time)
+            job.remember_ticks(procs[root])
+        for pid in main:
+            if pid not in job.members:
+                job.members[pid] = procs[pid].start_time
+                job.remember_ticks(procs[pid])
+        self._wiring.attach(job, [procs[p] for p in main], job.spec.logs if job.spec else ())
+
+    # ------------------------------------------------------------------ discovered jobs
+    def _update_discovered(self, host: str, sample: HostSample, claimed: set[int], now: float) -> None:
+        procs = sample.procs
+        self.holding.discard(host)
+        for key in [k for k in self._held if k[0] == host and k[1] not in procs]:
+            del self._held[key]
+        for group in discover(procs, sample.gpus, claimed):
+            if (host, group.root, group.root_start) in self.dismissed:
+                continue
+            keys = {(pid, procs[pid].start_time) for pid in group.main}
+            job = None
+            for j in self._on(host):
+                if j.spec is None and j.exit is None and any(
+                    j.members.get(pid) == start for pid, start in keys
+                ):
+                    job = j
+                    break
+            if job is None and _parent_unknown(procs[group.root], procs):
+                held = [(host, pid, procs[pid].start_time) for pid in group.gpu_pids]
+                frames = max(self._held.get(k, 0) for k in held)
+                if frames < HOLD_NEW_FRAMES:
+                    for k in held:
+                        self._held[k] = frames + 1
+                    self.holding.add(host)
+                    continue
+            if job is None:
+                job_id = f"{host}:{group.root}:{int(group.root_start)}"
+                job = self._jobs.get(job_id) or self._new_job(host, group.name, job_id, now=now)
+            # The launcher may show up a frame after its ranks: the root moves up, the id stays.
+            job.root = (group.root, group.root_start)
+            job.remember_ticks(procs[group.root])
+            job.name = group.name
+            job.launcher = group.launcher or job.launcher
+            for pid, start in keys:
+                if pid not in job.members:
+                    job.members[pid] = start
+                    job.remember_ticks(procs[pid])
+            job.gpu_pids.update(group.gpu_pids)
+            self._wiring.attach(job, [procs[p] for p in group.main], ())
+            if job.output_dir is None:
+                for pid in group.main:
+                    found = output_dir_from_cmdline(procs[pid].cmdline, procs[pid].cwd)
+                    if found:
+                        job.output_dir = found
+                        break
+        self._merge(host)
+
+    def _merge(self, host: str) -> None:
+        """Jobs whose root moved up may now share processes: merge each into the older one."""
+        live = sorted((j for j in self._on(host) if j.spec is None and j.exit is None), key=lambda j: j.first_seen)
+        for i, older in enumerate(live):
+            if older.id not in self._jobs:
+                continue
+            for newer in live[i + 1 :]:
+                if newer.id in self._jobs and any(older.members.get(p) == st for p, st in newer.members.items()):
+                    for pid, start in newer.members.items():
+                        if pid not in older.members:
+                            older.members[pid] = start
+                            if pid in newer.start_ticks:
+                                older.start_ticks[pid] = newer.start_ticks[pid]
+                    older.gpu_pids.update(newer.gpu_pids)
+                    self._drop(newer.id)
+                    if newer.root is not None:
+                        self.dismissed.discard((host, *newer.root))
+
+
+def _parent_unknown(root: ProcInfo, procs: dict[int, ProcInfo]) -> bool:
+    """Whether the chain above a new job's top process may go on (a launcher above the ranks) but the
+    probe has not reported the parent yet (it is asked for it through `parents_to_watch`)."""
+    return root.ppid > 1 and root.ppid not in procs and (is_python(root) or launcher_kind(root) is not None)
+
+
+def instance(job_id: str, key: str) -> int:
+    """1 for a configured job's first tree (id `cfgN`), n for `cfgN#n`."""
+    if job_id == key:
+        return 1
+    try:
+        return int(job_id.rsplit("#", 1)[1])
+    except (IndexError, ValueError):
+        return 1_000_000
+

@@ -1,0 +1,70 @@
+"""JobState: everything the tracker knows about one job, mutable, owned by the tracker.
+
+Readers never see it: they get a frozen `views.JobView` (jobs/export.py).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from ..model import DirStat, ExitInfo, ProcInfo
+from ..vocab import DEFAULT_STALL_AFTER_S
+from .interpret import LogInterpreter
+from .logtail import LogBuffer
+from .phase import ExitFacts, Verdict, format_history
+from .settings import JobSpec
+
+
+@dataclass
+class JobState:
+    id: str
+    host: str
+    name: str
+    serial: int
+    spec: JobSpec | None = None
+    launcher: str | None = None
+    root: tuple[int, float] | None = None
+    members: dict[int, float] = field(default_factory=dict)  # main pids -> start time (host clock)
+    # pid -> start time in clock ticks, for the members and the root: what a ProcessRef carries.
+    start_ticks: dict[int, int] = field(default_factory=dict)
+    gpu_pids: set[int] = field(default_factory=set)
+    gpus: tuple[int, ...] = ()
+    logs: dict[str, LogBuffer] = field(default_factory=dict)  # path -> buffer, primary first
+    interp: LogInterpreter | None = None
+    samples: deque = field(default_factory=deque)
+    verdict: Verdict | None = None
+    history: list[tuple[str, float]] = field(default_factory=list)
+    exit: ExitFacts | None = None
+    exit_infos: dict[int, ExitInfo] = field(default_factory=dict)
+    missing: dict[int, int] = field(default_factory=dict)  # pid -> frames missing in a row
+    started_at: float | None = None  # local clock
+    procs: list[ProcInfo] = field(default_factory=list)  # latest facts of the main processes
+    last_procs: list[ProcInfo] = field(default_factory=list)  # the last ones seen alive
+    output_dir: str | None = None
+    outdir: DirStat | None = None
+    compile_worker_since: float | None = None
+    first_seen: float = 0.0
+    last_seen: float = 0.0
+    stall_after_s: float = DEFAULT_STALL_AFTER_S
+
+    @property
+    def alive(self) -> bool:
+        return self.exit is None and bool(self.members)
+
+    @property
+    def pids(self) -> list[int]:
+        return sorted(self.members)
+
+    @property
+    def primary_log(self) -> LogBuffer | None:
+        return next(iter(self.logs.values()), None)
+
+    def history_text(self, now: float) -> str:
+        """"loading 22m00s -> compiling 4m00s -> training 3h00m"."""
+        return format_history(self.history, now)
+
+    def remember_ticks(self, proc: ProcInfo) -> None:
+        """Keep the exact start of a member or root (0 means the probe did not say)."""
+        if proc.start_ticks:
+            self.start_ticks[proc.pid] = proc.start_ticks

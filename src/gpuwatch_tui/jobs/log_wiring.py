@@ -1,0 +1,93 @@
+"""Log wiring: which followed file belongs to which job, and feeding what the probe read of it
+into the job's buffers and its log interpreter.
+
+The probe knows files only by a key (`j<serial>.log<n>`, `j<serial>.out`); this is the one place
+that maps those keys back to jobs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..model import DirStat, ProcInfo, TailChunk
+from .discovery import log_paths
+from .job_state import JobState
+from .logtail import LogBuffer
+from .settings import JobSettings
+
+MAX_LOGS_PER_JOB = 4
+
+
+def outdir_key(job: JobState) -> str:
+    return f"j{job.serial}.out"
+
+
+class LogWiring:
+    def __init__(self, settings: JobSettings) -> None:
+        self.settings = settings
+        self._keys: dict[str, tuple[str, str]] = {}  # tail key -> (job id, path)
+
+    def attach(self, job: JobState, procs: list[ProcInfo], configured: tuple[str, ...]) -> None:
+        """Give `job` a buffer for each log it writes: the configured paths (relative to the
+        processes' cwd), else what discovery finds on their stdout/stderr."""
+        paths: list[str] = []
+        cwd = next((p.cwd for p in procs if p.cwd), None)
+        for path in configured:
+            if not path.startswith("/") and cwd:
+                path = f"{cwd.rstrip('/')}/{path}"
+            paths.append(path)
+        if not configured:
+            paths.extend(log_paths(procs))
+        for path in paths:
+            if path not in job.logs and len(job.logs) < MAX_LOGS_PER_JOB:
+                job.logs[path] = LogBuffer(self.settings.tail_lines, self.settings.max_line_chars,
+                                           self.settings.partial_stale_s)
+                self._keys[f"j{job.serial}.log{len(job.logs) - 1}"] = (job.id, path)
+        if procs and job.started_at is None:
+            job.started_at = min(p.start_time for p in procs)
+
+    def forget(self, job_id: str) -> None:
+        for key in [k for k, (jid, _) in self._keys.items() if jid == job_id]:
+            del self._keys[key]
+
+    def tails_of(self, job_id: str) -> dict[str, str]:
+        """key -> path for the probe to follow, in the order the logs were attached."""
+        return {key: path for key, (jid, path) in self._keys.items() if jid == job_id}
+
+    def feed_tails(self, jobs: dict[str, JobState], chunks: list[TailChunk], skew: float, now: float) -> None:
+        for chunk in chunks:
+            ref = self._keys.get(chunk.key)
+            if ref is None:
+                continue
+            job = jobs.get(ref[0])
+            if job is None or ref[1] not in job.logs:
+                continue
+            if chunk.mtime is not None:
+                chunk = dataclasses.replace(chunk, mtime=chunk.mtime + skew)
+            buf = job.logs[ref[1]]
+            buf.feed(chunk, now)
+            buf.tick(now)
+            for line in buf.take_new():
+                job.interp.feed_line(line.text, now)
+            if buf.live:
+                job.interp.feed_live(buf.live, now)
+
+
+def feed_dirs(jobs: list[JobState], dirs: list[DirStat], skew: float) -> None:
+    by_key = {outdir_key(j): j for j in jobs}
+    for d in dirs:
+        job = by_key.get(d.key)
+        if job is not None:
+            mtime = d.newest_mtime + skew if d.newest_mtime is not None else None
+            job.outdir = dataclasses.replace(d, newest_mtime=mtime)
+
+
+def log_lines(job: JobState, n: int | None = None) -> list[str]:
+    """The primary log's last lines, the live progress bar as it is now last."""
+    log = job.primary_log
+    if log is None:
+        return []
+    lines = log.lines(n)
+    if log.live and (not lines or lines[-1] != log.live):
+        lines.append(log.live)
+    return lines

@@ -1,0 +1,245 @@
+"""Typed views of a job: what the tracker exports and every reader (UI, CLI, JSON) consumes.
+
+`JobView.to_json()` is the one serialisation behind `gpuwatch status --json` / `watch --json`;
+`JobView.from_json()` reads it back (recordings, fixtures). The views are frozen: a reader can keep
+one across refreshes without it changing underneath.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .model import ProcessRef
+from .vocab import DEFAULT_STALL_AFTER_S
+
+
+def _number(value) -> float | int | None:
+    """A JSON number as it was written (ints stay ints); anything else is a clear error."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number or null, got {value!r}")
+    return value
+
+
+def _need(data: dict, key: str, kind: type | tuple[type, ...], what: str):
+    if not isinstance(data, dict):
+        raise ValueError(f"{what}: expected an object, got {data!r}")
+    if key not in data:
+        raise ValueError(f"{what}: missing key {key!r}")
+    value = data[key]
+    if not isinstance(value, kind):
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise ValueError(f"{what}: {key!r} should be {names}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class ProgressView:
+    """Training progress as the log shows it. Numbers are JSON-ready: whole values are ints,
+    non-finite ones are None (a NaN/inf loss is kept in words in `loss_text`)."""
+
+    step: float | int | None = None
+    total: float | int | None = None
+    rate: float | int | None = None
+    unit: str | None = None
+    loss: float | int | None = None
+    epoch: float | int | None = None
+    eta_s: float | int | None = None
+    epochs: float | int | None = None
+    lr: float | int | None = None
+    desc: str | None = None
+    updated_at: float | None = None
+    loss_text: str | None = None
+
+    @property
+    def fraction(self) -> float | None:
+        if self.step is None or not self.total:
+            return None
+        return max(0.0, min(1.0, self.step / self.total))
+
+    def to_json(self) -> dict:
+        out = {
+            "step": self.step,
+            "total": self.total,
+            "rate": self.rate,
+            "unit": self.unit,
+            "loss": self.loss,
+            "epoch": self.epoch,
+            "eta_s": self.eta_s,
+            "epochs": self.epochs,
+            "lr": self.lr,
+            "desc": self.desc,
+            "updated_at": self.updated_at,
+        }
+        if self.loss_text is not None:
+            out["loss_text"] = self.loss_text
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> ProgressView:
+        if not data:
+            return cls()
+        if not isinstance(data, dict):
+            raise ValueError(f"progress should be an object, got {data!r}")
+        return cls(
+            step=_number(data.get("step")), total=_number(data.get("total")), rate=_number(data.get("rate")),
+            unit=data.get("unit"), loss=_number(data.get("loss")), epoch=_number(data.get("epoch")),
+            eta_s=_number(data.get("eta_s")), epochs=_number(data.get("epochs")), lr=_number(data.get("lr")),
+            desc=data.get("desc"), updated_at=_number(data.get("updated_at")), loss_text=data.get("loss_text"),
+        )
+
+
+@dataclass(frozen=True)
+class PhaseEntry:
+    """One step of a job's phase history: the phase and when it began (unix seconds)."""
+
+    phase: str
+    since: float
+
+    def to_json(self) -> dict:
+        return {"phase": self.phase, "since": self.since}
+
+
+@dataclass(frozen=True)
+class ProgressPointView:
+    """One point of the progress history (for charts): raw values, non-finite loss as None."""
+
+    time: float
+    step: float | None
+    total: float | None
+    loss: float | None
+    epoch: float | None
+
+    def to_json(self) -> dict:
+        return {"time": self.time, "step": self.step, "total": self.total, "loss": self.loss, "epoch": self.epoch}
+
+
+def finite_or_none(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+@dataclass(frozen=True)
+class JobView:
+    """One job as every reader sees it. `processes` are the job's main processes as
+    (host, pid, start ticks): what an action must name, never a bare pid."""
+
+    id: str
+    name: str
+    host: str
+    phase: str = "unknown"
+    detail: str | None = None
+    since: float = 0.0
+    confidence: float = 0.0
+    evidence: tuple[str, ...] = ()
+    advice: str = ""
+    actions: tuple[str, ...] = ()  # names of the actions that help (the verdict's)
+    pids: tuple[int, ...] = ()
+    gpus: tuple[int, ...] = ()  # GPU indices on `host`
+    log: str | None = None  # the primary log
+    logs: tuple[str, ...] = ()
+    exit_code: int | None = None
+    exit_signal: int | None = None
+    progress: ProgressView = ProgressView()
+    history: tuple[PhaseEntry, ...] = ()
+    configured: bool = False
+    launcher: str | None = None
+    alive: bool = True
+    ended_at: float | None = None
+    output_dir: str | None = None
+    log_lines: int = 0
+    stall_after_s: float = DEFAULT_STALL_AFTER_S
+    progress_history: tuple[ProgressPointView, ...] = ()
+    history_text: str = ""
+    processes: tuple[ProcessRef, ...] = ()
+    root: ProcessRef | None = None  # the top of the tree (a launcher when there is one)
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "host": self.host,
+            "pids": list(self.pids),
+            "gpus": list(self.gpus),
+            "phase": self.phase,
+            "detail": self.detail,
+            "since": self.since,
+            "confidence": self.confidence,
+            "evidence": list(self.evidence),
+            "advice": self.advice,
+            "log": self.log,
+            "logs": list(self.logs),
+            "exit_code": self.exit_code,
+            "exit_signal": self.exit_signal,
+            "progress": self.progress.to_json(),
+            "history": [entry.to_json() for entry in self.history],
+            "configured": self.configured,
+            "launcher": self.launcher,
+            "alive": self.alive,
+            "ended_at": self.ended_at,
+            "output_dir": self.output_dir,
+            "log_lines": self.log_lines,
+            "stall_after_s": self.stall_after_s,
+            "progress_history": [point.to_json() for point in self.progress_history],
+            "history_text": self.history_text,
+            "actions": list(self.actions),
+            "processes": [{"pid": p.pid, "start_ticks": p.start_ticks} for p in self.processes],
+            "root": None if self.root is None else {"pid": self.root.pid, "start_ticks": self.root.start_ticks},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> JobView:
+        """Read one job back from its JSON. Keys that older recordings lack take their defaults;
+        id, name and host are required, and a value of the wrong shape is a clear error."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a job should be an object, got {data!r}")
+        job_id = _need(data, "id", str, "job")
+        what = f"job {job_id!r}"
+        host = _need(data, "host", str, what)
+
+        def ref(d: dict) -> ProcessRef:
+            return ProcessRef(host, int(_need(d, "pid", int, what)), int(_need(d, "start_ticks", int, what)))
+
+        def ints(key: str) -> tuple[int, ...]:
+            values = data.get(key) or ()
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+                raise ValueError(f"{what}: {key!r} should be a list of integers, got {values!r}")
+            return tuple(values)
+
+        return cls(
+            id=job_id,
+            name=_need(data, "name", str, what),
+            host=host,
+            phase=data.get("phase") or "unknown",
+            detail=data.get("detail"),
+            since=_number(data.get("since")) or 0.0,
+            confidence=_number(data.get("confidence")) or 0.0,
+            evidence=tuple(str(e) for e in data.get("evidence") or ()),
+            advice=data.get("advice") or "",
+            actions=tuple(str(a) for a in data.get("actions") or ()),
+            pids=ints("pids"),
+            gpus=ints("gpus"),
+            log=data.get("log"),
+            logs=tuple(str(p) for p in data.get("logs") or ()),
+            exit_code=data.get("exit_code"),
+            exit_signal=data.get("exit_signal"),
+            progress=ProgressView.from_json(data.get("progress")),
+            history=tuple(PhaseEntry(str(_need(e, "phase", str, what)), _need(e, "since", (int, float), what))
+                          for e in data.get("history") or ()),
+            configured=bool(data.get("configured", False)),
+            launcher=data.get("launcher"),
+            alive=bool(data.get("alive", True)),
+            ended_at=_number(data.get("ended_at")),
+            output_dir=data.get("output_dir"),
+            log_lines=int(data.get("log_lines") or 0),
+            stall_after_s=_number(data.get("stall_after_s")) or DEFAULT_STALL_AFTER_S,
+            progress_history=tuple(
+                ProgressPointView(p["time"], _number(p.get("step")), _number(p.get("total")),
+                                  _number(p.get("loss")), _number(p.get("epoch")))
+                for p in data.get("progress_history") or ()
+            ),
+            history_text=data.get("history_text") or "",
+            processes=tuple(ref(p) for p in data.get("processes") or ()),
+            root=ref(data["root"]) if data.get("root") else None,
+        )
