@@ -87,9 +87,8 @@ async def test_readonly_removes_unsafe_actions_from_keys_help_and_palette(source
 
 
 def advise_restart(source) -> None:
-    job = next(j for j in source.jobs() if j["id"] == SFT)
-    job["advice"] = "output is sitting in the process's stdout buffer: restart it with -u to see it"
-    job["actions"] = ["restart_unbuffered", "dump_stack"]
+    source.set_job(SFT, advice="output is sitting in the process's stdout buffer: restart it with -u to see it",
+                   actions=("restart_unbuffered", "dump_stack"))
 
 
 async def open_sft(app, pilot) -> str:
