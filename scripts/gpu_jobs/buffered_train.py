@@ -2,12 +2,17 @@
 import argparse
 import time
 
+from truth import mark
+
+mark("starting")
+
 import torch
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--seconds", type=float, default=80)
 args = ap.parse_args()
 a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+mark("training")
 start, step = time.time(), 0
 while time.time() - start < args.seconds:
     for _ in range(20):
@@ -15,3 +20,4 @@ while time.time() - start < args.seconds:
     torch.cuda.synchronize()
     step += 1
     print(f"step {step} loss {1.0 / step:.4f}")  # no flush: block-buffered into the file
+mark("finished")

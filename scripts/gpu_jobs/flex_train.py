@@ -7,6 +7,10 @@ import argparse
 import math
 import time
 
+from truth import mark
+
+mark("starting")
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -17,6 +21,7 @@ ap.add_argument("--seconds", type=float, default=120)
 ap.add_argument("--log-every", type=int, default=20)
 args = ap.parse_args()
 
+mark("loading")
 print("loading config and building model", flush=True)
 torch.manual_seed(0)
 D, H, L, T, V, B = 512, 8, 4, 1024, 8192, 16
@@ -62,6 +67,7 @@ class Model(nn.Module):
 model = torch.compile(Model().cuda().to(torch.bfloat16))
 opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
 data = torch.randint(0, V, (B, T + 1), device="cuda")
+mark("compiling")
 print("starting training (first step compiles)", flush=True)
 start = time.time()
 step = 0
@@ -77,7 +83,9 @@ while time.time() - start < args.seconds:
     if step == 1:
         torch.cuda.synchronize()
         print(f"first step done in {time.time() - t0:.1f}s", flush=True)
+        mark("training")
     if step % args.log_every == 0:
         print({"loss": round(loss.item(), 4), "grad_norm": 1.0, "learning_rate": 3e-4,
                "epoch": round(step / 1000, 2)}, flush=True)
 print({"train_runtime": round(time.time() - start, 1), "train_loss": round(loss.item(), 4), "epoch": 1.0}, flush=True)
+mark("finished")

@@ -6,6 +6,10 @@ import os
 import signal
 import time
 
+from truth import mark
+
+mark("starting")
+
 import torch
 import torch.distributed as dist
 
@@ -18,6 +22,7 @@ torch.cuda.set_device(rank)
 x = torch.randn(64 << 20, device="cuda")
 t0 = time.time()
 step = 0
+mark("training")
 while True:
     dist.all_reduce(x)
     torch.cuda.synchronize()
@@ -26,4 +31,5 @@ while True:
         print(f"[rank{rank}] step {step} allreduce ok", flush=True)
     if rank == 1 and time.time() - t0 > args.stop_after:
         print(f"[rank{rank}] stopping myself", flush=True)
+        mark("hung")
         os.kill(os.getpid(), signal.SIGSTOP)
