@@ -13,6 +13,7 @@ log_wiring.py (logs and output dirs), judging.py (the phase engine), export.py (
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ..model import DirStat, HostSample, ProcInfo
@@ -131,6 +132,15 @@ class JobTracker:
         record = ActionRecord(action, user, when, job.serial, status_file)
         job.actions.append(record)
         return record
+
+    def set_restart_status_file(self, job_id: str, record: ActionRecord, status_file: str) -> None:
+        """A restart's new run was started: where its wrapper writes the exit status."""
+        job = self._jobs.get(job_id)
+        if job is None:
+            return
+        for i, r in enumerate(job.actions):
+            if r is record:
+                job.actions[i] = dataclasses.replace(record, status_file=status_file)
 
     def record_dump(self, job_id: str, finding: DumpFinding) -> None:
         """The latest py-spy dump's reading joins the job's evidence (see job_actions.annotate)."""
