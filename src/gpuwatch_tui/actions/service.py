@@ -170,6 +170,13 @@ class ActionService:
         """The latest py-spy dump of a job taken through this service (for the stack view and reports)."""
         return self._dumps.get(job_id)
 
+    def facts_ready(self, job_id: str) -> bool:
+        """Whether the restart facts of the job's current top process have been read."""
+        view = next((v for v in self.monitor.tracker.views() if v.id == job_id), None)
+        captured = self.monitor.tracker.capture(job_id)
+        return (view is not None and view.root is not None and captured is not None
+                and (captured[0], captured[1]) == (view.root.pid, view.root.start_ticks))
+
     def find_job(self, host: str, name_or_id: str) -> JobView | None:
         """A job on `host` by the name `status` shows, or by its id."""
         views = [v for v in self.monitor.tracker.views() if v.host == host]
