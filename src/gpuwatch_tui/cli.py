@@ -11,6 +11,7 @@ import sys
 import time
 
 from . import __version__
+from .actions import registry
 from .config import Config, load_config
 from .errors import ConfigError
 from .monitor import Monitor
@@ -19,13 +20,15 @@ from .status_table import render_status
 
 # Exit codes, shared by every verb (and listed in `gpuwatch --help` and the README).
 EXIT_OK = 0
-EXIT_CONFIG = 2  # config or command-line mistake (argparse uses 2 too)
-EXIT_NOT_CONNECTED = 3  # `status`: at least one host is not connected
+EXIT_ACTION_FAILED = 1  # kill/restart/dump: the action failed or only partly worked
+EXIT_CONFIG = 2  # config or command-line mistake (argparse uses 2 too); an action refused
+EXIT_NOT_CONNECTED = 3  # `status`: at least one host is not connected; an action's host is not
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_CODES_TEXT = """exit codes:
-  0    success (status: every host connected)
-  2    config or command-line mistake
-  3    status: at least one host is not connected
+  0    success (status: every host connected; kill/restart/dump: done)
+  1    kill/restart/dump: the action failed or only partly worked
+  2    config or command-line mistake; an action refused (read-only, not confirmed, no such job)
+  3    status: at least one host is not connected; kill/restart/dump: the host is not connected
   130  interrupted (Ctrl-C)"""
 MAX_WINDOW_S = 3600.0
 
@@ -70,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action="version", version=f"gpuwatch {__version__}")
     parser.add_argument("--readonly", action="store_true", help="never act on processes (kill, restart, dump)")
     parser.add_argument("--theme", metavar="NAME", default=None, help=theme_help)
-    sub = parser.add_subparsers(dest="verb", metavar="{status,watch}")
+    verbs = registry.cli_verbs()
+    sub = parser.add_subparsers(dest="verb", metavar="{" + ",".join(["status", "watch", *verbs]) + "}")
     status = sub.add_parser(
         "status", parents=[common], help="print one snapshot and exit",
         description="Connect to every host, sample for a short window, print one snapshot (a table, "
@@ -90,6 +94,22 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--json", action="store_true", help="JSON lines (the only format; accepted, not required)")
     watch.add_argument("--count", type=positive_count, default=None, metavar="N",
                        help="stop after N objects, N >= 1 (default: run until interrupted)")
+    for verb, spec in verbs.items():
+        p = sub.add_parser(
+            verb, parents=[common], help=spec.description,
+            description=f"{spec.title}: {spec.description}. Shows the plan (host, job, processes, users, the "
+            "exact command) and asks on a terminal; without one it refuses unless --yes. Every attempt is "
+            "recorded in the audit log.",
+            epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.add_argument("host", metavar="HOST", help="a host name from the config")
+        p.add_argument("job", metavar="JOB", help="the job's name as `gpuwatch status` shows it, or its id")
+        p.add_argument("--yes", action="store_true", help="do it without asking")
+        p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+        p.add_argument("--readonly", action="store_true", default=argparse.SUPPRESS,
+                       help="refuse (as the dashboard's --readonly does)")
+        if spec.name == "dump_stack":
+            p.add_argument("--native", action="store_true", default=None, help="include native (C/C++) frames")
     return parser
 
 
@@ -126,6 +146,16 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_INTERRUPTED
     if args.verb == "watch":
         return asyncio.run(run_watch(config, args.count))
+    spec = registry.cli_verbs().get(args.verb or "")
+    if spec is not None:
+        from .actions.cli_verbs import run_action
+
+        try:
+            return asyncio.run(run_action(
+                config, spec, args.host, args.job, yes=args.yes, readonly=args.readonly or config.settings.readonly,
+                as_json=args.json, native=getattr(args, "native", None)))
+        except KeyboardInterrupt:
+            return EXIT_INTERRUPTED
     return run_dashboard(config, args)
 
 

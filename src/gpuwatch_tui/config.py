@@ -17,6 +17,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from .actions.settings import LOG_MODES, ActionSettings
 from .errors import ConfigError
 from .jobs.rules import parse_rules
 from .vocab import DEFAULT_STALL_AFTER_S, GPU_SOURCE_CHOICES, parse_duration
@@ -83,6 +84,7 @@ class Config:
     jobs: tuple[JobConfig, ...] = ()
     rules: tuple[dict, ...] = ()
     warnings: tuple[str, ...] = field(default=())
+    actions: ActionSettings = field(default_factory=ActionSettings)
 
 
 def default_config_path() -> Path:
@@ -263,6 +265,26 @@ def _parse_settings(data: dict, file: str, warnings: list[str]) -> Settings:
     return s
 
 
+def _parse_actions(data: dict, file: str, warnings: list[str]) -> ActionSettings:
+    r = _Reader(data.get("actions", {}), file, "actions", warnings)
+    d = ActionSettings()
+    grace = r.duration("kill_grace", d.kill_grace_s)
+    gpu_wait = r.duration("restart_gpu_wait", d.restart_gpu_wait_s)
+    for key, value in (("kill_grace", grace), ("restart_gpu_wait", gpu_wait)):
+        if not 0 <= value <= 3600:
+            raise ConfigError(file, f"actions.{key}", "a duration from 0s to 1h", value)
+    mode = r.string("restart_log_mode", d.restart_log_mode)
+    if mode not in LOG_MODES:
+        raise ConfigError(file, "actions.restart_log_mode", " or ".join(f'"{m}"' for m in LOG_MODES), mode)
+    s = ActionSettings(
+        kill_grace_s=grace, restart_log_mode=mode, restart_gpu_wait_s=gpu_wait,
+        pyspy_sudo=r.get("pyspy_sudo", (bool,), "true or false", d.pyspy_sudo),
+        pyspy_native=r.get("pyspy_native", (bool,), "true or false", d.pyspy_native),
+    )
+    r.finish()
+    return s
+
+
 def _parse_host(table: Any, index: int, file: str, warnings: list[str], default_interval: float) -> HostConfig:
     r = _Reader(table, file, f"hosts[{index}]", warnings)
     name = r.string("name", required=True)
@@ -372,11 +394,12 @@ def _parse_job(table: Any, index: int, file: str, warnings: list[str], host_name
 
 def parse_config(data: dict, file: str) -> Config:
     warnings: list[str] = []
-    known_top = {"settings", "hosts", "jobs", "rules"}
+    known_top = {"settings", "hosts", "jobs", "rules", "actions"}
     for key in data:
         if key not in known_top:
             warnings.append(unknown_key_warning(file, key, key, known_top))
     settings = _parse_settings(data, file, warnings)
+    actions = _parse_actions(data, file, warnings)
     hosts_raw = data.get("hosts", [])
     if not isinstance(hosts_raw, list):
         raise ConfigError(file, "hosts", "an array of tables written [[hosts]]", hosts_raw)
@@ -399,7 +422,7 @@ def parse_config(data: dict, file: str) -> Config:
     if not isinstance(rules_raw, list) or not all(isinstance(t, dict) for t in rules_raw):
         raise ConfigError(file, "rules", "an array of tables written [[rules]]", rules_raw)
     _check_rules(rules_raw, file)
-    return Config(file, settings, tuple(hosts), jobs, tuple(rules_raw), tuple(warnings))
+    return Config(file, settings, tuple(hosts), jobs, tuple(rules_raw), tuple(warnings), actions)
 
 
 def _check_rules(rules_raw: list, file: str) -> None:

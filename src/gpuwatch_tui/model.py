@@ -62,6 +62,8 @@ class ChildProc:
     state: str = ""
     cpu_s: float = 0.0
     start_ticks: int = 0
+    uid: int | None = None  # the owner, as the host reports it
+    user: str | None = None  # its login name on the host (None: unknown uid)
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,8 @@ class ProcInfo:
     is_python: bool
     env_readable: bool = True
     start_ticks: int = 0  # start time in clock ticks since boot (exact; start_time is rounded)
+    uid: int | None = None  # the owner, as the host reports it
+    user: str | None = None  # its login name on the host (None: unknown uid)
 
     @property
     def key(self) -> tuple[int, float]:

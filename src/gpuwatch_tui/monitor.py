@@ -38,6 +38,12 @@ class Monitor:
         self.sessions: dict[str, HostFeed] = {
             h.name: make_feed(h, config.settings, self, self.connector) for h in config.hosts
         }
+        self.last_samples: dict[str, HostSample] = {}  # host -> its latest frame (GPU holders for actions)
+        self.job_facts = None
+        if tracker is not None:
+            from .actions.job_facts import JobFacts
+
+            self.job_facts = JobFacts(self)  # restart facts at discovery, a restarted run's exit status
         self._subscribers: list[Callable[[], None]] = []
         self._settled = {name: asyncio.Event() for name in self.sessions}
         self._stopped = False
@@ -52,9 +58,12 @@ class Monitor:
 
     def host_sample(self, host: str, sample: HostSample) -> None:
         self.store.apply_sample(host, sample)
+        self.last_samples[host] = sample
         if self.tracker is not None:
             self.tracker.update(host, sample, time.time())
             self._push_wants(host)
+            if self.job_facts is not None:
+                self.job_facts.on_sample(host)
         self._settled[host].set()
         self._notify()
 
@@ -108,6 +117,8 @@ class Monitor:
 
     async def stop(self) -> None:
         self._stopped = True
+        if self.job_facts is not None:
+            self.job_facts.cancel()
         await asyncio.gather(*(s.stop() for s in self.sessions.values()), return_exceptions=True)
         if self.connector is not None:
             await self.connector.close()

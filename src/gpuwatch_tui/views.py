@@ -154,6 +154,7 @@ class JobView:
     history_text: str = ""
     processes: tuple[ProcessRef, ...] = ()
     root: ProcessRef | None = None  # the top of the tree (a launcher when there is one)
+    events: tuple[str, ...] = ()  # what gpuwatch did to the job, oldest first ("killed by ana via gpuwatch at ...")
 
     def to_json(self) -> dict:
         return {
@@ -186,6 +187,7 @@ class JobView:
             "actions": list(self.actions),
             "processes": [{"pid": p.pid, "start_ticks": p.start_ticks} for p in self.processes],
             "root": None if self.root is None else {"pid": self.root.pid, "start_ticks": self.root.start_ticks},
+            "events": list(self.events),
         }
 
     @classmethod
@@ -242,4 +244,5 @@ class JobView:
             history_text=data.get("history_text") or "",
             processes=tuple(ref(p) for p in data.get("processes") or ()),
             root=ref(data["root"]) if data.get("root") else None,
+            events=tuple(str(e) for e in data.get("events") or ()),
         )

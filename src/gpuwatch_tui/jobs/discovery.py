@@ -20,7 +20,8 @@ STOP_NAMES = frozenset(
     {"bash", "sh", "dash", "zsh", "fish", "ksh", "tcsh", "csh", "sshd", "tmux", "tmux: server", "screen",
      "SCREEN", "systemd", "init", "login", "su", "sudo", "nohup", "setsid", "srun", "slurmstepd",
      "containerd-shim", "containerd-shim-runc-v2", "docker-init", "tini", "dumb-init", "supervisord",
-     "runsv", "cron", "nvidia-smi", "timeout", "env", "conda", "uv", "make"}
+     "runsv", "cron", "nvidia-smi", "timeout", "env", "conda", "uv", "make",
+     "gpuwatch-run"}  # gpuwatch-run: the wrapper a restart starts the job under (probe/ops_spawn.py)
 )
 # Python programs that host many unrelated GPU processes: a job never spans one of them.
 _HOSTS = re.compile(r"jupyter|ipykernel|ray::|raylet|vllm\.entrypoints|gunicorn|uvicorn")

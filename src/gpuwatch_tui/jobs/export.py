@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..model import ProcessRef
 from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView, finite_or_none
+from .job_actions import events_text
 from .job_state import JobState
 from .progress import Progress
 
@@ -60,4 +61,5 @@ def job_view(job: JobState, now: float | None = None) -> JobView:
         history_text=job.history_text(now if now is not None else job.last_seen),
         processes=tuple(ProcessRef(job.host, pid, ticks[pid]) for pid in job.pids if pid in ticks),
         root=root,
+        events=events_text(job.actions),
     )

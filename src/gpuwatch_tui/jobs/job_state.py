@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ..model import DirStat, ExitInfo, ProcInfo
 from ..vocab import DEFAULT_STALL_AFTER_S
+from .job_actions import ActionRecord, DumpFinding
 from .interpret import LogInterpreter
 from .logtail import LogBuffer
 from .phase import ExitFacts, Verdict, format_history
@@ -47,6 +48,9 @@ class JobState:
     first_seen: float = 0.0
     last_seen: float = 0.0
     stall_after_s: float = DEFAULT_STALL_AFTER_S
+    actions: list[ActionRecord] = field(default_factory=list)  # what gpuwatch did to it: kept across runs
+    dump_finding: DumpFinding | None = None  # the latest py-spy dump's reading
+    exit_status_known: bool = False  # the wrapper's exit record was read into `exit`
 
     @property
     def alive(self) -> bool:

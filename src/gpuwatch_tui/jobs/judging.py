@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..model import ExitInfo, HostSample, ProcInfo
 from .discovery import launcher_kind
+from .job_actions import annotate
 from .job_state import JobState
 from .phase import (
     COMPILE_WORKER_MARK,
@@ -154,6 +155,9 @@ def judge(job: JobState, now: float, skew: float) -> None:
         job.verdict = Verdict("unknown", job.first_seen, 0.0, "not-running", (f"no process matches {how}",), "")
         return
     verdict = infer_phase(observation(job, skew), now, job.verdict)
+    if job.actions or job.dump_finding is not None:
+        verdict = annotate(verdict, job.actions, job.dump_finding, run=job.serial,
+                           ended_at=job.exit.ended_at if job.exit else None)
     if job.verdict is None or verdict.phase != job.verdict.phase:
         job.history.append((verdict.phase, verdict.since))
         del job.history[:-MAX_HISTORY]

@@ -13,6 +13,7 @@ log_wiring.py (logs and output dirs), judging.py (the phase engine), export.py (
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ..model import DirStat, HostSample, ProcInfo
@@ -22,8 +23,10 @@ from .match_check import note_broad_matches
 from .export import job_view
 from .grouping import JobGrouping
 from .interpret import LogInterpreter
+from .job_actions import ActionRecord, DumpFinding, RESTART
 from .job_state import JobState
 from .judging import judge, observe, track_members
+from .phase import ExitFacts
 from .log_wiring import LogWiring, feed_dirs, log_lines, outdir_key
 from .progress import ProgressTracker
 from .rules import Rule, RuleSet
@@ -52,6 +55,8 @@ class JobTracker:
         self._specs = {f"cfg{i}": spec for i, spec in enumerate(self.settings.jobs)}
         self._match_reported: set[tuple[str, str]] = set()  # (host, spec key) the probe has scanned for
         self._wiring = LogWiring(self.settings)
+        # job id -> (pid, start ticks, facts, local time read): the top process's restart facts
+        self._captures: dict[str, tuple[int, int, dict, float]] = {}
         self._grouping = JobGrouping(self._jobs, self._specs, self._wiring, self._new_job, self._drop)
         for key, spec in self._specs.items():
             self._new_job(spec.host, spec.name, key, spec=spec, now=0.0)
@@ -116,6 +121,64 @@ class JobTracker:
             self._new_job(job.spec.host, job.spec.name, job.id, spec=job.spec, now=job.last_seen)
         return True
 
+    # ------------------------------------------------------------------ what gpuwatch did to a job
+    def record_action(self, job_id: str, action: str, user: str, when: float,
+                      status_file: str | None = None) -> ActionRecord:
+        """Note on the job that `user` took `action` at `when` (local time): a kill makes the run end as
+        crashed/killed with who and when; a restart's `status_file` gives the next run its exit status."""
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise KeyError(f"no job {job_id!r}")
+        record = ActionRecord(action, user, when, job.serial, status_file)
+        job.actions.append(record)
+        return record
+
+    def set_restart_status_file(self, job_id: str, record: ActionRecord, status_file: str) -> None:
+        """A restart's new run was started: where its wrapper writes the exit status."""
+        job = self._jobs.get(job_id)
+        if job is None:
+            return
+        for i, r in enumerate(job.actions):
+            if r is record:
+                job.actions[i] = dataclasses.replace(record, status_file=status_file)
+
+    def record_dump(self, job_id: str, finding: DumpFinding) -> None:
+        """The latest py-spy dump's reading joins the job's evidence (see job_actions.annotate)."""
+        job = self._jobs.get(job_id)
+        if job is not None:
+            job.dump_finding = finding  # the next frame's verdict carries it
+
+    def pending_exit_status(self, host: str) -> list[tuple[str, str]]:
+        """(job id, status file) of ended runs that a restart started under the wrapper, whose real
+        exit status has not been read yet: the caller asks the host (`run_status`) and reports it."""
+        out = []
+        for job in self.states(host):
+            if job.exit is None or job.exit_status_known:
+                continue
+            started_by = next((r for r in reversed(job.actions)
+                               if r.action == RESTART and r.status_file and r.run < job.serial), None)
+            if started_by is not None:
+                out.append((job.id, started_by.status_file))
+        return out
+
+    def set_exit_status(self, job_id: str, exit_code: int | None, exit_signal: int | None) -> None:
+        """The real exit status of an ended run (from the wrapper's record): judge its end again."""
+        job = self._jobs.get(job_id)
+        if job is None or job.exit is None:
+            return
+        job.exit = ExitFacts(job.exit.ended_at, exit_code, exit_signal)
+        job.exit_status_known = True
+        judge(job, job.last_seen, 0.0)
+
+    def set_capture(self, job_id: str, pid: int, start_ticks: int, facts: dict, when: float) -> None:
+        """The restart facts of the job's top process (argv, cwd, environ, outputs) as read at `when`."""
+        if job_id in self._jobs:
+            self._captures[job_id] = (pid, start_ticks, facts, when)
+
+    def capture(self, job_id: str) -> tuple[int, int, dict, float] | None:
+        """(pid, start ticks, facts, when read) of the job's top process, if captured."""
+        return self._captures.get(job_id)
+
     # ------------------------------------------------------------------ what to ask the probe
     def wanted(self, host: str) -> ProbeWants:
         pids: set[int] = set(self._parents.get(host, ()))
@@ -173,3 +236,4 @@ class JobTracker:
         """Remove a record and its log keys (dismissing, restarting and merging all start here)."""
         self._jobs.pop(job_id, None)
         self._wiring.forget(job_id)
+        self._captures.pop(job_id, None)

@@ -202,6 +202,22 @@ def is_python(comm, cmdline):
     return comm.startswith("python") or argv0.startswith("python") or argv0 == "pypy3"
 
 
+_USER_NAMES = {}
+
+
+def user_name(uid):
+    """The login name of `uid` on this host, looked up once per uid (None: unknown uid)."""
+    if uid is None:
+        return None
+    if uid not in _USER_NAMES:
+        try:
+            import pwd
+            _USER_NAMES[uid] = pwd.getpwuid(uid).pw_name
+        except (ImportError, KeyError):
+            _USER_NAMES[uid] = None
+    return _USER_NAMES[uid]
+
+
 class ProcCache(object):
     """Facts that do not change while a process lives, keyed by (pid, start)."""
 
@@ -230,6 +246,13 @@ class ProcCache(object):
                 pass
             facts["env_readable"] = environ is not None
             facts["environ"] = environ
+            # The owner never changes while the process lives (setuid happens before exec in
+            # practice): read once per (pid, start), so a sample pays nothing for it.
+            try:
+                facts["uid"] = os.stat("/proc/%d" % pid).st_uid
+            except OSError:
+                facts["uid"] = None
+            facts["user"] = user_name(facts["uid"])
             self.static[key] = facts
         return facts
 
@@ -267,7 +290,7 @@ def proc_info(stat, cache, descendants, now, refresh):
         children.append({
             "pid": d.pid, "ppid": d.ppid, "name": d.comm, "state": d.state,
             "cpu_s": round(d.cpu, 2), "start_time": d.start, "start_ticks": d.ticks,
-            "cmdline": dfacts["cmdline"][:16],
+            "cmdline": dfacts["cmdline"][:16], "uid": dfacts["uid"], "user": dfacts["user"],
         })
     return {
         "pid": stat.pid, "ppid": stat.ppid, "start_time": stat.start, "start_ticks": stat.ticks,
@@ -277,7 +300,7 @@ def proc_info(stat, cache, descendants, now, refresh):
         "rss_bytes": stat.rss, "threads": stat.threads, "sid": stat.sid, "pgid": stat.pgid,
         "children": children, "stdout": slow["stdout"], "stderr": slow["stderr"],
         "unbuffered": unbuffered, "unbuffered_reason": reason, "is_python": py,
-        "env_readable": facts["env_readable"],
+        "env_readable": facts["env_readable"], "uid": facts["uid"], "user": facts["user"],
     }
 
 

@@ -25,6 +25,10 @@ def _fd(raw: dict | None) -> FdTarget | None:
     return FdTarget(raw.get("path", ""), raw.get("kind", "unknown"), bool(raw.get("append")), raw.get("size"))
 
 
+def _opt_int(value) -> int | None:
+    return None if value is None else int(value)
+
+
 def parse_gpu(raw: dict) -> GpuSample:
     return GpuSample(
         index=int(raw["index"]),
@@ -58,7 +62,8 @@ def parse_proc(raw: dict) -> ProcInfo:
         pgid=int(raw.get("pgid", 0)),
         children=tuple(
             ChildProc(int(c["pid"]), str(c.get("name", "")), tuple(c.get("cmdline", ())),
-                      str(c.get("state", "")), float(c.get("cpu_s", 0.0)), int(c.get("start_ticks", 0)))
+                      str(c.get("state", "")), float(c.get("cpu_s", 0.0)), int(c.get("start_ticks", 0)),
+                      _opt_int(c.get("uid")), c.get("user"))
             for c in raw.get("children", [])
         ),
         stdout=_fd(raw.get("stdout")),
@@ -68,6 +73,8 @@ def parse_proc(raw: dict) -> ProcInfo:
         is_python=bool(raw.get("is_python")),
         env_readable=bool(raw.get("env_readable", True)),
         start_ticks=int(raw.get("start_ticks", 0)),
+        uid=_opt_int(raw.get("uid")),
+        user=raw.get("user"),
     )
 
 

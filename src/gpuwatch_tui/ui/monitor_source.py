@@ -29,6 +29,7 @@ class MonitorSource:
             self.store = Store([h.name for h in config.hosts], config.settings.history)
         self.paused = False
         self._jobs_cache: tuple[int, list[JobView]] | None = None
+        self._actions = None  # the ActionService, built on first use
 
     def _build_monitor(self):
         if self.monitor is None:
@@ -43,6 +44,30 @@ class MonitorSource:
 
     def now(self) -> float:
         return time.time()
+
+    # -- actions (kill, restart with -u, py-spy dump): all through the one ActionService
+    def action_service(self, readonly: bool = False):
+        """The ActionService over this source's Monitor (built on first use; `readonly` fixed then)."""
+        if self._actions is None:
+            from ..actions.audit import AuditLog, current_user
+            from ..actions.service import ActionService
+
+            monitor = self._build_monitor()
+            config = monitor.config
+            self._actions = ActionService(monitor, config.actions, AuditLog(),
+                                          readonly or config.settings.readonly, current_user())
+        return self._actions
+
+    def plan_action(self, job_id: str, name: str):
+        """ActionPlan for the confirm dialog; raises ActionRefused with the reason in words."""
+        return self.action_service().plan(job_id, name)
+
+    async def run_action(self, plan):
+        """ActionOutcome (or ActionRefused) for a confirmed plan."""
+        return await self.action_service().execute(plan)
+
+    def latest_dump(self, job_id: str):
+        return self.action_service().latest_dump(job_id)
 
     def jobs(self) -> list[JobView]:
         # Several widgets ask within one refresh, and with many hosts the store changes many

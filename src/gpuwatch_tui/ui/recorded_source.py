@@ -51,6 +51,18 @@ class RecordedSource:
         self._procs = {k: [parse_proc(p) for p in v] for k, v in data.get("procs", {}).items()}
         self._outdirs = {k: DirStat(**v) for k, v in data.get("outdirs", {}).items()}
 
+    # -- actions: a recording has no host to act on
+    def plan_action(self, job_id: str, name: str):
+        from ..actions.service import ActionRefused
+
+        raise ActionRefused("actions are disabled when replaying a recording: there is no host to act on")
+
+    async def run_action(self, plan):
+        return self.plan_action(plan.job_id, plan.action)
+
+    def latest_dump(self, job_id: str):
+        return None
+
     def _replay(self, now: float) -> None:
         for host in self._hosts:
             name = host["name"]

@@ -1,0 +1,399 @@
+"""The one door to the actions: the dashboard and the CLI both plan, confirm, then execute through here.
+
+    service = ActionService(monitor, settings, audit, readonly, local_user)
+    plan = service.plan(job_id, "kill")        # sync; raises ActionRefused with words for a person
+    ...show plan.text() and ask when plan.confirm...
+    outcome = await service.execute(plan)      # ActionOutcome: .ok, .summary(), .to_json()
+
+Every attempt, refused or done, is one line in the audit log; an action that cannot be recorded there is
+refused. No Textual here.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import GpuwatchError
+from ..jobs.job_actions import DUMP, KILL, RESTART, DumpFinding
+from ..model import ChildProc, ProcInfo
+from ..views import JobView
+from . import registry
+from .audit import AuditError, AuditLog
+from .dump import DEFAULT_DUMP_TIMEOUT_S, DumpFailed, DumpReport, DumpTarget, dump_job
+from .job_tree import JobTree
+from .kill import KillReport, kill_job
+from .restart import RestartPlan, RestartReport, build_restart, restart_job
+from .settings import ActionSettings
+from .stack_analysis import phase_hint
+
+HOST_ACTIONS = (KILL, RESTART, DUMP)  # the registry's actions that act on a host
+STALE_CAPTURE_S = 3600.0  # restart facts older than this get a louder warning
+
+
+class ActionRefused(GpuwatchError):
+    """The action was not taken: `reason` says why, in words for the person who asked."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class PlanTarget:
+    pid: int
+    start_ticks: int
+    user: str  # login name on the host, or "uid N", or "?" when unknown
+    role: str  # launcher, main, descendant, gpu-holder
+    command: str  # its command line, shell-quoted (display only)
+
+
+@dataclass(frozen=True)
+class ActionPlan:
+    """What will be done, exactly as the person confirms it."""
+
+    action: str  # registry name: kill, restart_unbuffered, dump_stack
+    title: str
+    host: str
+    job_id: str
+    job: str  # the name shown by `status`
+    targets: tuple[PlanTarget, ...]
+    command: str  # the exact command / description shown and audited
+    warnings: tuple[str, ...]
+    confirm: bool
+    created_at: float
+    # What execute() needs: the job's tree as planned, the restart plan, the dump's options.
+    tree: JobTree | None = field(default=None, repr=False, compare=False)
+    restart: RestartPlan | None = field(default=None, repr=False, compare=False)
+    native: bool = False
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        return tuple(t.pid for t in self.targets)
+
+    @property
+    def users(self) -> tuple[str, ...]:
+        return tuple(sorted({t.user for t in self.targets}))
+
+    def text(self) -> str:
+        """The confirm text: host, job, pids with users and roles, the exact command, warnings."""
+        lines = [f"{self.title}: job {self.job} on {self.host}",
+                 f"as user(s): {', '.join(self.users) or '?'}", "processes:"]
+        lines += [f"  {t.role:<10} {t.pid:>7}  {t.user:<10} {t.command}" for t in self.targets]
+        lines += ["command:", *("  " + line for line in self.command.splitlines())]
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.action, "host": self.host, "job_id": self.job_id, "job": self.job,
+                "targets": [t.__dict__ for t in self.targets], "command": self.command,
+                "warnings": list(self.warnings), "confirm": self.confirm, "created_at": self.created_at}
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    plan: ActionPlan
+    status: str  # done, partial (some processes not reached), failed
+    report: KillReport | RestartReport | DumpReport | None
+    message: str = ""  # for a failure without a report
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "done"
+
+    def summary(self) -> list[str]:
+        r = self.report
+        lines: list[str] = []
+        if isinstance(r, KillReport):
+            lines.append(r.summary())
+            lines += [f"  {o.pid:>7} {o.role:<10} {o.outcome}" + (f": {o.message}" if o.message else "")
+                      for o in r.outcomes]
+        elif isinstance(r, RestartReport):
+            lines.append(r.summary())
+            if r.kill is not None:
+                lines.append("  old job: " + r.kill.summary())
+            if r.gpu_released is False:
+                lines.append(f"  the old job's GPU memory was still held after {r.gpu_wait_s:.0f} s")
+            if r.stdout:
+                lines.append(f"  output: {r.stdout}")
+        elif isinstance(r, DumpReport):
+            ok = sum(1 for p in r.processes if p.ok)
+            lines.append(f"py-spy dump of {r.job} on {r.host}: {ok}/{len(r.processes)} processes "
+                         f"(py-spy from {r.pyspy_source}: {r.pyspy})")
+            lines.append("  " + r.analysis.summary)
+            for s in r.analysis.suspects:
+                lines.append(f"  suspect: {s.label}: {s.why}")
+            for p in r.processes:
+                if not p.ok:
+                    lines.append(f"  {p.label}: {p.message}")
+            if r.saved_to:
+                lines.append(f"  saved to {r.saved_to}")
+        if self.message:
+            lines.append(self.message)
+        lines += [f"warning: {w}" for w in self.warnings]
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "ok": self.ok, "plan": self.plan.to_json(),
+                "report": self.report.to_json() if self.report is not None else None,
+                "message": self.message, "warnings": list(self.warnings)}
+
+
+def _user(p: ProcInfo | ChildProc) -> str:
+    if p.user:
+        return p.user
+    return f"uid {p.uid}" if p.uid is not None else "?"
+
+
+def _cmd(p: ProcInfo | ChildProc) -> str:
+    text = shlex.join(p.cmdline) if p.cmdline else f"[{p.name}]"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+class ActionService:
+    def __init__(self, monitor, settings: ActionSettings, audit: AuditLog, readonly: bool, local_user: str,
+                 *, dump_timeout_s: float = DEFAULT_DUMP_TIMEOUT_S) -> None:
+        self.monitor = monitor
+        self.settings = settings
+        self.audit = audit
+        self.readonly = readonly
+        self.local_user = local_user
+        self.dump_timeout_s = dump_timeout_s
+        self._dumps: dict[str, DumpReport] = {}
+
+    # ------------------------------------------------------------------ reading
+    def latest_dump(self, job_id: str) -> DumpReport | None:
+        """The latest py-spy dump of a job taken through this service (for the stack view and reports)."""
+        return self._dumps.get(job_id)
+
+    def facts_ready(self, job_id: str) -> bool:
+        """Whether the restart facts of the job's current top process have been read."""
+        view = next((v for v in self.monitor.tracker.views() if v.id == job_id), None)
+        captured = self.monitor.tracker.capture(job_id)
+        return (view is not None and view.root is not None and captured is not None
+                and (captured[0], captured[1]) == (view.root.pid, view.root.start_ticks))
+
+    def find_job(self, host: str, name_or_id: str) -> JobView | None:
+        """A job on `host` by the name `status` shows, or by its id."""
+        views = [v for v in self.monitor.tracker.views() if v.host == host]
+        by_id = next((v for v in views if v.id == name_or_id), None)
+        if by_id is not None:
+            return by_id
+        named = [v for v in views if v.name == name_or_id]
+        named.sort(key=lambda v: not v.alive)  # a live job before an ended one of the same name
+        return named[0] if named else None
+
+    # ------------------------------------------------------------------ planning
+    def plan(self, job_id: str, action_name: str, *, native: bool | None = None) -> ActionPlan:
+        """What `action_name` would do to the job, for the person to confirm; ActionRefused otherwise
+        (the refusal is audited)."""
+        view = next((v for v in self.monitor.tracker.views() if v.id == job_id), None)
+        host, job = (view.host, view.name) if view else ("?", job_id)
+        try:
+            return self._plan(view, job_id, action_name, native)
+        except ActionRefused as refused:
+            self._audit_refusal(host, job, action_name, (), "", refused)
+            raise
+
+    def _plan(self, view: JobView | None, job_id: str, action_name: str, native: bool | None) -> ActionPlan:
+        try:
+            spec = registry.by_name(action_name)
+        except KeyError as exc:
+            raise ActionRefused(str(exc.args[0])) from None
+        if spec.name not in HOST_ACTIONS:
+            raise ActionRefused(f"{spec.title} is not an action on a host's processes")
+        if self.readonly:
+            raise ActionRefused(f"read-only mode: {spec.title.lower()} is disabled (--readonly or settings.readonly)")
+        if view is None:
+            raise ActionRefused(f"no job {job_id!r}: it may have been dismissed")
+        if not view.alive:
+            raise ActionRefused(f"job {view.name} on {view.host} has ended: nothing to act on")
+        rec = self.monitor.store.hosts.get(view.host)
+        if rec is None or rec.state != "connected":
+            state = rec.state if rec is not None else "unknown"
+            raise ActionRefused(f"host {view.host} is not connected ({state}): nothing can be sent to it")
+        procs = self.monitor.tracker.procs(view.id)
+        if not procs:
+            raise ActionRefused(f"job {view.name} on {view.host} has no live process in the latest sample")
+        tree = self._tree(view, procs)
+        now = time.time()
+        common = dict(action=spec.name, title=spec.title, host=view.host, job_id=view.id, job=view.name,
+                      confirm=spec.confirm, created_at=now)
+        if spec.name == KILL:
+            targets = self._targets(tree, procs)
+            if not targets:
+                raise ActionRefused("no process of this job has a known start time: nothing can be signalled safely")
+            command = self._kill_command(view.host, targets)
+            warnings = self._skipped_warning(tree)
+            return ActionPlan(**common, targets=targets, command=command, warnings=warnings, tree=tree)
+        if spec.name == RESTART:
+            restart, warnings = self._restart_plan(view, tree, now)
+            targets = self._targets(tree, procs)
+            return ActionPlan(**common, targets=targets, command=restart.command(),
+                              warnings=(*warnings, *self._skipped_warning(tree)), tree=tree, restart=restart)
+        use_native = self.settings.pyspy_native if native is None else native
+        py = [p for p in procs if p.is_python and p.start_ticks > 0]
+        if not py:
+            raise ActionRefused(f"job {view.name} has no Python process to dump")
+        targets = tuple(PlanTarget(p.pid, p.start_ticks, _user(p), "main", _cmd(p)) for p in py)
+        sudo = "sudo -n " if self.settings.pyspy_sudo else ""
+        flags = " --native" if use_native else ""
+        command = "\n".join(f"{sudo}py-spy dump --json{flags} --pid {t.pid}   # on {view.host}" for t in targets)
+        warnings = ("py-spy stops each process for the moment it reads its stacks",)
+        return ActionPlan(**common, targets=targets, command=command, warnings=warnings, tree=tree,
+                          native=use_native)
+
+    def _tree(self, view: JobView, procs: list[ProcInfo]) -> JobTree:
+        """The job's processes, and leftover GPU-memory holders: GPU processes whose pid is in the job's
+        tree now or was in it (a DataLoader worker its rank no longer lists)."""
+        sample = self.monitor.last_samples.get(view.host)
+        state = self.monitor.tracker.state(view.id)
+        was = set(view.pids) | (state.gpu_pids if state is not None else set())
+        was |= {c.pid for p in procs for c in p.children}
+        holders: list[ProcInfo] = []
+        if sample is not None:
+            on_gpu = {gp.pid for g in sample.gpus for gp in g.processes}
+            holders = [sample.procs[pid] for pid in sorted(on_gpu & was) if pid in sample.procs]
+        return JobTree(view.host, view.name, tuple(procs), tuple(holders))
+
+    def _targets(self, tree: JobTree, procs: list[ProcInfo]) -> tuple[PlanTarget, ...]:
+        facts: dict[int, ProcInfo | ChildProc] = {}
+        for p in procs:
+            facts[p.pid] = p
+            for c in p.children:
+                facts.setdefault(c.pid, c)
+        for h in tree.gpu_holders:
+            facts.setdefault(h.pid, h)
+        return tuple(PlanTarget(t.pid, t.start_ticks, _user(facts[t.pid]), t.role, _cmd(facts[t.pid]))
+                     for t in tree.targets())
+
+    def _kill_command(self, host: str, targets: tuple[PlanTarget, ...]) -> str:
+        pids = " ".join(str(t.pid) for t in targets)
+        return (f"on {host}: SIGTERM to {pids} (launcher first, each pinned by pid and start time), "
+                f"wait up to {self.settings.kill_grace_s:g} s, then SIGKILL what is left")
+
+    @staticmethod
+    def _skipped_warning(tree: JobTree) -> tuple[str, ...]:
+        skipped = tree.skipped()
+        if not skipped:
+            return ()
+        return (f"pids {', '.join(map(str, skipped))} have no known start time and will not be signalled",)
+
+    def _restart_plan(self, view: JobView, tree: JobTree, now: float) -> tuple[RestartPlan, tuple[str, ...]]:
+        tracker = self.monitor.tracker
+        captured = tracker.capture(view.id)
+        if view.root is None:
+            raise ActionRefused(f"job {view.name}: its top process has no known start time; cannot restart it")
+        if captured is None or (captured[0], captured[1]) != (view.root.pid, view.root.start_ticks):
+            raise ActionRefused(f"the restart facts of {view.name} (pid {view.root.pid}) have not been read yet: "
+                                "try again in a moment")
+        _, _, facts, when = captured
+        try:
+            plan = build_restart(facts, host=view.host, job=view.name, log_mode=self.settings.restart_log_mode,
+                                 local_user=self.local_user, now=now, kill_tree=tree)
+        except ValueError as exc:
+            raise ActionRefused(str(exc)) from None
+        age = now - when
+        at = time.strftime("%H:%M:%S", time.localtime(when))
+        note = f"command, directory and environment as read at {at} ({age:.0f} s ago)"
+        if age > STALE_CAPTURE_S:
+            note += ": the environment may be stale (the job's files or settings may have changed since)"
+        return plan, (note,)
+
+    # ------------------------------------------------------------------ doing
+    async def execute(self, plan: ActionPlan) -> ActionOutcome:
+        """Do what the plan says. Audited before (refused when the log cannot be written) and after."""
+        if self.readonly:
+            refused = ActionRefused("read-only mode: actions are disabled")
+            self._audit_refusal(plan.host, plan.job, plan.action, plan.pids, plan.command, refused)
+            raise refused
+        try:
+            self.audit.record(host=plan.host, job=plan.job, action=plan.action, pids=plan.pids,
+                              command=plan.command, result="started", local_user=self.local_user)
+        except AuditError as exc:
+            raise ActionRefused(f"{exc}: the action was not taken (every action must be recorded)") from None
+        tracker = self.monitor.tracker
+        now = time.time()
+        request = self._request(plan.host)
+        if plan.action == KILL:
+            tracker.record_action(plan.job_id, KILL, self.local_user, now)
+            report = await kill_job(request, plan.tree, self.settings.kill_grace_s,
+                                    kill_wait_s=self.settings.kill_wait_s)
+            status = "done" if report.ok else ("partial" if report.outcomes else "failed")
+            outcome = ActionOutcome(plan, status, report)
+        elif plan.action == RESTART:
+            outcome = await self._restart(plan, now, request)
+        else:
+            outcome = await self._dump(plan, now, request)
+        try:
+            self.audit.record(host=plan.host, job=plan.job, action=plan.action, pids=plan.pids,
+                              command=plan.command, result=outcome.status, local_user=self.local_user,
+                              detail={"summary": outcome.summary()})
+        except AuditError as exc:
+            outcome = ActionOutcome(plan, outcome.status, outcome.report, outcome.message,
+                                    (*outcome.warnings, f"{exc}: this result is not in the audit log"))
+        return outcome
+
+    def _request(self, host: str):
+        async def request(op: str, args: dict, timeout: float) -> dict:
+            return await self.monitor.request(host, op, args, timeout)
+        return request
+
+    async def _restart(self, plan: ActionPlan, now: float, request) -> ActionOutcome:
+        tracker = self.monitor.tracker
+        record = tracker.record_action(plan.job_id, RESTART, self.local_user, now)
+        old_serial = record.run
+        old_pids = {t.pid for t in plan.targets}
+
+        async def still_held() -> bool:
+            # The new run must be seen as the same job: wait until the tracker has seen the old one end,
+            # and for the old processes' GPU memory.
+            job = tracker.state(plan.job_id)
+            if job is not None and job.serial == old_serial and job.exit is None:
+                return True
+            sample = self.monitor.last_samples.get(plan.host)
+            return sample is not None and any(gp.pid in old_pids for g in sample.gpus for gp in g.processes)
+
+        report = await restart_job(request, plan.restart, still_held, settings=self.settings)
+        if report.spawned and report.status_file:
+            tracker.set_restart_status_file(plan.job_id, record, report.status_file)
+            if self.monitor.job_facts is not None:
+                self.monitor.job_facts.refresh(plan.job_id)
+        status = "done" if report.spawned else "failed"
+        return ActionOutcome(plan, status, report)
+
+    async def _dump(self, plan: ActionPlan, now: float, request) -> ActionOutcome:
+        tracker = self.monitor.tracker
+        tracker.record_action(plan.job_id, DUMP, self.local_user, now)
+        targets = [DumpTarget(t.pid, t.start_ticks) for t in plan.targets]
+        try:
+            report = await dump_job(request, targets, plan.native, self.dump_timeout_s, self.settings.pyspy_sudo,
+                                    host=plan.host, job=plan.job, save_dir=self.dumps_dir())
+        except DumpFailed as exc:
+            return ActionOutcome(plan, "failed", None, str(exc))
+        self._dumps[plan.job_id] = report
+        hint = phase_hint(report.analysis)
+        clock = time.strftime("%H:%M", time.localtime(report.taken_at))
+        evidence = f"py-spy {clock}: {report.analysis.summary}"
+        tracker.record_dump(plan.job_id, DumpFinding(report.taken_at, evidence, hint[0] if hint else None,
+                                                     hint[1] if hint else None,
+                                                     str(report.saved_to) if report.saved_to else None))
+        ok = sum(1 for p in report.processes if p.ok)
+        status = "done" if ok == len(report.processes) and ok else ("partial" if ok else "failed")
+        return ActionOutcome(plan, status, report)
+
+    def dumps_dir(self) -> Path:
+        """Dumps are kept next to the audit log, in gpuwatch's state dir."""
+        return self.audit.path.parent / "dumps"
+
+    def _audit_refusal(self, host: str, job: str, action: str, pids, command: str, refused: ActionRefused) -> None:
+        try:
+            self.audit.record(host=host, job=job, action=action, pids=pids, command=command,
+                              result=f"refused: {refused.reason}", local_user=self.local_user)
+        except AuditError as exc:
+            refused.reason = f"{refused.reason} (and {exc})"
+            refused.args = (refused.reason,)

@@ -1,0 +1,85 @@
+"""What a person did to a job through gpuwatch, and how that changes the job's verdict.
+
+A job gpuwatch killed must end as `crashed/killed` with who and when, never `finished` (its log may
+look complete, a buffered job leaves no trace at all). A restart is recorded on the job it replaces
+(same id); a py-spy dump's finding joins the evidence and, for a job already stalled, names the detail.
+Pure functions over the job record; the tracker calls them while judging.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+from .phase import Verdict
+
+KILL = "kill"
+RESTART = "restart_unbuffered"
+DUMP = "dump_stack"
+# The record is written as the signals go out; the end is dated by the host's clock moved onto ours.
+KILL_SLACK_S = 2.0
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    action: str  # kill, restart_unbuffered, dump_stack (registry names)
+    user: str  # the local user who confirmed it
+    when: float  # local unix time the action began
+    run: int = 0  # the tracker's serial of the job record (one per run) the action was taken on
+    status_file: str | None = None  # restart: the wrapper's exit record of the run it started
+
+    def clock(self) -> str:
+        return time.strftime("%H:%M:%S", time.localtime(self.when))
+
+    def text(self) -> str:
+        if self.action == KILL:
+            return f"killed by {self.user} via gpuwatch at {self.clock()}"
+        if self.action == RESTART:
+            return f"restarted with -u by {self.user} via gpuwatch at {self.clock()}"
+        if self.action == DUMP:
+            return f"py-spy dump by {self.user} via gpuwatch at {self.clock()}"
+        return f"{self.action} by {self.user} via gpuwatch at {self.clock()}"
+
+
+@dataclass(frozen=True)
+class DumpFinding:
+    """The latest dump's reading: an evidence line and, maybe, the phase hint (phase, detail)."""
+
+    when: float
+    evidence: str
+    phase: str | None = None
+    detail: str | None = None
+    saved_to: str | None = None
+
+
+def ending_action(records: list[ActionRecord], run: int, ended_at: float) -> ActionRecord | None:
+    """The kill (or restart, which kills first) of this run that its end follows, if any."""
+    for r in reversed(records):
+        if r.action in (KILL, RESTART) and r.run == run and r.when <= ended_at + KILL_SLACK_S:
+            return r
+    return None
+
+
+def annotate(verdict: Verdict, records: list[ActionRecord], finding: DumpFinding | None, *,
+             run: int, ended_at: float | None) -> Verdict:
+    """The engine's verdict, corrected by what gpuwatch itself did to the job."""
+    if ended_at is not None:
+        cause = ending_action(records, run, ended_at)
+        if cause is not None:
+            evidence = (cause.text(), *(e for e in verdict.evidence if e))
+            return dataclasses.replace(verdict, phase="crashed", detail="killed", confidence=0.99,
+                                       evidence=evidence)
+        return verdict
+    if finding is None:
+        return verdict
+    evidence = (*verdict.evidence, finding.evidence)
+    if verdict.phase == "stalled" and finding.phase == "stalled" and finding.detail:
+        # The stacks say what kind of stall it is; the engine already decided it is one.
+        return dataclasses.replace(verdict, detail=finding.detail, evidence=evidence)
+    return dataclasses.replace(verdict, evidence=evidence)
+
+
+def events_text(records: list[ActionRecord]) -> tuple[str, ...]:
+    """Every action on the job, oldest first, in words (the job's action history)."""
+    return tuple(r.text() for r in records)
