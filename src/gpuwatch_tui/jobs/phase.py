@@ -14,6 +14,7 @@ from typing import Sequence
 
 from ..model import FdTarget
 from ..vocab import DEFAULT_STALL_AFTER_S, fmt_duration
+from .hysteresis import Memory, settle
 from .interpret import Failure, PhaseHint
 from .progress import Progress
 
@@ -147,6 +148,8 @@ class Verdict:
     # Names of the actions that help (actions/registry.py): the UI shows their keys, the CLI
     # their verbs; the advice text itself names no key.
     actions: tuple[str, ...] = ()
+    # What the hysteresis keeps between samples (jobs/hysteresis.py); not part of the verdict's JSON.
+    memory: Memory = field(default_factory=Memory, compare=False, repr=False)
 
     def to_json(self) -> dict:
         return {
@@ -420,15 +423,25 @@ class Decision:
     advice: str
     since: float
     actions: tuple[str, ...] = ()
+    # Evidence that may change the shown phase at once (a process gone, a traceback, a log line saying
+    # so); anything else must hold for a few samples first (jobs/hysteresis.py).
+    decisive: bool = False
 
 
 # ----------------------------------------------------------------------------- the engine
 def infer_phase(obs: JobObservation, now: float, previous: Verdict | None = None) -> Verdict:
     d = _decide(_context(obs, now))
-    # `since` holds while the phase does; a new phase starts at its own natural time.
-    since = previous.since if previous is not None and previous.phase == d.phase else d.since
+    # `since` holds while the phase does; a new phase starts at its own natural time, but never before
+    # the phase it follows began (history never goes back in time) nor after now.
+    if previous is not None and previous.phase == d.phase:
+        since = previous.since
+    else:
+        since = min(now, d.since)
+        if previous is not None:
+            since = max(since, previous.since)
     evidence = tuple(dict.fromkeys(e for e in d.evidence if e))
-    return Verdict(d.phase, since, max(0.0, min(1.0, d.confidence)), d.detail, evidence, d.advice, d.actions)
+    candidate = Verdict(d.phase, since, max(0.0, min(1.0, d.confidence)), d.detail, evidence, d.advice, d.actions)
+    return settle(previous, candidate, d.decisive or obs.exit is not None, alive=obs.exit is None)
 
 
 def _context(obs: JobObservation, now: float) -> DecisionContext:
@@ -498,7 +511,7 @@ def _decide(ctx: DecisionContext) -> Decision:
             "oom": ("out of GPU memory: kill the survivors, then lower the batch size", (KILL,)),
             "nccl-timeout": ("a collective timed out: dump the stacks to find the rank that stopped", (DUMP,)),
         }.get(failure.detail, ("processes are still running: dump their stacks first, then kill them", (DUMP, KILL)))
-        return Decision("crashed", failure.detail, 0.85, ev, advice, failure.time, actions)
+        return Decision("crashed", failure.detail, 0.85, ev, advice, failure.time, actions, decisive=True)
 
     compilers = act.compilers_recent
     workers_new = obs.compile_worker_since is not None and (
@@ -629,7 +642,7 @@ def _active(ctx: DecisionContext) -> Decision:
         confidence = 0.9 if ctx.quiet_s < min(60.0, ctx.threshold / 2) else 0.7
         if phase == "training" and ctx.gpu_idle and obs.has_gpus and act.gpus and ctx.quiet_s >= 60:
             confidence = 0.5  # the log says training but the GPUs have gone idle
-        return Decision(phase, hint.detail, confidence, ev, "", hint.since)
+        return Decision(phase, hint.detail, confidence, ev, "", hint.since, decisive=True)  # the log says so
     # No rule has matched yet: judge from the resources.
     if ctx.gpu_busy:
         ev = [*ctx.gpu_lines, ctx.cpu_line, last_line, warn_buffer]
