@@ -93,11 +93,11 @@ class JobGrouping:
                     slots.append(job)
                 elif job.exit is not None:
                     # A new run of a configured job: start a fresh record, keep the phase history.
-                    history, name = job.history, job.name
+                    history, name, actions = job.history, job.name, job.actions
                     self._drop(job.id)
                     slots.remove(job)
                     job = self._new_job(host, spec.name, job.id, spec=spec, now=now)
-                    job.history, job.name = history, name
+                    job.history, job.name, job.actions = history, name, actions
                     slots.append(job)
                 taken.add(job.id)
                 self._join_configured(job, root, main, procs)

@@ -11,8 +11,9 @@ compiling). So, here and nowhere else:
 - Any other change must be suggested by CONFIRM_SAMPLES samples in a row (UNKNOWN_CONFIRM_SAMPLES to
   fall back to `unknown` on a live job) before it is shown; until then the previous phase holds and the
   evidence says what the last sample alone suggested.
-- A job that has trained never goes back to `starting`, nor to `loading` unless a log line written
-  after training began announces it: a dip is not a restart.
+- A job is `starting` only until it is first known to be anything else: it never goes back to it. A
+  job that has trained never goes back to `loading` either, unless a log line written after training
+  began announces it: a dip is not a restart.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ if TYPE_CHECKING:  # phase.py imports this module
 CONFIRM_SAMPLES = 2
 UNKNOWN_CONFIRM_SAMPLES = 3
 PROVISIONAL = frozenset({"starting", "unknown"})
-BEFORE_TRAINING = frozenset({"starting", "loading"})
 ENDED = frozenset({"crashed", "finished"})
 
 
@@ -35,6 +35,7 @@ class Memory:
     """What the hysteresis keeps between samples (carried on the shown Verdict)."""
 
     trained_since: float | None = None  # when the job was first shown training
+    known: bool = False  # the job has been shown in a phase other than starting / unknown
     live_phase: str | None = None  # the last phase shown while the job's processes were alive
     pending: str | None = None  # a phase the samples suggest but that is not shown yet
     pending_count: int = 0
@@ -52,7 +53,8 @@ def settle(previous: Verdict | None, candidate: Verdict, decisive: bool, alive: 
     if pending is not None:
         count = prev_mem.pending_count + 1 if prev_mem.pending == pending else 1
     live = shown.phase if alive else prev_mem.live_phase
-    return replace(shown, memory=Memory(trained, live, pending, count))
+    known = prev_mem.known or shown.phase not in PROVISIONAL
+    return replace(shown, memory=Memory(trained, known, live, pending, count))
 
 
 def _choose(previous: Verdict | None, candidate: Verdict, decisive: bool, mem: Memory) -> Verdict:
@@ -60,9 +62,11 @@ def _choose(previous: Verdict | None, candidate: Verdict, decisive: bool, mem: M
         return candidate
     if previous.phase in ENDED:
         return candidate  # an ended job seen again (its record was reused): follow the facts
-    back = candidate.phase in BEFORE_TRAINING and mem.trained_since is not None
-    if back and not (decisive and candidate.phase == "loading" and candidate.since > mem.trained_since):
-        return _hold(previous, candidate, f"a dip after training, not a restart: {candidate.phase} not shown")
+    if candidate.phase == "starting" and mem.known:
+        return _hold(previous, candidate, f"started long since: {previous.phase} holds (a dip is not a restart)")
+    back = candidate.phase == "loading" and mem.trained_since is not None
+    if back and not (decisive and candidate.since > mem.trained_since):
+        return _hold(previous, candidate, "a dip after training, not a reload: loading not shown")
     if decisive or previous.phase in PROVISIONAL:
         return candidate
     needed = UNKNOWN_CONFIRM_SAMPLES if candidate.phase == "unknown" else CONFIRM_SAMPLES

@@ -47,6 +47,7 @@ class JobState:
     first_seen: float = 0.0
     last_seen: float = 0.0
     stall_after_s: float = DEFAULT_STALL_AFTER_S
+    actions: list = field(default_factory=list)  # what gpuwatch did to it (tracker.record_action), across runs
 
     @property
     def alive(self) -> bool:

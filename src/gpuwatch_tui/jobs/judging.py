@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..model import ExitInfo, HostSample, ProcInfo
 from .discovery import launcher_kind
+from .ended_by import ended_by
 from .job_state import JobState
 from .phase import (
     COMPILE_WORKER_MARK,
@@ -143,6 +144,7 @@ def observation(job: JobState, skew: float) -> JobObservation:
         output=out,
         has_gpus=bool(job.gpus),
         compile_worker_since=job.compile_worker_since,
+        killed_by=ended_by(job.actions, job.serial, job.exit.ended_at) if job.exit is not None else None,
     )
 
 

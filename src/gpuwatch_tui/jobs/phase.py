@@ -135,6 +135,7 @@ class JobObservation:
     output: OutputFacts | None = None
     has_gpus: bool = True  # whether the job holds GPUs at all (CPU-only jobs: False)
     compile_worker_since: float | None = None  # when the inductor worker pool first appeared
+    killed_by: str | None = None  # "killed by USER via gpuwatch at ...": gpuwatch ended this run itself
 
 
 @dataclass(frozen=True)
@@ -410,6 +411,7 @@ class DecisionContext:
     cpu_line: str | None
     progress_line: str | None
     log_line: str
+    live_phase: str | None = None  # the last phase shown while the processes were alive
 
 
 @dataclass(frozen=True)
@@ -430,7 +432,7 @@ class Decision:
 
 # ----------------------------------------------------------------------------- the engine
 def infer_phase(obs: JobObservation, now: float, previous: Verdict | None = None) -> Verdict:
-    d = _decide(_context(obs, now))
+    d = _decide(_context(obs, now, previous.memory.live_phase if previous is not None else None))
     # `since` holds while the phase does; a new phase starts at its own natural time, but never before
     # the phase it follows began (history never goes back in time) nor after now.
     if previous is not None and previous.phase == d.phase:
@@ -444,7 +446,7 @@ def infer_phase(obs: JobObservation, now: float, previous: Verdict | None = None
     return settle(previous, candidate, d.decisive or obs.exit is not None, alive=obs.exit is None)
 
 
-def _context(obs: JobObservation, now: float) -> DecisionContext:
+def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> DecisionContext:
     """The facts every rule of the engine reads, derived once from the observation."""
     log = obs.log
     act = _activity(obs.samples, now)
@@ -492,7 +494,7 @@ def _context(obs: JobObservation, now: float) -> DecisionContext:
         cpu_busy=act.cpu_cores is not None and act.cpu_cores >= CPU_BUSY_CORES,
         cpu_flat=act.cpu_cores is not None and act.cpu_cores < CPU_FLAT_CORES,
         buffered=buffered, stdout_line=stdout_line, gpu_lines=tuple(gpu_lines), cpu_line=cpu_line,
-        progress_line=progress_line, log_line=log_line,
+        progress_line=progress_line, log_line=log_line, live_phase=live_phase,
     )
 
 
@@ -676,6 +678,11 @@ def _ended(ctx: DecisionContext) -> Decision:
         where = f" (rank {failure.rank})" if failure.rank is not None else ""
         fail_line = f"log: {failure.summary}{where}"
     tail_advice = "read the end of the log; dismiss the job when done"
+    if obs.killed_by is not None:
+        status = (f"exit: {signal_name(sig)} ({sig})" if sig is not None
+                  else f"exit code {code}" if code is not None else "exit status unknown")
+        ev = [obs.killed_by, status, ctx.live_phase and f"was {ctx.live_phase} when killed", progress_line]
+        return Decision("crashed", "killed", 0.99, ev, tail_advice, ended, (DISMISS,))
     if sig is not None:
         ev = [f"killed by {signal_name(sig)} ({sig})", fail_line, progress_line,
               ctx.stdout_line if ctx.buffered else None]
@@ -704,14 +711,26 @@ def _ended(ctx: DecisionContext) -> Decision:
         return Decision("crashed", "exit-code", 0.85, [f"log: exit code {log.exit_code}", ev_unknown, progress_line],
                         tail_advice, ended, (DISMISS,))
     p = log.progress
-    complete = p is not None and p.step is not None and p.total is not None and p.step >= p.total
-    if log.finished_at is not None or complete:
-        why = "log: training finished" if log.finished_at is not None else "progress reached its total"
-        return Decision("finished", None, 0.8, [why, ev_unknown, progress_line], "", ended)
+    if log.finished_at is not None:
+        return Decision("finished", None, 0.8, ["log: training finished", ev_unknown, progress_line], "", ended)
     # We did not start it, so its exit status and any signal are unknowable: say so, then the usual causes.
     gone = "process gone without a completion line or a traceback; exit status unknown (not started by gpuwatch)"
     causes = "likely causes: a signal (SIGTERM or SIGKILL: kill, a scheduler, the OOM killer) or a segfault"
     check = "check `dmesg` (OOM killer, segfault) and whether something killed it; "
+    if ctx.live_phase == "stalled":
+        # A hung job that then vanished was ended from outside: being at (or near) its total is no
+        # completion line. Killed if a buffered stdout was lost with it, else just gone.
+        flushed = log.last_growth_at is not None and ended - log.last_growth_at <= 15.0
+        detail = "killed" if ctx.buffered and not flushed else "vanished"
+        at = f"stopped at step {p.step:g}/{p.total:g}" if p is not None and p.step is not None and p.total else None
+        ev = [gone, "it was stalled (no progress) before it vanished", at, causes, progress_line]
+        return Decision("crashed", detail, 0.7, ev, check + tail_advice, ended, (DISMISS,))
+    complete = p is not None and p.step is not None and p.total is not None and p.step >= p.total
+    if complete:
+        # Not a completion line, but the job was working right up to its last step: most likely done.
+        ev = [f"progress reached its total ({p.step:g}/{p.total:g}) while working; no completion line",
+              ev_unknown, progress_line]
+        return Decision("finished", None, 0.6, ev, "", ended)
     if p is not None and p.step is not None and p.total is not None:
         ev = [gone, f"stopped at step {p.step:g}/{p.total:g}", causes]
         return Decision("crashed", "vanished", 0.65, ev, check + tail_advice, ended, (DISMISS,))

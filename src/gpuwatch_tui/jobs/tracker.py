@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..model import DirStat, HostSample, ProcInfo
 from ..views import JobView
 from .discovery import gpu_pids_of, parents_to_watch
+from .ended_by import RecordedAction
 from .match_check import note_broad_matches
 from .export import job_view
 from .grouping import JobGrouping
@@ -115,6 +116,17 @@ class JobTracker:
         if job.spec is not None and not extra:
             self._new_job(job.spec.host, job.spec.name, job.id, spec=job.spec, now=job.last_seen)
         return True
+
+    # ------------------------------------------------------------------ what gpuwatch did to a job
+    def record_action(self, job_id: str, action: str, user: str, when: float) -> RecordedAction:
+        """Note that `user` took `action` (a registry name) on the job at `when` (local time): a kill
+        (or a restart, which kills first) makes this run end as crashed/killed "killed by USER via gpuwatch"."""
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise KeyError(f"no job {job_id!r}")
+        record = RecordedAction(action, user, when, job.serial)
+        job.actions.append(record)
+        return record
 
     # ------------------------------------------------------------------ what to ask the probe
     def wanted(self, host: str) -> ProbeWants:
