@@ -166,3 +166,31 @@ def test_a_new_phase_never_starts_before_the_one_it_follows():
     s = [ResourceSample(time=100.0 + i, cpu_s=float(i), gpus=gpus) for i in range(6)]
     v = infer_phase(JobObservation(samples=s, started_at=104.3, log=LogFacts()), 105.0, starting)
     assert v.phase == "training" and v.since >= 105.0 and v.since <= 105.0
+
+
+# ------------------------------------------------------------------ item 9: a job first seen mid-run
+def test_a_job_first_seen_mid_run_is_dated_from_its_process_start_and_says_so():
+    from .procs import sample, torchrun_tree
+
+    tr = JobTracker()
+    procs, gpus = torchrun_tree(util=99.0, power=690.0)  # processes started at ~1000.1 (host clock)
+    for i, t in enumerate((2000.0, 2001.0, 2002.0, 2003.0)):
+        procs, gpus = torchrun_tree(cpu=10.0 + i, util=99.0, power=690.0)
+        tr.update("gpu1", sample(t, procs, gpus), now=t)
+    [v] = tr.views()
+    assert v.phase == "training", v
+    assert abs(v.since - 1000.1) < 1.0, v.since  # not 2000 ("training 1.1s" for a job training for minutes)
+    assert any(e.startswith("since: process start 16m") and "first seen mid-run" in e for e in v.evidence), v.evidence
+    history = [(e.phase, e.since) for e in v.history]
+    assert all(b[1] >= a[1] for a, b in zip(history, history[1:])), history
+
+
+def test_a_job_seen_from_its_start_is_not_redated():
+    from .procs import sample, torchrun_tree
+
+    tr = JobTracker()
+    for i, t in enumerate((1001.0, 1002.0, 1003.0, 1004.0)):
+        procs, gpus = torchrun_tree(cpu=10.0 + i, util=99.0, power=690.0)
+        tr.update("gpu1", sample(t, procs, gpus), now=t)
+    [v] = tr.views()
+    assert v.phase == "training" and not any("first seen mid-run" in e for e in v.evidence), v

@@ -39,9 +39,11 @@ class Memory:
     live_phase: str | None = None  # the last phase shown while the job's processes were alive
     pending: str | None = None  # a phase the samples suggest but that is not shown yet
     pending_count: int = 0
+    since_note: str | None = None  # how `since` of a phase first seen mid-run was dated (phase.py)
 
 
-def settle(previous: Verdict | None, candidate: Verdict, decisive: bool, alive: bool) -> Verdict:
+def settle(previous: Verdict | None, candidate: Verdict, decisive: bool, alive: bool,
+           since_note: str | None = None) -> Verdict:
     """The verdict to show, given the last one shown and what this sample alone concludes."""
     prev_mem = previous.memory if previous is not None else Memory()
     shown = _choose(previous, candidate, decisive, prev_mem)
@@ -54,7 +56,8 @@ def settle(previous: Verdict | None, candidate: Verdict, decisive: bool, alive: 
         count = prev_mem.pending_count + 1 if prev_mem.pending == pending else 1
     live = shown.phase if alive else prev_mem.live_phase
     known = prev_mem.known or shown.phase not in PROVISIONAL
-    return replace(shown, memory=Memory(trained, known, live, pending, count))
+    note = since_note if shown.phase == candidate.phase else prev_mem.since_note
+    return replace(shown, memory=Memory(trained, known, live, pending, count, note))
 
 
 def _choose(previous: Verdict | None, candidate: Verdict, decisive: bool, mem: Memory) -> Verdict:

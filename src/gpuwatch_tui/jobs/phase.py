@@ -9,7 +9,7 @@ runs ~98-100% util near the limit; a spinning NCCL collective shows ~100% util a
 from __future__ import annotations
 
 import signal as _signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from ..model import FdTarget
@@ -32,6 +32,7 @@ GPU_WORKING_POWER_FRACTION = 0.30
 GPU_COMPUTING_POWER_FRACTION = 0.35
 COMPILE_RECENT_S = 30.0  # compiler children seen this recently still count as compiling
 MIN_SPIN_S = 15.0  # util-without-power must hold this long (within the quiet period) to be a spin
+MID_RUN_S = 10.0  # a job first seen this long after its process started was found mid-run
 YOUNG_S = 30.0  # a job first seen this soon after its start, log not read yet, is "starting"
 
 COMPILER_NAMES = frozenset(
@@ -433,6 +434,7 @@ class Decision:
 # ----------------------------------------------------------------------------- the engine
 def infer_phase(obs: JobObservation, now: float, previous: Verdict | None = None) -> Verdict:
     d = _decide(_context(obs, now, previous.memory.live_phase if previous is not None else None))
+    d, since_note = _first_seen_mid_run(obs, now, previous, d)
     # `since` holds while the phase does; a new phase starts at its own natural time, but never before
     # the phase it follows began (history never goes back in time) nor after now.
     if previous is not None and previous.phase == d.phase:
@@ -443,7 +445,27 @@ def infer_phase(obs: JobObservation, now: float, previous: Verdict | None = None
             since = max(since, previous.since)
     evidence = tuple(dict.fromkeys(e for e in d.evidence if e))
     candidate = Verdict(d.phase, since, max(0.0, min(1.0, d.confidence)), d.detail, evidence, d.advice, d.actions)
-    return settle(previous, candidate, d.decisive or obs.exit is not None, alive=obs.exit is None)
+    return settle(previous, candidate, d.decisive or obs.exit is not None, alive=obs.exit is None,
+                  since_note=since_note)
+
+
+def _first_seen_mid_run(obs: JobObservation, now: float, previous: Verdict | None,
+                        d: Decision) -> tuple[Decision, str | None]:
+    """A job first seen long after it started: its first known phase did not begin when gpuwatch started
+    looking. Date it from what is known (the process start) and say so in the evidence, for as long as
+    that phase holds."""
+    if previous is not None and previous.memory.since_note and previous.phase == d.phase:
+        note = previous.memory.since_note
+        return replace(d, evidence=[*d.evidence, note]), note
+    if obs.exit is not None or not obs.samples or obs.started_at is None or d.phase == "unknown":
+        return d, None
+    if previous is not None and previous.memory.known:
+        return d, None  # a later phase change: its own time is known
+    first = obs.samples[0].time
+    if first - obs.started_at < MID_RUN_S or d.since < first - 0.5:
+        return d, None  # seen from its start, or the decision already dates itself (the log's own times)
+    note = f"since: process start {fmt_duration(now - obs.started_at)} ago (first seen mid-run)"
+    return replace(d, since=obs.started_at, evidence=[*d.evidence, note]), note
 
 
 def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> DecisionContext:
@@ -553,7 +575,7 @@ def _decide(ctx: DecisionContext) -> Decision:
             return Decision("starting", None, 0.5, ev, "", ctx.started)
         ev = [f"first seen, started {fmt_duration(ctx.age)} ago", ctx.log_line,
               ctx.cpu_line or "CPU rate not measured yet", *ctx.gpu_lines[:2]]
-        return Decision("unknown", "observing", 0.2, ev, "", now)
+        return Decision("unknown", "observing", 0.2, ev, "", ctx.started)  # not known since it started
     if ctx.quiet_s < ctx.threshold:
         return _active(ctx)
 
