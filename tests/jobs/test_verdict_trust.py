@@ -194,3 +194,25 @@ def test_a_job_seen_from_its_start_is_not_redated():
         tr.update("gpu1", sample(t, procs, gpus), now=t)
     [v] = tr.views()
     assert v.phase == "training" and not any("first seen mid-run" in e for e in v.evidence), v
+
+
+# ------------------------------------------------------------------ one ETA, computed once
+def test_the_evidence_eta_is_the_progress_eta_on_a_live_logging_format_job():
+    from gpuwatch_tui.model import TailChunk
+    from gpuwatch_tui.vocab import fmt_duration
+
+    from .procs import LOG, sample, torchrun_tree
+
+    tr = JobTracker()
+    data = b""
+    for i, t in enumerate((1001.0, 1002.0, 1003.0, 1004.0, 1005.0, 1006.0)):
+        procs, gpus = torchrun_tree(cpu=10.0 + i, util=99.0, power=690.0)
+        wants = tr.wanted("gpu1")
+        line = f"step {40 * (i + 1)}/100000 loss=9.0465 samples/s=1510725\n".encode()
+        data += line
+        tails = [TailChunk(k, LOG.path, line, False, len(data) - len(line), len(data), None, None) for k in wants.tails]
+        tr.update("gpu1", sample(t, procs, gpus, tails=tails), now=t)
+    [v] = tr.views()
+    assert v.progress is not None and v.progress.eta_s, v
+    etas = [e for e in v.evidence if "ETA" in e]
+    assert etas and f"ETA {fmt_duration(v.progress.eta_s)}" in etas[0], (etas, v.progress)
