@@ -9,13 +9,14 @@ formats (the scripts in scripts/gpu_jobs/), fed through the real rules as the co
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from gpuwatch_tui.jobs.interpret import LogInterpreter
-from gpuwatch_tui.jobs.phase import GpuReading, JobObservation, LogFacts, ResourceSample, infer_phase
+from gpuwatch_tui.jobs.phase import ExitFacts, GpuReading, JobObservation, LogFacts, ResourceSample, infer_phase
 from gpuwatch_tui.jobs.progress import ProgressTracker
 from gpuwatch_tui.jobs.rules import RuleSet
 from gpuwatch_tui.model import FdTarget
@@ -52,9 +53,11 @@ def nccl_line(n: int) -> str:  # torchrun's banner, then scripts/gpu_jobs/nccl_h
     return f"[rank{k % 2}] step {20 * (k // 2 + 1)} allreduce ok"
 
 
-def replay(name: str, line, unbuffered: bool):
-    """Feed one recorded window to the engine; returns [(relative time, verdict, recorded (phase, detail))]."""
-    w = DATA["windows"][name]
+def replay(name, line, unbuffered: bool, ended_after: float | None = None):
+    """Feed one recorded window (by name, or the window itself) to the engine; returns
+    [(relative time, verdict, recorded (phase, detail))]. With `ended_after`, every process of the job is
+    then gone (exit status unknown) that many seconds after the last sample, judged twice more."""
+    w = DATA["windows"][name] if isinstance(name, str) else name
     interp = LogInterpreter(RuleSet.with_user_rules(), ProgressTracker())
     samples: list[ResourceSample] = []
     cpu = kids = 0.0
@@ -100,6 +103,12 @@ def replay(name: str, line, unbuffered: bool):
                              unbuffered_reason="-u" if unbuffered else "", compile_worker_since=worker_since)
         verdict = infer_phase(obs, t, verdict)
         out.append((s["t"], verdict, tuple(s["recorded"])))
+    if ended_after is not None:
+        end = t + ended_after
+        for extra in (0.0, 1.0):
+            obs = dataclasses.replace(obs, exit=ExitFacts(end), samples=list(samples))
+            verdict = infer_phase(obs, end + extra, verdict)
+            out.append((end + extra - T0, verdict, ("ended", None)))
     return out
 
 

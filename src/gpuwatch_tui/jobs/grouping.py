@@ -46,7 +46,38 @@ class JobGrouping:
 
     def update(self, host: str, sample: HostSample, now: float) -> None:
         claimed = self._update_configured(host, sample, now)
+        claimed |= self._configured_trees(host, sample.procs)
+        self._adopt_gpu_descendants(host, sample)
+        self._yield_to_configured(host, sample.procs, claimed)
         self._update_discovered(host, sample, claimed, now)
+
+    # ------------------------------------------------------------------ one process, one job
+    def _configured_trees(self, host: str, procs: dict[int, ProcInfo]) -> set[int]:
+        """Every process at or below a live configured job's members: none of them may start a discovered
+        job, even on a frame where the probe's match list does not name them."""
+        roots = {pid for j in self._on(host) if j.spec is not None and j.exit is None
+                 for pid, start in j.members.items() if pid in procs and abs(procs[pid].start_time - start) < 0.5}
+        return descendants_of(roots, procs)
+
+    def _adopt_gpu_descendants(self, host: str, sample: HostSample) -> None:
+        """GPU processes below a configured job's matched processes (the ranks under a matched launcher)
+        are members of that job: they are its work, and no discovered job may show them."""
+        procs = sample.procs
+        on_gpu = {p.pid for g in sample.gpus for p in g.processes if p.pid in procs}
+        for job in [j for j in self._on(host) if j.spec is not None and j.exit is None and j.members]:
+            mine = {pid for pid, start in job.members.items()
+                    if pid in procs and abs(procs[pid].start_time - start) < 0.5}
+            for pid in sorted((descendants_of(mine, procs) - mine) & on_gpu):
+                job.members[pid] = procs[pid].start_time
+                job.remember_ticks(procs[pid])
+
+    def _yield_to_configured(self, host: str, procs: dict[int, ProcInfo], claimed: set[int]) -> None:
+        """A discovered job holding a process that a configured job now claims is that configured job
+        (it was seen on the GPU before the probe's first match scan): configured wins, the duplicate goes."""
+        for job in [j for j in self._on(host) if j.spec is None and j.exit is None]:
+            if any(pid in claimed and abs(procs[pid].start_time - start) < 0.5
+                   for pid, start in job.members.items() if pid in procs):
+                self._drop(job.id)
 
     # ------------------------------------------------------------------ configured jobs
     def _update_configured(self, host: str, sample: HostSample, now: float) -> set[int]:
@@ -177,6 +208,22 @@ class JobGrouping:
                     self._drop(newer.id)
                     if newer.root is not None:
                         self.dismissed.discard((host, *newer.root))
+
+
+def descendants_of(roots: set[int], procs: dict[int, ProcInfo]) -> set[int]:
+    """`roots` and every process below them that the frame reports (by parent link or child list)."""
+    below: dict[int, set[int]] = {}
+    for p in procs.values():
+        below.setdefault(p.ppid, set()).add(p.pid)
+        below.setdefault(p.pid, set()).update(c.pid for c in p.children)
+    out: set[int] = set()
+    stack = list(roots)
+    while stack:
+        pid = stack.pop()
+        if pid not in out:
+            out.add(pid)
+            stack.extend(below.get(pid, ()))
+    return out
 
 
 def _parent_unknown(root: ProcInfo, procs: dict[int, ProcInfo]) -> bool:

@@ -17,8 +17,6 @@ from .phase import Verdict
 KILL = "kill"
 RESTART = "restart_unbuffered"
 DUMP = "dump_stack"
-# The record is written as the signals go out; the end is dated by the host's clock moved onto ours.
-KILL_SLACK_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -53,25 +51,10 @@ class DumpFinding:
     saved_to: str | None = None
 
 
-def ending_action(records: list[ActionRecord], run: int, ended_at: float) -> ActionRecord | None:
-    """The kill (or restart, which kills first) of this run that its end follows, if any."""
-    for r in reversed(records):
-        if r.action in (KILL, RESTART) and r.run == run and r.when <= ended_at + KILL_SLACK_S:
-            return r
-    return None
-
-
-def annotate(verdict: Verdict, records: list[ActionRecord], finding: DumpFinding | None, *,
-             run: int, ended_at: float | None) -> Verdict:
-    """The engine's verdict, corrected by what gpuwatch itself did to the job."""
-    if ended_at is not None:
-        cause = ending_action(records, run, ended_at)
-        if cause is not None:
-            evidence = (cause.text(), *(e for e in verdict.evidence if e))
-            return dataclasses.replace(verdict, phase="crashed", detail="killed", confidence=0.99,
-                                       evidence=evidence)
-        return verdict
-    if finding is None:
+def annotate(verdict: Verdict, finding: DumpFinding | None, *, ended: bool) -> Verdict:
+    """The engine's verdict with the latest py-spy dump's reading. (A run gpuwatch killed is already
+    crashed/killed "by whom" from the engine itself: jobs/ended_by.py.)"""
+    if ended or finding is None:
         return verdict
     evidence = (*verdict.evidence, finding.evidence)
     if verdict.phase == "stalled" and finding.phase == "stalled" and finding.detail:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..model import ExitInfo, HostSample, ProcInfo
 from .discovery import launcher_kind
+from .ended_by import ended_by
 from .job_actions import annotate
 from .job_state import JobState
 from .phase import (
@@ -144,6 +145,7 @@ def observation(job: JobState, skew: float) -> JobObservation:
         output=out,
         has_gpus=bool(job.gpus),
         compile_worker_since=job.compile_worker_since,
+        killed_by=ended_by(job.actions, job.serial, job.exit.ended_at) if job.exit is not None else None,
     )
 
 
@@ -155,9 +157,8 @@ def judge(job: JobState, now: float, skew: float) -> None:
         job.verdict = Verdict("unknown", job.first_seen, 0.0, "not-running", (f"no process matches {how}",), "")
         return
     verdict = infer_phase(observation(job, skew), now, job.verdict)
-    if job.actions or job.dump_finding is not None:
-        verdict = annotate(verdict, job.actions, job.dump_finding, run=job.serial,
-                           ended_at=job.exit.ended_at if job.exit else None)
+    if job.dump_finding is not None:
+        verdict = annotate(verdict, job.dump_finding, ended=job.exit is not None)
     if job.verdict is None or verdict.phase != job.verdict.phase:
         job.history.append((verdict.phase, verdict.since))
         del job.history[:-MAX_HISTORY]

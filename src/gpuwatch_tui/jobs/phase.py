@@ -9,11 +9,12 @@ runs ~98-100% util near the limit; a spinning NCCL collective shows ~100% util a
 from __future__ import annotations
 
 import signal as _signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from ..model import FdTarget
 from ..vocab import DEFAULT_STALL_AFTER_S, fmt_duration
+from .hysteresis import Memory, settle
 from .interpret import Failure, PhaseHint
 from .progress import Progress
 
@@ -31,6 +32,7 @@ GPU_WORKING_POWER_FRACTION = 0.30
 GPU_COMPUTING_POWER_FRACTION = 0.35
 COMPILE_RECENT_S = 30.0  # compiler children seen this recently still count as compiling
 MIN_SPIN_S = 15.0  # util-without-power must hold this long (within the quiet period) to be a spin
+MID_RUN_S = 10.0  # a job first seen this long after its process started was found mid-run
 YOUNG_S = 30.0  # a job first seen this soon after its start, log not read yet, is "starting"
 
 COMPILER_NAMES = frozenset(
@@ -134,6 +136,7 @@ class JobObservation:
     output: OutputFacts | None = None
     has_gpus: bool = True  # whether the job holds GPUs at all (CPU-only jobs: False)
     compile_worker_since: float | None = None  # when the inductor worker pool first appeared
+    killed_by: str | None = None  # "killed by USER via gpuwatch at ...": gpuwatch ended this run itself
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,8 @@ class Verdict:
     # Names of the actions that help (actions/registry.py): the UI shows their keys, the CLI
     # their verbs; the advice text itself names no key.
     actions: tuple[str, ...] = ()
+    # What the hysteresis keeps between samples (jobs/hysteresis.py); not part of the verdict's JSON.
+    memory: Memory = field(default_factory=Memory, compare=False, repr=False)
 
     def to_json(self) -> dict:
         return {
@@ -407,6 +412,7 @@ class DecisionContext:
     cpu_line: str | None
     progress_line: str | None
     log_line: str
+    live_phase: str | None = None  # the last phase shown while the processes were alive
 
 
 @dataclass(frozen=True)
@@ -420,18 +426,49 @@ class Decision:
     advice: str
     since: float
     actions: tuple[str, ...] = ()
+    # Evidence that may change the shown phase at once (a process gone, a traceback, a log line saying
+    # so); anything else must hold for a few samples first (jobs/hysteresis.py).
+    decisive: bool = False
 
 
 # ----------------------------------------------------------------------------- the engine
 def infer_phase(obs: JobObservation, now: float, previous: Verdict | None = None) -> Verdict:
-    d = _decide(_context(obs, now))
-    # `since` holds while the phase does; a new phase starts at its own natural time.
-    since = previous.since if previous is not None and previous.phase == d.phase else d.since
+    d = _decide(_context(obs, now, previous.memory.live_phase if previous is not None else None))
+    d, since_note = _first_seen_mid_run(obs, now, previous, d)
+    # `since` holds while the phase does; a new phase starts at its own natural time, but never before
+    # the phase it follows began (history never goes back in time) nor after now.
+    if previous is not None and previous.phase == d.phase:
+        since = previous.since
+    else:
+        since = min(now, d.since)
+        if previous is not None:
+            since = max(since, previous.since)
     evidence = tuple(dict.fromkeys(e for e in d.evidence if e))
-    return Verdict(d.phase, since, max(0.0, min(1.0, d.confidence)), d.detail, evidence, d.advice, d.actions)
+    candidate = Verdict(d.phase, since, max(0.0, min(1.0, d.confidence)), d.detail, evidence, d.advice, d.actions)
+    return settle(previous, candidate, d.decisive or obs.exit is not None, alive=obs.exit is None,
+                  since_note=since_note)
 
 
-def _context(obs: JobObservation, now: float) -> DecisionContext:
+def _first_seen_mid_run(obs: JobObservation, now: float, previous: Verdict | None,
+                        d: Decision) -> tuple[Decision, str | None]:
+    """A job first seen long after it started: its first known phase did not begin when gpuwatch started
+    looking. Date it from what is known (the process start) and say so in the evidence, for as long as
+    that phase holds."""
+    if previous is not None and previous.memory.since_note and previous.phase == d.phase:
+        note = previous.memory.since_note
+        return replace(d, evidence=[*d.evidence, note]), note
+    if obs.exit is not None or not obs.samples or obs.started_at is None or d.phase == "unknown":
+        return d, None
+    if previous is not None and previous.memory.known:
+        return d, None  # a later phase change: its own time is known
+    first = obs.samples[0].time
+    if first - obs.started_at < MID_RUN_S or d.since < first - 0.5:
+        return d, None  # seen from its start, or the decision already dates itself (the log's own times)
+    note = f"since: process start {fmt_duration(now - obs.started_at)} ago (first seen mid-run)"
+    return replace(d, since=obs.started_at, evidence=[*d.evidence, note]), note
+
+
+def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> DecisionContext:
     """The facts every rule of the engine reads, derived once from the observation."""
     log = obs.log
     act = _activity(obs.samples, now)
@@ -479,7 +516,7 @@ def _context(obs: JobObservation, now: float) -> DecisionContext:
         cpu_busy=act.cpu_cores is not None and act.cpu_cores >= CPU_BUSY_CORES,
         cpu_flat=act.cpu_cores is not None and act.cpu_cores < CPU_FLAT_CORES,
         buffered=buffered, stdout_line=stdout_line, gpu_lines=tuple(gpu_lines), cpu_line=cpu_line,
-        progress_line=progress_line, log_line=log_line,
+        progress_line=progress_line, log_line=log_line, live_phase=live_phase,
     )
 
 
@@ -498,7 +535,7 @@ def _decide(ctx: DecisionContext) -> Decision:
             "oom": ("out of GPU memory: kill the survivors, then lower the batch size", (KILL,)),
             "nccl-timeout": ("a collective timed out: dump the stacks to find the rank that stopped", (DUMP,)),
         }.get(failure.detail, ("processes are still running: dump their stacks first, then kill them", (DUMP, KILL)))
-        return Decision("crashed", failure.detail, 0.85, ev, advice, failure.time, actions)
+        return Decision("crashed", failure.detail, 0.85, ev, advice, failure.time, actions, decisive=True)
 
     compilers = act.compilers_recent
     workers_new = obs.compile_worker_since is not None and (
@@ -538,7 +575,7 @@ def _decide(ctx: DecisionContext) -> Decision:
             return Decision("starting", None, 0.5, ev, "", ctx.started)
         ev = [f"first seen, started {fmt_duration(ctx.age)} ago", ctx.log_line,
               ctx.cpu_line or "CPU rate not measured yet", *ctx.gpu_lines[:2]]
-        return Decision("unknown", "observing", 0.2, ev, "", now)
+        return Decision("unknown", "observing", 0.2, ev, "", ctx.started)  # not known since it started
     if ctx.quiet_s < ctx.threshold:
         return _active(ctx)
 
@@ -629,7 +666,7 @@ def _active(ctx: DecisionContext) -> Decision:
         confidence = 0.9 if ctx.quiet_s < min(60.0, ctx.threshold / 2) else 0.7
         if phase == "training" and ctx.gpu_idle and obs.has_gpus and act.gpus and ctx.quiet_s >= 60:
             confidence = 0.5  # the log says training but the GPUs have gone idle
-        return Decision(phase, hint.detail, confidence, ev, "", hint.since)
+        return Decision(phase, hint.detail, confidence, ev, "", hint.since, decisive=True)  # the log says so
     # No rule has matched yet: judge from the resources.
     if ctx.gpu_busy:
         ev = [*ctx.gpu_lines, ctx.cpu_line, last_line, warn_buffer]
@@ -663,6 +700,11 @@ def _ended(ctx: DecisionContext) -> Decision:
         where = f" (rank {failure.rank})" if failure.rank is not None else ""
         fail_line = f"log: {failure.summary}{where}"
     tail_advice = "read the end of the log; dismiss the job when done"
+    if obs.killed_by is not None:
+        status = (f"exit: {signal_name(sig)} ({sig})" if sig is not None
+                  else f"exit code {code}" if code is not None else "exit status unknown")
+        ev = [obs.killed_by, status, ctx.live_phase and f"was {ctx.live_phase} when killed", progress_line]
+        return Decision("crashed", "killed", 0.99, ev, tail_advice, ended, (DISMISS,))
     if sig is not None:
         ev = [f"killed by {signal_name(sig)} ({sig})", fail_line, progress_line,
               ctx.stdout_line if ctx.buffered else None]
@@ -691,14 +733,26 @@ def _ended(ctx: DecisionContext) -> Decision:
         return Decision("crashed", "exit-code", 0.85, [f"log: exit code {log.exit_code}", ev_unknown, progress_line],
                         tail_advice, ended, (DISMISS,))
     p = log.progress
-    complete = p is not None and p.step is not None and p.total is not None and p.step >= p.total
-    if log.finished_at is not None or complete:
-        why = "log: training finished" if log.finished_at is not None else "progress reached its total"
-        return Decision("finished", None, 0.8, [why, ev_unknown, progress_line], "", ended)
+    if log.finished_at is not None:
+        return Decision("finished", None, 0.8, ["log: training finished", ev_unknown, progress_line], "", ended)
     # We did not start it, so its exit status and any signal are unknowable: say so, then the usual causes.
     gone = "process gone without a completion line or a traceback; exit status unknown (not started by gpuwatch)"
     causes = "likely causes: a signal (SIGTERM or SIGKILL: kill, a scheduler, the OOM killer) or a segfault"
     check = "check `dmesg` (OOM killer, segfault) and whether something killed it; "
+    if ctx.live_phase == "stalled":
+        # A hung job that then vanished was ended from outside: being at (or near) its total is no
+        # completion line. Killed if a buffered stdout was lost with it, else just gone.
+        flushed = log.last_growth_at is not None and ended - log.last_growth_at <= 15.0
+        detail = "killed" if ctx.buffered and not flushed else "vanished"
+        at = f"stopped at step {p.step:g}/{p.total:g}" if p is not None and p.step is not None and p.total else None
+        ev = [gone, "it was stalled (no progress) before it vanished", at, causes, progress_line]
+        return Decision("crashed", detail, 0.7, ev, check + tail_advice, ended, (DISMISS,))
+    complete = p is not None and p.step is not None and p.total is not None and p.step >= p.total
+    if complete:
+        # Not a completion line, but the job was working right up to its last step: most likely done.
+        ev = [f"progress reached its total ({p.step:g}/{p.total:g}) while working; no completion line",
+              ev_unknown, progress_line]
+        return Decision("finished", None, 0.6, ev, "", ended)
     if p is not None and p.step is not None and p.total is not None:
         ev = [gone, f"stopped at step {p.step:g}/{p.total:g}", causes]
         return Decision("crashed", "vanished", 0.65, ev, check + tail_advice, ended, (DISMISS,))
