@@ -30,6 +30,14 @@ def _gpu_sample(gpu: dict, values: list[float | None]) -> GpuSample:
     return parse_gpu(frame)
 
 
+HOST_FACTS = ("driver", "cpu_count", "cpu_pct", "load1", "mem_total_kib", "mem_avail_kib")
+
+
+def _host_facts(host: dict) -> dict:
+    """The host's own facts (driver, CPU, RAM) as a probe frame would carry them."""
+    return {key: host[key] for key in HOST_FACTS if key in host}
+
+
 class RecordedSource:
     """Implements DashboardSource from a fixture file (see tests/ui/data/fleet.json)."""
 
@@ -61,7 +69,7 @@ class RecordedSource:
                 for i in range(n):
                     samples = [_gpu_sample(g, g["samples"][min(i, len(g["samples"]) - 1)]) for g in gpus]
                     self.store.apply_sample(name, HostSample(last - (n - 1 - i), host.get("gpu_source", "nvml"),
-                                                             samples, {}))
+                                                             samples, {}, **_host_facts(host)))
             self.store.set_state(name, host.get("state", "connected"), host.get("error"), host.get("hint"))
             self.store.hosts[name].reconnects = host.get("reconnects", 0)
 
@@ -119,7 +127,9 @@ class RecordedSource:
         for name, host in self.store.hosts.items():
             if host.gpus and host.state == "connected":
                 samples = [r.latest for _, r in sorted(host.gpus.items())]
-                self.store.apply_sample(name, HostSample(self._now, host.gpu_source or "nvml", samples, host.procs))
+                facts = {key: getattr(host, key) for key in HOST_FACTS}
+                self.store.apply_sample(name, HostSample(self._now, host.gpu_source or "nvml", samples, host.procs,
+                                                         **facts))
         self.notify()
 
     def set_job(self, job_id: str, **changes) -> None:
