@@ -92,6 +92,7 @@ class ProcInfo:
     is_python: bool
     env_readable: bool = True
     start_ticks: int = 0  # start time in clock ticks since boot (exact; start_time is rounded)
+    user: str | None = None  # login name of the owner
 
     @property
     def key(self) -> tuple[int, float]:

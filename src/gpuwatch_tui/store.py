@@ -60,6 +60,9 @@ class HostRecord:
     load1: float | None = None
     mem_total_kib: int | None = None
     mem_avail_kib: int | None = None
+    # pid -> CPU % (100 = one core) between the last two samples that both saw the process.
+    proc_cpu_pct: dict[int, float] = field(default_factory=dict)
+    procs_time: float | None = None
 
     @property
     def gpu_model(self) -> str | None:
@@ -79,6 +82,19 @@ class HostRecord:
         if self.last_sample_time is None:
             return None
         return max(0.0, now - self.last_sample_time)
+
+
+def process_cpu_pct(before: dict[int, ProcInfo], after: dict[int, ProcInfo], t0: float | None,
+                    t1: float) -> dict[int, float]:
+    """CPU % of each process seen in both samples (the same process: same start time)."""
+    if t0 is None or t1 <= t0:
+        return {}
+    out = {}
+    for pid, info in after.items():
+        old = before.get(pid)
+        if old is not None and old.start_time == info.start_time:
+            out[pid] = max(0.0, 100.0 * (info.cpu_s - old.cpu_s) / (t1 - t0))
+    return out
 
 
 class Store:
@@ -126,7 +142,9 @@ class Store:
             record.push(gpu)
         for index in [i for i in rec.gpus if i not in seen]:
             del rec.gpus[index]
+        rec.proc_cpu_pct = process_cpu_pct(rec.procs, sample.procs, rec.procs_time, sample.time)
         rec.procs = sample.procs
+        rec.procs_time = sample.time
         self.generation += 1
 
     def host_json(self, rec: HostRecord, now: float) -> dict:

@@ -239,6 +239,26 @@ def is_python(comm, cmdline):
     return comm.startswith("python") or argv0.startswith("python") or argv0 == "pypy3"
 
 
+_user_names = {}  # uid -> login name: one passwd lookup per uid for the probe's life
+
+
+def process_user(pid):
+    """The login name owning a process (its uid as text where none is known); None if gone."""
+    try:
+        uid = os.stat("/proc/%d" % pid).st_uid
+    except OSError:
+        return None
+    name = _user_names.get(uid)
+    if name is None:
+        try:
+            import pwd
+            name = pwd.getpwuid(uid).pw_name
+        except (ImportError, KeyError):
+            name = str(uid)
+        _user_names[uid] = name
+    return name
+
+
 class ProcCache(object):
     """Facts that do not change while a process lives, keyed by (pid, start)."""
 
@@ -267,6 +287,7 @@ class ProcCache(object):
                 pass
             facts["env_readable"] = environ is not None
             facts["environ"] = environ
+            facts["user"] = process_user(pid)
             self.static[key] = facts
         return facts
 
@@ -314,7 +335,7 @@ def proc_info(stat, cache, descendants, now, refresh):
         "rss_bytes": stat.rss, "threads": stat.threads, "sid": stat.sid, "pgid": stat.pgid,
         "children": children, "stdout": slow["stdout"], "stderr": slow["stderr"],
         "unbuffered": unbuffered, "unbuffered_reason": reason, "is_python": py,
-        "env_readable": facts["env_readable"],
+        "env_readable": facts["env_readable"], "user": facts.get("user"),
     }
 
 

@@ -68,6 +68,7 @@ def parse_proc(raw: dict) -> ProcInfo:
         is_python=bool(raw.get("is_python")),
         env_readable=bool(raw.get("env_readable", True)),
         start_ticks=int(raw.get("start_ticks", 0)),
+        user=raw.get("user"),
     )
 
 
