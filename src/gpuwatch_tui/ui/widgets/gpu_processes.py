@@ -99,6 +99,10 @@ class GpuProcessTable(LineList, can_focus=True):
     def row_count(self) -> int:
         return len(self.rows)
 
+    def theme_changed(self, palette) -> None:
+        self._palette = palette
+        self.refresh()
+
     def show(self, store: Store, jobs: list[JobView], host_filter: set[str] | None = None) -> None:
         rows = gpu_process_rows(store, jobs, host_filter)
         rows.sort(key=SORT_KEYS[self.sort_column], reverse=self.sort_reverse)
