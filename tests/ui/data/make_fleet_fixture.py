@@ -53,7 +53,7 @@ def proc(pid, ppid, name, cmdline, state, cpu_s, rss_gb, threads, start, *, chil
         "threads": threads, "sid": ppid, "pgid": ppid,
         "children": [{"pid": c[0], "name": c[1], "cmdline": c[2], "state": c[3], "cpu_s": c[4]} for c in children],
         "stdout": stdout, "stderr": stdout, "unbuffered": unbuffered, "unbuffered_reason": reason,
-        "is_python": True,
+        "is_python": True, "user": "ml",
     }
 
 
