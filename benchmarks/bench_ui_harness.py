@@ -262,7 +262,8 @@ def drive(script: str, args: list[str], ready: Callable[[str], bool], toggled: C
                 screen = capture(session)
                 if shown is None and "filter hosts and jobs" in screen:
                     shown = time.monotonic() - sent
-                if "q Quit" not in screen:
+                # The filter is typed on the summary line: focus and footer stay as they are.
+                if shown is not None:
                     break
                 if time.monotonic() - sent > 5:
                     raise SystemExit("no reaction to / in 5 s")
@@ -271,7 +272,7 @@ def drive(script: str, args: list[str], ready: Callable[[str], bool], toggled: C
             filter_latencies.append(shown if shown is not None else footer_latencies[-1])
             tmux("send-keys", "-t", session, "Escape")
             deadline = time.monotonic() + 5
-            while "q Quit" not in capture(session) and time.monotonic() < deadline:
+            while "filter hosts and jobs" in capture(session) and time.monotonic() < deadline:
                 time.sleep(0.01)
             time.sleep(0.15)
         rss_samples.append(rss_mb(pid))

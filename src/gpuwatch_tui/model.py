@@ -155,4 +155,9 @@ class HostSample:
     gpu_error: str | None = None
     cpu_count: int | None = None
     load1: float | None = None
+    # What top/htop show first: busy share of all CPUs since the last sample, RAM in KiB.
+    cpu_pct: float | None = None
+    mem_total_kib: int | None = None
+    mem_avail_kib: int | None = None
+    driver: str | None = None  # the NVIDIA driver version, when a GPU source gave one
     matches: dict[str, list[int]] = field(default_factory=dict)  # configured-job key -> pids

@@ -53,11 +53,48 @@ class HostRecord:
     hint: str | None = None
     probe_version: int | None = None
     retry_at: float | None = None  # wall-clock time of the next connect attempt, while failing
+    # Host facts of the latest sample (None until a probe reports them).
+    driver: str | None = None
+    cpu_count: int | None = None
+    cpu_pct: float | None = None
+    load1: float | None = None
+    mem_total_kib: int | None = None
+    mem_avail_kib: int | None = None
+    # pid -> CPU % (100 = one core) between the last two samples that both saw the process.
+    proc_cpu_pct: dict[int, float] = field(default_factory=dict)
+    procs_time: float | None = None
+
+    @property
+    def gpu_model(self) -> str | None:
+        """The GPUs' model ("NVIDIA H200"), or "2 models" for a mixed host; None without GPUs."""
+        names = {r.latest.name for r in self.gpus.values() if r.latest.name}
+        if not names:
+            return None
+        return names.pop() if len(names) == 1 else f"{len(names)} models"
+
+    @property
+    def mem_used_kib(self) -> int | None:
+        if self.mem_total_kib is None or self.mem_avail_kib is None:
+            return None
+        return self.mem_total_kib - self.mem_avail_kib
 
     def sample_age(self, now: float) -> float | None:
         if self.last_sample_time is None:
             return None
         return max(0.0, now - self.last_sample_time)
+
+
+def process_cpu_pct(before: dict[int, ProcInfo], after: dict[int, ProcInfo], t0: float | None,
+                    t1: float) -> dict[int, float]:
+    """CPU % of each process seen in both samples (the same process: same start time)."""
+    if t0 is None or t1 <= t0:
+        return {}
+    out = {}
+    for pid, info in after.items():
+        old = before.get(pid)
+        if old is not None and old.start_time == info.start_time:
+            out[pid] = max(0.0, 100.0 * (info.cpu_s - old.cpu_s) / (t1 - t0))
+    return out
 
 
 class Store:
@@ -84,6 +121,12 @@ class Store:
         rec.gpu_source = sample.gpu_source
         rec.gpu_error = sample.gpu_error
         rec.last_sample_time = sample.time
+        rec.driver = sample.driver or rec.driver  # an nvidia-smi tick may come before its first line
+        rec.cpu_count = sample.cpu_count
+        rec.cpu_pct = sample.cpu_pct
+        rec.load1 = sample.load1
+        rec.mem_total_kib = sample.mem_total_kib
+        rec.mem_avail_kib = sample.mem_avail_kib
         seen = set()
         for gpu in sample.gpus:
             seen.add(gpu.index)
@@ -99,7 +142,9 @@ class Store:
             record.push(gpu)
         for index in [i for i in rec.gpus if i not in seen]:
             del rec.gpus[index]
+        rec.proc_cpu_pct = process_cpu_pct(rec.procs, sample.procs, rec.procs_time, sample.time)
         rec.procs = sample.procs
+        rec.procs_time = sample.time
         self.generation += 1
 
     def host_json(self, rec: HostRecord, now: float) -> dict:
@@ -115,6 +160,12 @@ class Store:
             "gpu_error": rec.gpu_error,
             "reconnects": rec.reconnects,
             "retry_in_s": None if rec.retry_at is None else round(max(0.0, rec.retry_at - now), 1),
+            "driver": rec.driver,
+            "cpu_count": rec.cpu_count,
+            "cpu_pct": rec.cpu_pct,
+            "load1": rec.load1,
+            "mem_total_kib": rec.mem_total_kib,
+            "mem_avail_kib": rec.mem_avail_kib,
         }
 
     def snapshot(self, now: float | None = None, jobs: list[dict] | None = None) -> dict:

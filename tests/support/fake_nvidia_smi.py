@@ -49,6 +49,9 @@ GPU_RECORDED_FIELDS = [
 ]
 #: Column order of the recorded h200-<phase>.apps.csv files (the probe's query-compute-apps command).
 APPS_RECORDED_FIELDS = ["timestamp", "gpu_uuid", "pid", "used_memory"]
+#: The driver of the H200 the recordings come from (its CSVs have no such column); a scenario's
+#: "fields" may set another.
+RECORDED_DRIVER_VERSION = "580.159.04"
 
 # canonical field -> (header text, unit or None); aliases map to canonical names.
 GPU_FIELDS = {
@@ -65,6 +68,7 @@ GPU_FIELDS = {
     "power.draw": ("power.draw [W]", "W"),
     "power.limit": ("power.limit [W]", "W"),
     "clocks.sm": ("clocks.current.sm [MHz]", "MHz"),
+    "driver_version": ("driver_version", None),
 }
 GPU_ALIASES = {
     "gpu_name": "name",
@@ -219,6 +223,7 @@ def gpu_rows(scen: dict, tick: int, stamp: str | None = None) -> list[dict[str, 
         for src in (scen.get("fields") or {}, pg.get("fields") or {}):
             for k, v in src.items():
                 row[GPU_ALIASES.get(k, k)] = _fmt(v)
+        row.setdefault("driver_version", RECORDED_DRIVER_VERSION)
         row["timestamp"] = stamp
         row["count"] = str(n)
         try:

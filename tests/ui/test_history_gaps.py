@@ -49,7 +49,7 @@ async def test_gpu_grid_shows_unmeasured_utilisation_as_a_gap(app, source):
         source.notify()
         await pilot.pause()
         row = next(i for i, r in enumerate(grid._rows) if r.kind == "gpus" and r.host == "trainer-a" and 0 in r.gpus)
-        cell = lines_of(grid)[row].split(" 0 ", 1)[1]  # GPU 0's cell, from its utilisation sparkline on
+        cell = lines_of(grid)[row + grid.HEADER_LINES].split(" 0 ", 1)[1]  # GPU 0's cell, from its utilisation sparkline on
         spark = cell[: grid.spark_width(grid._cell_width(grid.size.width))]
         assert spark.endswith(NO_DATA * 3)  # the three unmeasured frames: a gap...
         assert spark.strip(NO_DATA)  # ...after the measured blocks

@@ -12,6 +12,7 @@ from gpuwatch_tui.config import load_config
 from gpuwatch_tui.ui.app import GpuwatchApp
 from gpuwatch_tui.ui.monitor_source import MonitorSource
 from gpuwatch_tui.ui.screens.job_screen import JobScreen
+from gpuwatch_tui.ui.widgets.gpu_grid import GpuGrid
 from gpuwatch_tui.ui.widgets.host_bar import HostBar
 from gpuwatch_tui.ui.widgets.jobs_table import JobsTable
 from gpuwatch_tui.ui.widgets.log_view import LogView
@@ -45,8 +46,11 @@ async def test_live_local_host_and_job_log_follows(tmp_path):
         app = GpuwatchApp(source, min_refresh_interval=0)
         async with app.run_test(size=(120, 36)) as pilot:
             bar = app.screen.query_one(HostBar)
-            assert "here" in bar.render().plain  # first frame: configured hosts, before any sample
-            await wait_until(pilot, lambda: "connected" in bar.render().plain)
+            grid = app.screen.query_one(GpuGrid)
+            # first frame: configured hosts, before any sample (named on the grid, counted on the bar)
+            assert "here" in "\n".join(grid.render_line(y).text for y in range(3))
+            assert "1 connecting" in bar.render().plain
+            await wait_until(pilot, lambda: "1 connected" in bar.render().plain)
             table = app.screen.query_one(JobsTable)
             await wait_until(pilot, lambda: table.row_count >= 1)
             job_id = table.job_ids[0]

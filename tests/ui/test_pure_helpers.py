@@ -45,17 +45,14 @@ def test_sparkline_is_right_aligned_and_bounded():
     assert len(sparkline(range(100), 10, lambda v: plain)) == 10
 
 
-def test_host_bar_packs_whole_hosts_never_splitting_symbol_from_name():
-    from rich.text import Text
+def test_host_bar_summary_counts_states_gpus_busy_and_power():
+    from gpuwatch_tui.ui.recorded_source import RecordedSource
+    from gpuwatch_tui.ui.widgets.host_bar import fleet_summary
 
-    from gpuwatch_tui.ui.widgets.host_bar import pack
+    from .conftest import FLEET
 
-    parts = [Text(f"● host-{i:02d} connected <1s nvml") for i in range(3)]
-    lines = pack(parts, 70, 2)
-    assert [line.plain for line in lines] == [
-        "● host-00 connected <1s nvml  ● host-01 connected <1s nvml",
-        "● host-02 connected <1s nvml",
-    ]
-    assert pack(parts * 3, 70, 2) is None  # does not fit: the caller summarises
-    long = pack([Text("✗ " + "x" * 100)], 30, 2)
-    assert long[0].plain.startswith("✗ x") and long[0].cell_len == 30
+    states, gpus, busy, watts = fleet_summary(RecordedSource(FLEET).store)
+    assert states == {"connected": 3, "unreachable": 1, "host-key-unknown": 1}
+    assert gpus == 13
+    assert busy == 10  # 8 training + the spinning rank + sft-nohup; idle GPUs are not busy
+    assert 6000 < watts < 7000

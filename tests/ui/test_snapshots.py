@@ -10,6 +10,7 @@ from gpuwatch_tui.ui.recorded_source import RecordedSource
 from .conftest import FLEET
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((200, 50), id="200x50")]
+FILL_SIZES = [pytest.param(size, id=f"{size[0]}x{size[1]}") for size in ((80, 24), (120, 40), (200, 50), (300, 80))]
 THEMES = ["gpuwatch-dark", "gpuwatch-light"]
 
 
@@ -77,3 +78,22 @@ def _legend_fleet(path):
 def test_every_phase_and_level(snap_compare, tmp_path, theme):
     source = RecordedSource(_legend_fleet(tmp_path / "legend.json"))
     assert snap_compare(GpuwatchApp(source, theme=theme), terminal_size=(120, 40))
+
+
+@pytest.mark.parametrize("size", FILL_SIZES)
+def test_main_screen_fills_the_terminal(snap_compare, size):
+    assert snap_compare(GpuwatchApp(RecordedSource(FLEET)), terminal_size=size)
+
+
+def test_gpu_process_view(snap_compare):
+    assert snap_compare(GpuwatchApp(RecordedSource(FLEET)), terminal_size=(160, 40), press=["g"])
+
+
+def test_no_jobs_gives_the_room_to_the_history_view(snap_compare, tmp_path):
+    import json
+
+    data = json.loads(FLEET.read_text(encoding="utf-8"))
+    data["jobs"] = []
+    path = tmp_path / "no-jobs.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert snap_compare(GpuwatchApp(RecordedSource(path)), terminal_size=(120, 40), press=["down"])

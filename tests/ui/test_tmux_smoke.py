@@ -75,12 +75,12 @@ def test_dashboard_in_tmux(sshd_factory, ssh_env, tmp_path):
         tmux("send-keys", "-t", session, "p")
         wait_for(session, lambda s: "PAUSED" not in s)
         tmux("send-keys", "-t", session, "/")
-        wait_for(session, lambda s: "q Quit" not in s)  # the filter line has focus
+        wait_for(session, lambda s: "filter hosts and jobs" in s)  # typed on the summary line
         tmux("send-keys", "-t", session, "-l", hosts[0].name)
         grid_part = lambda s: s.split(" Host ")[0].split("\n", 1)[-1]  # below the host bar
         wait_for(session, lambda s: hosts[0].name in grid_part(s) and hosts[1].name not in grid_part(s))
         tmux("send-keys", "-t", session, "Escape")
-        wait_for(session, lambda s: "q Quit" in s and hosts[1].name in grid_part(s))
+        wait_for(session, lambda s: "filter hosts and jobs" not in s and hosts[1].name in grid_part(s))
         tmux("send-keys", "-t", session, "C-p")
         wait_for(session, lambda s: "🔎" in s or "Search for commands" in s)  # the palette is up
         tmux("send-keys", "-t", session, "Escape")

@@ -26,7 +26,7 @@ DIR_ENTRY_CAP = 2000
 SMALL_THREAD_COUNT = 16  # processes with at most this many threads have every thread's children read
 SMI_FIELDS = (
     "index,uuid,name,utilization.gpu,memory.used,memory.total,"
-    "temperature.gpu,power.draw,power.limit,clocks.sm"
+    "temperature.gpu,power.draw,power.limit,clocks.sm,driver_version"
 )
 SMI_APP_FIELDS = "timestamp,gpu_uuid,pid,used_memory"
 
@@ -67,6 +67,43 @@ def boot_time():
 
 
 BOOT_TIME = boot_time()
+
+
+# ---------------------------------------------------------------- host facts
+
+class HostCpu(object):
+    """Busy share of all CPUs between two samples, from the first line of /proc/stat (a few us)."""
+
+    def __init__(self):
+        self.last = None
+
+    def percent(self):
+        data = read_raw("/proc/stat")
+        if not data:
+            return None
+        fields = data.split(b"\n", 1)[0].split()[1:]
+        try:
+            ticks = [int(v) for v in fields[:8]]
+        except ValueError:
+            return None
+        total = sum(ticks)
+        idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
+        last, self.last = self.last, (total, idle)
+        if last is None or total <= last[0]:
+            return None  # the first sample has nothing to compare with
+        return round(100.0 * (1.0 - float(idle - last[1]) / (total - last[0])), 1)
+
+
+def read_meminfo():
+    """(total, available) in KiB from /proc/meminfo; (None, None) where it cannot be read."""
+    data = read_raw("/proc/meminfo")
+    total = avail = None
+    for line in (data or b"").split(b"\n")[:8]:  # both are in the first three lines
+        if line.startswith(b"MemTotal:"):
+            total = int(line.split()[1])
+        elif line.startswith(b"MemAvailable:"):
+            avail = int(line.split()[1])
+    return total, avail
 
 
 # ---------------------------------------------------------------- processes
@@ -308,6 +345,7 @@ def proc_info(stat, cache, descendants, now, refresh):
 
 class NoGpu(object):
     name = "none"
+    driver = None
 
     def __init__(self, reason=None):
         self.error = reason
@@ -339,6 +377,7 @@ class NvmlSource(object):
         self.limits = [None] * len(self.handles)
         self.limits_at = 0.0
         self.mem_v2 = hasattr(nvml, "nvmlMemory_v2")
+        self.driver = _s(self._try(nvml.nvmlSystemGetDriverVersion) or "") or None
 
     def _try(self, fn, *args):
         try:
@@ -475,6 +514,7 @@ class SmiSource(object):
     name = "nvidia-smi"
 
     def __init__(self, exe, interval):
+        self.driver = None
         self.exe = exe
         self.interval_ms = max(100, int(interval * 1000))
         self.error = None
@@ -527,6 +567,8 @@ class SmiSource(object):
                 "mem_used_mib": _f(f[4]), "mem_total_mib": _f(f[5]), "temp_c": _f(f[6]),
                 "power_w": _f(f[7]), "power_limit_w": _f(f[8]), "sm_clock_mhz": _f(f[9]),
             }
+            if len(f) > 10 and f[10] and not f[10].startswith("["):  # "[N/A]" is no version
+                self.driver = f[10]
         batch = self.app_stream.take()
         if batch:
             # Lines of one tick share a timestamp: keep the newest tick only.
@@ -831,6 +873,7 @@ class Probe(object):
         self.watched_keys = {}  # pid -> start of processes reported last frame
         self.match_pids = {}
         self.gpu = NoGpu()
+        self.host_cpu = HostCpu()
         # A client that vanished without closing our stdin (a blackholed link) is noticed by its
         # missing pings: we then exit rather than linger on the host.
         self.idle_exit = float(options.get("idle_exit_s", 0) or 0)
@@ -984,6 +1027,11 @@ class Probe(object):
             frame["load1"] = os.getloadavg()[0]
         except OSError:
             pass
+        # What top shows first: host CPU busy %, RAM used/total; and the driver beside the GPU model.
+        frame["cpu_pct"] = self.host_cpu.percent()
+        frame["cpu_count"] = os.cpu_count()
+        frame["mem_total_kib"], frame["mem_avail_kib"] = read_meminfo()
+        frame["driver"] = getattr(self.gpu, "driver", None)
         return frame
 
     def exit_when_idle(self):

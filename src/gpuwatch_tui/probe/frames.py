@@ -107,5 +107,10 @@ def parse_sample(frame: dict) -> HostSample:
         ],
         gpu_error=frame.get("gpu_error"),
         load1=frame.get("load1"),
+        cpu_count=frame.get("cpu_count"),
+        cpu_pct=frame.get("cpu_pct"),
+        mem_total_kib=frame.get("mem_total_kib"),
+        mem_avail_kib=frame.get("mem_avail_kib"),
+        driver=frame.get("driver"),
         matches={str(k): [int(p) for p in v] for k, v in (frame.get("matches") or {}).items()},
     )

@@ -30,6 +30,14 @@ def _gpu_sample(gpu: dict, values: list[float | None]) -> GpuSample:
     return parse_gpu(frame)
 
 
+HOST_FACTS = ("driver", "cpu_count", "cpu_pct", "load1", "mem_total_kib", "mem_avail_kib")
+
+
+def _host_facts(host: dict) -> dict:
+    """The host's own facts (driver, CPU, RAM) as a probe frame would carry them."""
+    return {key: host[key] for key in HOST_FACTS if key in host}
+
+
 class RecordedSource:
     """Implements DashboardSource from a fixture file (see tests/ui/data/fleet.json)."""
 
@@ -41,14 +49,14 @@ class RecordedSource:
         self._stopped = asyncio.Event()  # binds to a loop only when awaited
         self.store = Store([h["name"] for h in data["hosts"]], history)
         self._hosts = data["hosts"]
-        self._replay(self._now)
         self._jobs: list[JobView] = [JobView.from_json(job) for job in data.get("jobs", [])]
+        self._procs = {k: [parse_proc(p) for p in v] for k, v in data.get("procs", {}).items()}
+        self._replay(self._now)
         self._logs: dict[str, deque[str]] = {}
         self._log_totals: dict[str, int] = {}
         for job_id, log in data.get("logs", {}).items():
             self._logs[job_id] = deque(log.get("lines", ()), maxlen=LOG_LIMIT)
             self._log_totals[job_id] = int(log.get("total", len(log.get("lines", ()))))
-        self._procs = {k: [parse_proc(p) for p in v] for k, v in data.get("procs", {}).items()}
         self._outdirs = {k: DirStat(**v) for k, v in data.get("outdirs", {}).items()}
 
     # -- actions: a recording has no host to act on
@@ -63,6 +71,18 @@ class RecordedSource:
     def latest_dump(self, job_id: str):
         return None
 
+    def _host_procs(self, host: str, at: float, now: float) -> dict[int, ProcInfo]:
+        """The recorded jobs' processes on `host` as a frame at `at` would list them; CPU time is
+        taken back at each process's lifetime average rate (a recording has one reading)."""
+        jobs = {job.id for job in self._jobs if job.host == host}
+        procs = {}
+        for job_id in jobs:
+            for info in self._procs.get(job_id, ()):
+                alive = max(1.0, now - info.start_time)
+                earlier = max(0.0, info.cpu_s - info.cpu_s * (now - at) / alive)
+                procs[info.pid] = dataclasses.replace(info, cpu_s=earlier)
+        return procs
+
     def _replay(self, now: float) -> None:
         for host in self._hosts:
             name = host["name"]
@@ -72,8 +92,10 @@ class RecordedSource:
                 last = now - host.get("sample_age_s", 0.0)
                 for i in range(n):
                     samples = [_gpu_sample(g, g["samples"][min(i, len(g["samples"]) - 1)]) for g in gpus]
-                    self.store.apply_sample(name, HostSample(last - (n - 1 - i), host.get("gpu_source", "nvml"),
-                                                             samples, {}))
+                    at = last - (n - 1 - i)
+                    procs = self._host_procs(name, at, last) if i >= n - 2 else {}
+                    self.store.apply_sample(name, HostSample(at, host.get("gpu_source", "nvml"),
+                                                             samples, procs, **_host_facts(host)))
             self.store.set_state(name, host.get("state", "connected"), host.get("error"), host.get("hint"))
             self.store.hosts[name].reconnects = host.get("reconnects", 0)
 
@@ -131,7 +153,9 @@ class RecordedSource:
         for name, host in self.store.hosts.items():
             if host.gpus and host.state == "connected":
                 samples = [r.latest for _, r in sorted(host.gpus.items())]
-                self.store.apply_sample(name, HostSample(self._now, host.gpu_source or "nvml", samples, host.procs))
+                facts = {key: getattr(host, key) for key in HOST_FACTS}
+                self.store.apply_sample(name, HostSample(self._now, host.gpu_source or "nvml", samples, host.procs,
+                                                         **facts))
         self.notify()
 
     def set_job(self, job_id: str, **changes) -> None:

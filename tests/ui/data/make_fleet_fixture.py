@@ -53,8 +53,14 @@ def proc(pid, ppid, name, cmdline, state, cpu_s, rss_gb, threads, start, *, chil
         "threads": threads, "sid": ppid, "pgid": ppid,
         "children": [{"pid": c[0], "name": c[1], "cmdline": c[2], "state": c[3], "cpu_s": c[4]} for c in children],
         "stdout": stdout, "stderr": stdout, "unbuffered": unbuffered, "unbuffered_reason": reason,
-        "is_python": True,
+        "is_python": True, "user": "ml",
     }
+
+
+def host_facts(cpus, cpu_pct, load1, ram_gib, avail_gib):
+    """What the probe reports about the host itself (driver of the recording H200)."""
+    return {"driver": "580.159.04", "cpu_count": cpus, "cpu_pct": cpu_pct, "load1": load1,
+            "mem_total_kib": ram_gib * 1024 * 1024, "mem_avail_kib": avail_gib * 1024 * 1024}
 
 
 def main() -> None:
@@ -62,6 +68,7 @@ def main() -> None:
     # trainer-a: 8 H200s, one torchrun job, all training.
     hosts.append({
         "name": "trainer-a", "state": "connected", "gpu_source": "nvml", "sample_age_s": 0.4,
+        **host_facts(192, 14.2, 27.5, 2048, 1710),
         "gpus": [gpu(i, series(N, training), [41210 + i]) for i in range(8)],
     })
     # trainer-b: 2 ranks; rank 1 stopped 40 s into the window, rank 0 spins in an NCCL collective.
@@ -73,6 +80,7 @@ def main() -> None:
 
     hosts.append({
         "name": "trainer-b", "state": "connected", "gpu_source": "nvidia-smi", "sample_age_s": 0.9,
+        **host_facts(64, 3.3, 2.1, 512, 431),
         "gpus": [gpu(0, series(N, spin), [30112]), gpu(1, series(N, stopped), [30113])],
     })
     hosts.append({
@@ -90,6 +98,7 @@ def main() -> None:
 
     hosts.append({
         "name": "trainer-e", "state": "connected", "gpu_source": "nvml", "sample_age_s": 0.6,
+        **host_facts(32, 38.4, 13.0, 256, 97),
         "gpus": [gpu(0, series(N, ctx_idle(4210)), [52001]), gpu(1, series(N, training), [51877]),
                  gpu(2, series(N, crashed))],
     })

@@ -24,6 +24,7 @@ from ..sparkline import sparkline
 from .line_list import CURSOR_BINDINGS, LineList
 
 MIB_PER_GIB = 1024.0
+KIB_PER_GIB = 1024.0 * 1024.0
 # Fixed columns of one GPU cell: index, util %, memory used/total, temperature, power, job gap.
 CELL_FIXED = 3 + 6 + 9 + 4 + 6 + 1
 JOB_MIN = 18
@@ -66,7 +67,10 @@ class JobRef:
 
 
 class GpuGrid(LineList, can_focus=True):
-    """GPU grid grouped by host, with a row cursor (enter opens the job that owns the GPU)."""
+    """GPU grid grouped by host, with a row cursor (enter opens the job that owns the GPU).
+    Line 0 names the columns and stays while the rows scroll under it."""
+
+    HEADER_LINES = 1
 
     BINDINGS = [
         *CURSOR_BINDINGS,
@@ -77,6 +81,14 @@ class GpuGrid(LineList, can_focus=True):
         def __init__(self, job_id: str) -> None:
             super().__init__()
             self.job_id = job_id
+
+    class Selected(Message):
+        """The cursor moved to another host or GPU (the history view follows it)."""
+
+        def __init__(self, host: str | None, gpu: int | None) -> None:
+            super().__init__()
+            self.host = host
+            self.gpu = gpu
 
     def __init__(self, history: int = 60, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -111,7 +123,7 @@ class GpuGrid(LineList, can_focus=True):
             return
         top = int(self.scroll_offset.y)
         width = self.scrollable_content_region.width
-        for y in range(self.scrollable_content_region.height):
+        for y in range(self.scrollable_content_region.height - self.HEADER_LINES):
             index = top + y
             if index >= len(self._rows):
                 break
@@ -119,7 +131,7 @@ class GpuGrid(LineList, can_focus=True):
             row = self._rows[index]
             host = store.hosts.get(row.host)
             if cached is None or host is None or cached[0][0] != self._signature(row, host):
-                self.refresh(Region(0, y, width, 1))
+                self.refresh(Region(0, y + self.HEADER_LINES, width, 1))
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
@@ -155,8 +167,21 @@ class GpuGrid(LineList, can_focus=True):
         self._rows = rows
         self._strips.clear()
         self.cursor = min(self.cursor, max(0, len(rows) - 1))
-        self.virtual_size = Size(self.size.width, len(rows))
+        self.virtual_size = Size(self.size.width, len(rows) + self.HEADER_LINES)
         return True
+
+    @property
+    def rows_needed(self) -> int:
+        """Lines the grid needs to show every row (the screen sizes the panes from this)."""
+        return len(self._rows) + self.HEADER_LINES
+
+    @property
+    def selection(self) -> tuple[str | None, int | None]:
+        """(host, GPU index) under the cursor; the GPU is None on a host's header line."""
+        if not 0 <= self.cursor < len(self._rows):
+            return None, None
+        row = self._rows[self.cursor]
+        return row.host, (row.gpus[0] if row.gpus else None)
 
     # -- drawing ---------------------------------------------------------------------------
 
@@ -165,15 +190,19 @@ class GpuGrid(LineList, can_focus=True):
         if row.kind == "host":
             age = host.sample_age(self._now)
             return ("h", host.state, host.error, host.gpu_error, host.gpu_source, host.last_sample_time,
-                    None if age is None else formatting.coarse_age(age), len(host.gpus), host.reconnects)
+                    None if age is None else formatting.coarse_age(age), len(host.gpus), host.reconnects,
+                    host.driver, host.cpu_pct, host.load1, host.mem_avail_kib)
         if row.kind == "note":
             return ("n", row.text)
         return ("g", host.last_sample_time, host.state, tuple(self._jobs.get((host.name, i)) for i in row.gpus))
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        index = self.scroll_offset.y + y
         base = self.base_style
+        if y < self.HEADER_LINES:
+            style = base + self.get_component_rich_style("gpu-grid--header")
+            return self._render_text(self._header_line(width), width, style)
+        index = self.scroll_offset.y + y - self.HEADER_LINES
         if index >= len(self._rows) or self._store is None:
             return Strip.blank(width, base)
         row = self._rows[index]
@@ -211,21 +240,52 @@ class GpuGrid(LineList, can_focus=True):
         text.append("  ")
         text.append(state_label(host), p.style(level, bold=level != "host-ok"))
         muted = p.style("muted")
+        # What a newcomer looks for first (model, driver, CPU, RAM, power) before where it came from.
+        if host.gpus:
+            text.append(f" · {len(host.gpus)}× {host.gpu_model or 'GPU'}", muted)
+            if host.driver:
+                text.append(f" · driver {host.driver}", muted)
+        elif host.state == "connected" and host.gpu_source == "none":
+            text.append(" · no GPU", muted)
+        if host.cpu_pct is not None:
+            cores = f"/{host.cpu_count}" if host.cpu_count else ""
+            text.append(" · CPU ", muted)
+            text.append(f"{host.cpu_pct:.0f}%", p.style(levels.util_level(host.cpu_pct)))
+            if host.load1 is not None:
+                text.append(f" load {host.load1:.1f}{cores}", muted)
+        if host.mem_used_kib is not None and host.mem_total_kib:
+            ram_pct = 100.0 * host.mem_used_kib / host.mem_total_kib
+            text.append(" · RAM ", muted)
+            text.append(f"{host.mem_used_kib / KIB_PER_GIB:.0f}/{host.mem_total_kib / KIB_PER_GIB:.0f}G",
+                        p.style(levels.mem_level(ram_pct)))
+        if host.gpus:
+            total_w = sum(r.latest.power_w or 0 for r in host.gpus.values())
+            text.append(f" · {total_w / 1000:.1f} kW", muted)
         if host.gpu_source:
             text.append(f" · {host.gpu_source}", muted)
         age = host.sample_age(self._now)
         if age is not None:
             text.append(f" · {formatting.coarse_age(age)} ago", muted)
-        if host.gpus:
-            total_w = sum(r.latest.power_w or 0 for r in host.gpus.values())
-            text.append(f" · {len(host.gpus)} GPU{'s' if len(host.gpus) != 1 else ''} · {total_w / 1000:.1f} kW", muted)
-        elif host.state == "connected" and host.gpu_source == "none":
-            text.append(" · no GPU", muted)
         if host.error:
             text.append("  ")
             text.append(host.error, p.style(level))
         if host.gpu_error:
             text.append(f"  GPU: {host.gpu_error}", p.style("host-warn"))
+        return text
+
+    def _header_line(self, width: int) -> Text:
+        """Column names over the GPU cells, aligned with _gpu_cell's fixed widths."""
+        cell_width = self._cell_width(width)
+        spark = self.spark_width(cell_width)
+        label = (f"{'#':>2} " + "util".ljust(spark) + f" {'%':>4} " + "memory".ljust(spark)
+                 + f" {'used/tot':>8} {'tmp':>3} {'power':>5} job")
+        text = Text()
+        for n in range(self.columns):
+            if n:
+                text.append(" " * COLUMN_GAP)
+            cell = Text(label)
+            cell.truncate(cell_width, pad=n < self.columns - 1)
+            text.append_text(cell)
         return text
 
     def _cell_width(self, width: int) -> int:
@@ -309,8 +369,10 @@ class GpuGrid(LineList, can_focus=True):
 
     def _move_cursor(self, row: int) -> None:
         self.cursor = max(0, min(len(self._rows) - 1, row))
-        self.scroll_to_region(Region(0, self.cursor, 1, 1), animate=False, immediate=True)
+        # Row n is line n + 1 (under the header); keep the header's line out of the way.
+        self.scroll_to_region(Region(0, self.cursor, 1, 1 + self.HEADER_LINES), animate=False, immediate=True)
         self.refresh()
+        self.post_message(self.Selected(*self.selection))
 
     def action_open(self) -> None:
         job_id = self.job_at(self.cursor)
@@ -320,13 +382,14 @@ class GpuGrid(LineList, can_focus=True):
             self.post_message(self.OpenJob(job_id))
 
     def on_click(self, event: Click) -> None:
-        row = self.scroll_offset.y + event.y
-        if 0 <= row < len(self._rows):
+        row = self.scroll_offset.y + event.y - self.HEADER_LINES
+        if event.y >= self.HEADER_LINES and 0 <= row < len(self._rows):
             self.cursor = row
             self.refresh()
+            self.post_message(self.Selected(*self.selection))
             if event.chain >= 2:
                 job_id = self.job_at(row, event.x)
                 if job_id is not None:
                     self.post_message(self.OpenJob(job_id))
 
-    COMPONENT_CLASSES = {"gpu-grid--cursor"}
+    COMPONENT_CLASSES = {"gpu-grid--cursor", "gpu-grid--header"}

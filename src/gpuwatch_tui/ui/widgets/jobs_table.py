@@ -76,6 +76,30 @@ SORT_KEYS: dict[str, Callable[[JobView], Any]] = {
 }
 
 
+def distinguishing_parts(jobs: list[JobView]) -> dict[str, str]:
+    """job id -> what tells it apart from jobs of the same name on the same host (three
+    `train.py` runs): its log file's name, else the log's folder, else its main pid. Jobs with a
+    unique name get nothing, so the name itself never changes."""
+    groups: dict[tuple[str, str], list[JobView]] = {}
+    for job in jobs:
+        groups.setdefault((job.host, job.name), []).append(job)
+    parts: dict[str, str] = {}
+    for same in groups.values():
+        if len(same) < 2:
+            continue
+        for pick in (lambda j: j.log.rsplit("/", 1)[-1] if j.log else None,
+                     lambda j: j.log.rsplit("/", 2)[-2] if j.log and j.log.count("/") >= 2 else None,
+                     lambda j: f"pid {j.pids[0]}" if j.pids else None):
+            labels = [pick(j) for j in same]
+            if None not in labels and len(set(labels)) == len(labels):
+                break
+        else:
+            labels = [j.id for j in same]
+        for job, label in zip(same, labels):
+            parts[job.id] = label
+    return parts
+
+
 def short_progress(p: ProgressView | None) -> str:
     if p is None or p.step is None:
         return "-"
@@ -181,7 +205,7 @@ class JobsTable(LineList, can_focus=True):
 
     # -- data in ---------------------------------------------------------------------------
 
-    def _cells_for(self, job: JobView, now: float) -> dict[str, Text | str]:
+    def _cells_for(self, job: JobView, now: float, part: str | None = None) -> dict[str, Text | str]:
         p = self.palette
         progress = job.progress
         phase = job.phase or "unknown"
@@ -191,7 +215,8 @@ class JobsTable(LineList, can_focus=True):
         since_text = formatting.age(now - since) if since else "-"
         return {
             "host": job.host,
-            "job": job.name or job.id,
+            "job": Text.assemble(job.name or job.id, (f" ({part})", p.style("muted"))) if part
+            else job.name or job.id,
             "gpus": formatting.gpus(job.gpus),
             "phase": Text(phase_text, p.style(levels.phase_variable(phase), bold=True)),
             "since": since_text,
@@ -214,8 +239,9 @@ class JobsTable(LineList, can_focus=True):
         selected = self.selected_job_id
         old_cells = self._cells
         cells = {}
+        parts = distinguishing_parts(jobs)
         for job_id, job in wanted.items():
-            new = self._cells_for(job, now)
+            new = self._cells_for(job, now, parts.get(job_id))
             old = old_cells.get(job_id)
             cells[job_id] = old if old == new else new  # an unchanged row keeps its cached strip
         self._jobs = wanted

@@ -24,7 +24,9 @@ class LogView(Themed, ScrollView, can_focus=True):
         Binding("n", "next_match", "Next match", show=False),
         Binding("N", "previous_match", "Previous match", show=False),
         Binding("f", "follow", "Follow", show=True),
+        Binding("w", "toggle_wrap", "Wrap", show=True),
     ]
+    CUT = "›"  # drawn in the last column of a line that goes on past the right edge
 
     follow: reactive[bool] = reactive(True)
     new_lines: reactive[int] = reactive(0)
@@ -43,6 +45,39 @@ class LogView(Themed, ScrollView, can_focus=True):
         self.search_term = ""
         self.matches: list[int] = []
         self.match_index = -1
+        self.wrap = False
+        self._rows: list[tuple[int, int]] = []  # wrapped: (line index, start column) per screen row
+        self._rows_width = 0
+
+    def action_toggle_wrap(self) -> None:
+        """Long lines either wrap onto following rows or scroll sideways (with a cut marker)."""
+        self.wrap = not self.wrap
+        self._rows_width = 0
+        self._sync_size()
+        if self.follow:
+            self.scroll_end(animate=False, x_axis=False)
+        self.refresh()
+        self.notify("long lines wrap" if self.wrap else "long lines scroll sideways (›: cut)", timeout=1.5)
+
+    def _wrapped_rows(self) -> list[tuple[int, int]]:
+        width = max(1, self.scrollable_content_region.width)
+        if self._rows_width != width or self._rows_index is not self.lines:
+            rows = []
+            for index, line in enumerate(self.lines):
+                rows.extend((index, start) for start in range(0, max(1, len(line)), width))
+            self._rows = rows
+            self._rows_index = self.lines
+            self._rows_width = width
+        return self._rows
+
+    _rows_index: list[str] = []
+
+    def _sync_size(self) -> None:
+        if self.wrap:
+            self._rows_width = 0
+            self.virtual_size = Size(self.scrollable_content_region.width, len(self._wrapped_rows()))
+        else:
+            self.virtual_size = Size(self._longest, len(self.lines))
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
@@ -63,7 +98,7 @@ class LogView(Themed, ScrollView, can_focus=True):
         self.new_lines = 0
         if self.search_term:
             self._find_matches()
-        self.virtual_size = Size(self._longest, len(lines))
+        self._sync_size()
         # Deferred: after the next layout the new virtual size is known.
         self.scroll_end(animate=False, x_axis=False)
         self.refresh()
@@ -94,6 +129,8 @@ class LogView(Themed, ScrollView, can_focus=True):
         self.scroll_end(animate=False, x_axis=False)
 
     def on_resize(self) -> None:
+        if self.wrap:
+            self._sync_size()
         if self.follow:  # the pane's layout settles after the first lines arrive
             self.scroll_end(animate=False, x_axis=False)
 
@@ -144,9 +181,17 @@ class LogView(Themed, ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         base = self.rich_style
-        if index >= len(self.lines):
+        if self.wrap:
+            rows = self._wrapped_rows()
+            if index >= len(rows):
+                return Strip.blank(width, base)
+            index, start = rows[index]
+            line = self.lines[index][start:start + width]
+            scroll_x = 0
+        elif index >= len(self.lines):
             return Strip.blank(width, base)
-        line = self.lines[index]
+        else:
+            line = self.lines[index]
         if self.search_term and self.search_term.lower() in line.lower():
             text = Text(line)
             text.highlight_words([self.search_term], self.palette.style("log-match", bold=True) + Style(reverse=True), case_sensitive=False)
@@ -154,4 +199,8 @@ class LogView(Themed, ScrollView, can_focus=True):
             strip = Strip(segments)
         else:
             strip = Strip([Segment(line, base)])
-        return strip.crop_extend(scroll_x, scroll_x + width, base)
+        strip = strip.crop_extend(scroll_x, scroll_x + width, base)
+        if not self.wrap and strip.cell_length and len(line) > scroll_x + width:
+            marker = Strip([Segment(self.CUT, self.palette.style("log-match", bold=True) + base)])
+            strip = Strip.join([strip.crop(0, width - 1), marker])
+        return strip

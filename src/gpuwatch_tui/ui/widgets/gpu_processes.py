@@ -1,0 +1,199 @@
+"""Every process holding a GPU, nvitop-style: host, GPU, pid, user, GPU memory, CPU %, the job it
+belongs to and its command. Sortable (`s` cycles, a click on a header sorts by it, again reverses).
+
+Drawn with the Line API from rows rebuilt once per show(); only visible lines are rendered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.events import Click
+from textual.geometry import Region, Size
+from textual.strip import Strip
+
+from ...store import Store
+from ...views import JobView
+from .. import levels
+from .line_list import CURSOR_BINDINGS, LineList
+
+# key, header, width (None: the rest of the line)
+COLUMNS = (
+    ("host", "Host", 14),
+    ("gpu", "GPU", 3),
+    ("pid", "PID", 8),
+    ("user", "User", 10),
+    ("mem", "GPU mem", 8),
+    ("cpu", "CPU %", 6),
+    ("job", "Job", 18),
+    ("command", "Command", None),
+)
+RIGHT = {"gpu", "pid", "mem", "cpu"}
+GAP = 1
+
+
+@dataclass(frozen=True)
+class GpuProcessRow:
+    host: str
+    gpu: int
+    pid: int
+    user: str | None
+    mem_mib: float | None
+    cpu_pct: float | None
+    job: str | None
+    phase: str | None
+    command: str
+
+
+SORT_KEYS: dict[str, Callable[[GpuProcessRow], Any]] = {
+    "host": lambda r: (r.host, r.gpu, r.pid),
+    "gpu": lambda r: (r.gpu, r.host),
+    "pid": lambda r: r.pid,
+    "user": lambda r: (r.user or "", r.host),
+    "mem": lambda r: -(r.mem_mib or 0.0),  # biggest first, like nvitop
+    "cpu": lambda r: -(r.cpu_pct or 0.0),
+    "job": lambda r: (r.job or "~", r.host),
+    "command": lambda r: r.command,
+}
+
+
+def gpu_process_rows(store: Store, jobs: list[JobView], host_filter: set[str] | None = None) -> list[GpuProcessRow]:
+    """One row per (GPU, process) the GPU sources report; the job is the one whose processes
+    include the pid, else the one the GPU belongs to."""
+    by_pid = {(j.host, pid): j for j in jobs for pid in j.pids}
+    by_gpu = {(j.host, g): j for j in jobs for g in j.gpus}
+    rows = []
+    for host in store.hosts.values():
+        if host_filter is not None and host.name not in host_filter:
+            continue
+        for index, record in sorted(host.gpus.items()):
+            for proc in record.latest.processes:
+                info = host.procs.get(proc.pid)
+                job = by_pid.get((host.name, proc.pid))
+                if job is None and info is not None:
+                    job = by_pid.get((host.name, info.ppid))
+                job = job or by_gpu.get((host.name, index))
+                command = " ".join(info.cmdline) if info is not None and info.cmdline else (info.name if info else "?")
+                rows.append(GpuProcessRow(host.name, index, proc.pid, info.user if info else None, proc.mem_used_mib,
+                                          host.proc_cpu_pct.get(proc.pid), job.name if job else None,
+                                          job.phase if job else None, command))
+    return rows
+
+
+class GpuProcessTable(LineList, can_focus=True):
+    HEADER_LINES = 1
+    BINDINGS = [Binding("s", "cycle_sort", "Sort", show=False), *CURSOR_BINDINGS]
+    COMPONENT_CLASSES = {"gpu-processes--header", "gpu-processes--cursor"}
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rows: list[GpuProcessRow] = []
+        self.cursor = 0
+        self.sort_column = "mem"
+        self.sort_reverse = False
+
+    @property
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def theme_changed(self, palette) -> None:
+        self._palette = palette
+        self.refresh()
+
+    def show(self, store: Store, jobs: list[JobView], host_filter: set[str] | None = None) -> None:
+        rows = gpu_process_rows(store, jobs, host_filter)
+        rows.sort(key=SORT_KEYS[self.sort_column], reverse=self.sort_reverse)
+        if rows != self.rows:
+            self.rows = rows
+            self.cursor = max(0, min(self.cursor, len(rows) - 1))
+            self.virtual_size = Size(self.size.width, len(rows) + self.HEADER_LINES)
+            self.refresh()
+
+    def sort_by(self, column: str, reverse: bool = False) -> None:
+        self.sort_column, self.sort_reverse = column, reverse
+        self.rows = sorted(self.rows, key=SORT_KEYS[column], reverse=reverse)
+        self.refresh()
+
+    def action_cycle_sort(self) -> None:
+        names = [key for key, _, _ in COLUMNS]
+        self.sort_by(names[(names.index(self.sort_column) + 1) % len(names)])
+
+    def _widths(self, width: int) -> list[tuple[str, str, int]]:
+        fixed = sum(w + GAP for _, _, w in COLUMNS if w is not None)
+        return [(k, label, w if w is not None else max(7, width - fixed)) for k, label, w in COLUMNS]
+
+    def _line(self, cells: list[tuple[str, Text]], width: int) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for (key, _, column_width), (_, cell) in zip(self._widths(width), cells):
+            cell.truncate(column_width, overflow="ellipsis")
+            pad = " " * (column_width - cell.cell_len)
+            if key in RIGHT:
+                text.append(pad)
+                text.append_text(cell)
+            else:
+                text.append_text(cell)
+                text.append(pad)
+            text.append(" " * GAP)
+        return text
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        base = self.base_style
+        if y == 0:
+            labels = []
+            for key, label, _ in COLUMNS:
+                if key == self.sort_column:
+                    label += "▲" if self.sort_reverse else "▼"
+                labels.append((key, Text(label)))
+            style = base + self.get_component_rich_style("gpu-processes--header")
+            return self._render_text(self._line(labels, width), width, style)
+        index = int(self.scroll_offset.y) + y - 1
+        if index >= len(self.rows):
+            return Strip.blank(width, base)
+        row = self.rows[index]
+        p = self.palette
+        muted = p.style("muted")
+        cells = [
+            ("host", Text(row.host)),
+            ("gpu", Text(str(row.gpu))),
+            ("pid", Text(str(row.pid))),
+            ("user", Text(row.user or "-", muted if row.user is None else "")),
+            ("mem", Text("-" if row.mem_mib is None else f"{row.mem_mib / 1024:.1f}G")),
+            ("cpu", Text("-" if row.cpu_pct is None else f"{row.cpu_pct:.0f}",
+                         p.style(levels.util_level(row.cpu_pct)))),
+            ("job", Text(row.job or "-", p.style(levels.phase_variable(row.phase or "unknown"), bold=True)
+                         if row.job else muted)),
+            ("command", Text(row.command, muted)),
+        ]
+        style = base
+        if index == self.cursor and self.has_focus:
+            style = base + self.get_component_rich_style("gpu-processes--cursor")
+        return self._render_text(self._line(cells, width), width, style)
+
+    def _move_cursor(self, row: int) -> None:
+        if not self.rows:
+            return
+        self.cursor = max(0, min(len(self.rows) - 1, row))
+        self.scroll_to_region(Region(0, self.cursor, 1, 2), animate=False, immediate=True)
+        self.refresh()
+
+    def column_at(self, x: int) -> str | None:
+        left = 0
+        for key, _, width in self._widths(self.size.width):
+            if x < left + width + GAP:
+                return key
+            left += width + GAP
+        return None
+
+    def on_click(self, event: Click) -> None:
+        if event.y == 0:
+            column = self.column_at(event.x)
+            if column is not None:
+                self.sort_by(column, not self.sort_reverse if column == self.sort_column else False)
+            return
+        row = int(self.scroll_offset.y) + event.y - 1
+        if 0 <= row < len(self.rows):
+            self._move_cursor(row)

@@ -1,0 +1,113 @@
+"""The dashboard uses the whole terminal: no stretch of blank rows while there is data to show.
+
+Read from the rendered screen (the compositor's lines), at every size the snapshots cover."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpuwatch_tui.ui.app import GpuwatchApp
+from gpuwatch_tui.ui.recorded_source import RecordedSource
+from gpuwatch_tui.ui.screens.dashboard import pane_heights
+from gpuwatch_tui.ui.widgets.gpu_processes import GpuProcessTable
+from gpuwatch_tui.ui.widgets.history_view import HistoryView
+
+from .conftest import FLEET
+
+SIZES = [(80, 24), (120, 40), (200, 50), (300, 80)]
+MAX_BLANK_RUN = 3
+
+
+def screen_lines(app) -> list[str]:
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+def longest_blank_run(lines: list[str]) -> int:
+    longest = run = 0
+    for line in lines:
+        run = run + 1 if not line.strip() else 0
+        longest = max(longest, run)
+    return longest
+
+
+def fleet_without_jobs(tmp_path):
+    data = json.loads(FLEET.read_text(encoding="utf-8"))
+    data["jobs"] = []
+    path = tmp_path / "no-jobs.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("jobs", [True, False], ids=["jobs", "no-jobs"])
+async def test_no_run_of_blank_rows(size, jobs, tmp_path):
+    app = GpuwatchApp(RecordedSource(FLEET if jobs else fleet_without_jobs(tmp_path)), min_refresh_interval=0)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        lines = screen_lines(app)
+        assert len(lines) == size[1]
+        assert longest_blank_run(lines) <= MAX_BLANK_RUN, "\n".join(lines)
+        text = "\n".join(lines)
+        assert "NVIDIA H200" in text and "driver 580.159.04" in text  # what nvitop users look for first
+        if jobs:
+            assert "eval-sweep-3" in text  # every job fits, at every size
+        if size[1] >= 40:
+            assert app.screen.query_one(HistoryView).size.height >= 5
+            assert "-60s" in text and "now" in text  # the history view's time axis
+
+
+async def test_history_follows_the_grid_cursor(tmp_path):
+    app = GpuwatchApp(RecordedSource(fleet_without_jobs(tmp_path)), min_refresh_interval=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        history = app.screen.query_one(HistoryView)
+        assert history.host == "trainer-a" and history.gpu is None  # the host, all its GPUs
+        app.screen.query_one("#gpu-grid").focus()
+        await pilot.press("down", "down")
+        await pilot.pause()
+        assert (history.host, history.gpu) == ("trainer-a", 1)
+        assert "trainer-a · GPU 1" in "\n".join(screen_lines(app))
+
+
+async def test_tab_and_mouse_move_focus_and_the_focused_header_is_marked(app):
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.focused.id == "jobs"
+        await pilot.press("tab")
+        assert app.focused.id in ("gpu-grid", "jobs") and app.focused.id != "jobs"
+        grid = app.screen.query_one("#gpu-grid")
+        focused = grid.get_component_rich_style("gpu-grid--header")
+        await pilot.click("#jobs", offset=(5, 2))
+        assert app.focused.id == "jobs"
+        assert grid.get_component_rich_style("gpu-grid--header") != focused
+
+
+async def test_g_shows_the_gpu_processes_sortable(app):
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("g")
+        await pilot.pause()
+        table = app.screen.query_one(GpuProcessTable)
+        assert table.display and app.focused is table
+        assert len(table.rows) == 12  # one per (GPU, process) in the recording (the crashed job holds none)
+        assert all(r.user == "ml" for r in table.rows)
+        mems = [r.mem_mib for r in table.rows]
+        assert mems == sorted(mems, reverse=True)  # biggest first
+        row = next(r for r in table.rows if r.host == "trainer-b" and r.gpu == 0)
+        assert row.job == "dpo-2rank" and row.command != "?"
+        await pilot.press("s")  # the next column: CPU %
+        assert table.sort_column == "cpu"
+        await pilot.click(GpuProcessTable, offset=(2, 0))  # the Host header
+        assert table.sort_column == "host"
+        assert [r.host for r in table.rows] == sorted(r.host for r in table.rows)
+        await pilot.press("g")
+        assert not table.display and app.focused.id == "jobs"
+
+
+def test_pane_heights_fill_and_keep_room_for_jobs():
+    assert pane_heights(40, 20, 6) == (20, 6, 14)  # spare rows go to the history view
+    assert pane_heights(30, 20, 6) == (20, 10, 0)  # too few for a chart: the table takes them
+    grid, jobs, history = pane_heights(22, 200, 129)  # 128 hosts, 128 jobs
+    assert grid + jobs == 22 and jobs >= 4 and history == 0
