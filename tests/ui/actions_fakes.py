@@ -8,6 +8,7 @@ ActionPlan, ActionOutcome) is registered under its name, for these tests only.
 from __future__ import annotations
 
 import asyncio
+import shlex
 import importlib
 import sys
 import types
@@ -32,40 +33,49 @@ def _contract_module() -> types.ModuleType:
             self.reason = reason
 
     @dataclass(frozen=True)
-    class ActionTarget:
+    class PlanTarget:
         pid: int
         start_ticks: int
         user: str
         role: str
-        cmdline: tuple[str, ...]
+        command: str
 
     @dataclass(frozen=True)
     class ActionPlan:
         action: str
+        title: str
         host: str
         job_id: str
-        job_name: str
+        job: str
         targets: tuple
         command: str
-        warnings: tuple[str, ...] = ()
-        confirm: bool = True
+        warnings: tuple[str, ...]
+        confirm: bool
+        created_at: float
 
-    @dataclass
+    @dataclass(frozen=True)
     class ActionOutcome:
         plan: ActionPlan
-        ok: bool
-        report: object = None
-        dump: object = None
-        lines: list = field(default_factory=list)
+        status: str
+        report: object
+        message: str = ""
+        warnings: tuple[str, ...] = ()
+
+        @property
+        def ok(self) -> bool:
+            return self.status == "done"
 
         def summary(self) -> list[str]:
-            return list(self.lines)
+            r = self.report
+            if hasattr(r, "analysis"):  # a DumpReport
+                return [f"py-spy dump of {r.job} on {r.host}: {len(r.processes)} processes", "  " + r.analysis.summary]
+            return [r.summary()] if r is not None else [self.message]
 
         def to_json(self) -> dict:
-            return {"action": self.plan.action, "ok": self.ok, "summary": self.lines}
+            return {"status": self.status, "ok": self.ok}
 
     module.ActionRefused = ActionRefused
-    module.ActionTarget = ActionTarget
+    module.PlanTarget = PlanTarget
     module.ActionPlan = ActionPlan
     module.ActionOutcome = ActionOutcome
     sys.modules[module.__name__] = module
@@ -76,27 +86,27 @@ def _contract_module() -> types.ModuleType:
 
 
 service = _contract_module()
-FAKE = not hasattr(service, "ActionService")  # the real module defines more than the contract
 
 
 def _plan(action: str, job, procs) -> object:
     targets = []
     for p in procs:
-        targets.append(service.ActionTarget(p.pid, p.start_ticks or 1, "ml", "main", tuple(p.cmdline)))
-        targets += [service.ActionTarget(c.pid, c.start_ticks or 1, "ml", "descendant", tuple(c.cmdline))
+        targets.append(service.PlanTarget(p.pid, p.start_ticks or 1, "ml", "main", shlex.join(p.cmdline)))
+        targets += [service.PlanTarget(c.pid, c.start_ticks or 1, "ml", "descendant", shlex.join(c.cmdline))
                     for c in p.children]
     pids = " ".join(str(t.pid) for t in targets)
     command = {"kill": f"SIGTERM pids {pids}, SIGKILL after 10s",
                "restart_unbuffered": "cd /home/ml && PYTHONUNBUFFERED=1 setsid python3 -u train.py",
                "dump_stack": f"py-spy dump --json --pid each of {pids}"}[action]
-    return service.ActionPlan(action=action, host=job.host, job_id=job.id, job_name=job.name,
+    return service.ActionPlan(action=action, title=by_name(action).title, host=job.host, job_id=job.id, job=job.name,
                               targets=tuple(targets), command=command,
                               warnings=("environment captured 3 h ago: may be stale",) if action != "kill" else (),
-                              confirm=by_name(action).confirm)
+                              confirm=by_name(action).confirm, created_at=0.0)
 
 
 class ActingRecordedSource(RecordedSource):
-    """Plans from the recorded processes; `run_action` waits for `release` and returns `next_outcome`."""
+    """Plans from the recorded processes; `run_action` waits for `release` and returns a kill report
+    (one exited, one permission denied) or, for a dump, `next_dump`."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -120,10 +130,12 @@ class ActingRecordedSource(RecordedSource):
         if self.release is not None:
             await self.release.wait()
         if plan.action == "dump_stack":
-            return service.ActionOutcome(plan, True, dump=self.next_dump,
-                                         lines=[f"dumped {len(plan.targets)} processes of {plan.job_name}"])
+            return service.ActionOutcome(plan, "done", self.next_dump)
         outcomes = (ProcessOutcome(plan.targets[0].pid, 1, "main", "python3", "exited", ended_at_s=0.3),
                     ProcessOutcome(plan.targets[-1].pid, 1, "main", "python3", "permission-denied",
                                    message="Operation not permitted"))
-        report = KillReport(plan.host, plan.job_name, plan.command, 10.0, (), outcomes)
-        return service.ActionOutcome(plan, False, report=report, lines=[report.summary()])
+        report = KillReport(plan.host, plan.job, plan.command, 10.0, (), outcomes)
+        return service.ActionOutcome(plan, "partial", report)
+
+    def latest_dump(self, job_id: str):
+        return None

@@ -16,7 +16,7 @@ from .palette import Palette
 from .screens.dashboard import DashboardScreen
 from .source import DashboardSource
 from .theme_files import DEFAULT_THEME, load_themes
-from .widgets.action_outcome import RUNNING_WORDS
+from .widgets.action_outcome import RUNNING_WORDS, outcome_dump
 
 def few_colours(color_system: str | None) -> bool:
     """True on terminals with 8 or 16 colours (TERM=xterm, Windows console), where theme colours
@@ -222,7 +222,7 @@ class GpuwatchApp(App):
 
     def _start_action(self, plan) -> None:
         self.running_actions[plan.job_id] = plan.action
-        self.notify(f"{RUNNING_WORDS.get(plan.action, plan.action)} {plan.job_name or plan.job_id} on {plan.host}",
+        self.notify(f"{RUNNING_WORDS.get(plan.action, plan.action)} {plan.job} on {plan.host}",
                     timeout=3)
         self.run_worker(self._run_action(plan), group="actions", name=f"{plan.action} {plan.job_id}",
                         exit_on_error=False)
@@ -230,36 +230,50 @@ class GpuwatchApp(App):
 
     async def _run_action(self, plan) -> None:
         """The worker: runs the action and posts the outcome; the handler owns every bit of state."""
+        from ..actions.service import ActionRefused
+
         try:
             outcome = await self.source.run_action(plan)
+        except ActionRefused as refused:  # e.g. the job changed between the dialog and the confirm
+            self.post_message(ActionFinished(plan, error=f"refused: {refused.reason}"))
         except Exception as exc:  # noqa: BLE001 - an action that blew up must be reported, not crash the dashboard
-            self.post_message(ActionFinished(plan, error=f"{type(exc).__name__}: {exc}"))
+            self.post_message(ActionFinished(plan, error=f"failed: {type(exc).__name__}: {exc}"))
         else:
             self.post_message(ActionFinished(plan, outcome))
 
     def on_action_finished(self, message: ActionFinished) -> None:
         plan, outcome = message.plan, message.outcome
         self.running_actions.pop(plan.job_id, None)
-        title = f"{by_name(plan.action).title} · {plan.job_name or plan.job_id} on {plan.host}"
+        title = f"{by_name(plan.action).title} · {plan.job} on {plan.host}"
         if outcome is None:
-            self.notify(f"failed: {message.error}", title=title, severity="error", timeout=10)
+            self.notify(message.error or "failed", title=title, severity="error", timeout=10)
             self._refresh_screen()
             return
         self.action_outcomes[plan.job_id] = (outcome, time.time())
-        self.notify("\n".join(outcome.summary()) or ("done" if outcome.ok else "failed"), title=title,
+        # The toast keeps to the first lines; the job pane and the stack view show the rest.
+        lines = outcome.summary()
+        self.notify("\n".join(lines[:3]) or ("done" if outcome.ok else "failed"), title=title,
                     severity="information" if outcome.ok else "error", timeout=8 if outcome.ok else 15)
-        dump = getattr(outcome, "dump", None)
+        dump = outcome_dump(outcome)
         if dump is not None:
             self.latest_dumps[plan.job_id] = dump
         self._refresh_screen()  # before the stack view covers the screen the person was on
         if dump is not None:
             self.show_stacks(plan.job_id)
 
+    def latest_dump(self, job_id: str):
+        """The newest dump of this job: taken here, or one the source already knows of."""
+        dump = self.latest_dumps.get(job_id)
+        if dump is None:
+            known = getattr(self.source, "latest_dump", None)
+            dump = known(job_id) if known is not None else None
+        return dump
+
     def show_stacks(self, job_id: str) -> bool:
         """Open the stack view of the job's latest dump; False when none was taken."""
         from .screens.stack_view import StackViewScreen
 
-        dump = self.latest_dumps.get(job_id)
+        dump = self.latest_dump(job_id)
         if dump is None:
             return False
         if isinstance(self.screen, StackViewScreen):

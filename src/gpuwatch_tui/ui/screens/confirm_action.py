@@ -66,13 +66,13 @@ class ConfirmActionScreen(ModalScreen[bool]):
         with Vertical(id="confirm-box", classes=f"-{plan.action}"):
             title = Text()
             title.append(f"{spec.title}?", "bold")
-            title.append(f"  {plan.job_name or plan.job_id} on {plan.host}")
+            title.append(f"  {plan.job} on {plan.host}")
             yield Static(title, id="confirm-title")
             facts = Text()
             facts.append("host ", "bold")
             facts.append(plan.host)
             facts.append("   job ", "bold")
-            facts.append(f"{plan.job_name or plan.job_id} ({plan.job_id})")
+            facts.append(f"{plan.job} ({plan.job_id})")
             yield Static(facts, id="confirm-facts")
             count = len(plan.targets)
             yield Static(Text(f"{count} process{'es' if count != 1 else ''}:     pid user       role       command",

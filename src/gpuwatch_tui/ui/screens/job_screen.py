@@ -15,7 +15,7 @@ from textual.widgets import Footer, Input, Static
 from ...views import JobView
 from ..levels import job_has_ended
 from ..palette import Palette
-from ..widgets.action_outcome import RUNNING_WORDS, ActionOutcomeTable
+from ..widgets.action_outcome import RUNNING_WORDS, ActionOutcomeTable, outcome_dump
 from ..widgets.log_view import LogView
 from ..widgets.outdir_line import OutdirLine
 from ..widgets.phase_history import PhaseHistory
@@ -121,11 +121,11 @@ class JobScreen(Screen):
         table = self.query_one(ActionOutcomeTable)
         last = self.app.action_outcomes.get(self.job_id)
         outcome = last[0] if last else None
-        table.display = outcome is not None and getattr(outcome, "dump", None) is None
+        table.display = outcome is not None and outcome_dump(outcome) is None
         if table.display:
             table.show(outcome, time.strftime("%H:%M:%S", time.localtime(last[1])))
         line = self.query_one(StacksLine)
-        dump = self.app.latest_dumps.get(self.job_id)
+        dump = self.app.latest_dump(self.job_id)
         had = line.display
         line.display = dump is not None
         if dump is not None:
@@ -149,7 +149,7 @@ class JobScreen(Screen):
         if action == "dismiss_job":
             return self.job is not None and job_has_ended(self.job)
         if action == "show_stacks":
-            return self.job_id in self.app.latest_dumps
+            return self.app.latest_dump(self.job_id) is not None
         return True
 
     def action_show_stacks(self) -> None:

@@ -14,6 +14,12 @@ _GOOD = {"exited", "killed", "gone"}
 _BAD = {"survived", "permission-denied", "reused"}
 
 
+def outcome_dump(outcome):
+    """The py-spy dump an outcome carries (its report, for a dump), or None."""
+    report = getattr(outcome, "report", None)
+    return report if hasattr(report, "analysis") and hasattr(report, "processes") else None
+
+
 def process_outcomes(outcome) -> tuple:
     """The per-process outcomes inside an action outcome: the kill report's, or for a restart the
     report of the kill that preceded it. () when the action has none (a dump, a refused request)."""
@@ -50,6 +56,7 @@ class ActionOutcomeTable(ThemedStatic):
         p = self.palette
         text = Text(no_wrap=True, overflow="ellipsis")
         summary = list(outcome.summary()) if outcome is not None else []
+        summary = [line for line in summary if not line.startswith("  ")]  # per-process lines: the rows below
         text.append(f"{when} ", p.style("muted"))
         text.append(summary[0] if summary else "", p.style("phase-training" if outcome.ok else "phase-crashed",
                                                            bold=True))
