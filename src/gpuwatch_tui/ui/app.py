@@ -11,11 +11,12 @@ from textual.binding import Binding
 from ..actions.registry import ACTIONS, ActionSpec, allowed, by_name
 from .commands import GpuwatchCommands
 from .levels import FALLBACK_VARIABLES, job_has_ended
-from .messages import SourceChanged
+from .messages import ActionFinished, SourceChanged
 from .palette import Palette
 from .screens.dashboard import DashboardScreen
 from .source import DashboardSource
 from .theme_files import DEFAULT_THEME, load_themes
+from .widgets.action_outcome import RUNNING_WORDS, outcome_dump
 
 def few_colours(color_system: str | None) -> bool:
     """True on terminals with 8 or 16 colours (TERM=xterm, Windows console), where theme colours
@@ -74,6 +75,11 @@ class GpuwatchApp(App):
         self._last_refresh = 0.0
         self._refresh_timer = None
         self.readonly = readonly
+        # Action state, owned by the handlers: job id -> action name while it runs; the last outcome
+        # (with its local time) and the last py-spy dump per job.
+        self.running_actions: dict[str, str] = {}
+        self.action_outcomes: dict[str, tuple[object, float]] = {}
+        self.latest_dumps: dict[str, object] = {}
         self.history = history
         self.theme_problems = list(loaded.problems)
         for t in loaded.themes.values():
@@ -172,14 +178,108 @@ class GpuwatchApp(App):
         self.theme = names[(index + 1) % len(names)]
         self.notify(f"theme: {self.theme}", timeout=1.5)
 
-    def action_job_action(self, name: str) -> None:
-        """k / u / d: the actions that act on a host. Not built yet: say so, naming the job."""
-        spec = by_name(name)
+    # -- actions on a host (k / u / d) -----------------------------------------------------
+
+    def _selected_job(self):
         job_id = getattr(self.screen, "selected_job_id", None)
-        job = next((j for j in self.source.jobs() if j.id == job_id), None) if job_id else None
-        target = f" ({job.name} on {job.host})" if job else ""
+        return next((j for j in self.source.jobs() if j.id == job_id), None) if job_id else None
+
+    def action_job_action(self, name: str) -> None:
+        """k / u / d: plan (no I/O), show the plan, and only once confirmed run it in a worker."""
+        spec = by_name(name)
         title = spec.title[:1].lower() + spec.title[1:]
-        self.notify(f"{title}: not available yet{target}", severity="warning", timeout=3)
+        job = self._selected_job()
+        if job is None:
+            self.notify(f"{title}: no job selected", severity="warning", timeout=3)
+            return
+        running = self.running_actions.get(job.id)
+        if running is not None:
+            self.notify(f"{title}: {job.name or job.id} is busy ({RUNNING_WORDS.get(running, running)})",
+                        severity="warning", timeout=3)
+            return
+        planner = getattr(self.source, "plan_action", None)
+        if planner is None:
+            self.notify(f"{title}: this dashboard's source cannot act on hosts", severity="warning", timeout=4)
+            return
+        from ..actions.service import ActionRefused  # the service is only needed once a key is pressed
+
+        try:
+            plan = planner(job.id, name)
+        except ActionRefused as refused:
+            self.notify(f"{title} refused: {refused.reason}", title=f"{job.name or job.id} on {job.host}",
+                        severity="warning", timeout=6)
+            return
+        if not plan.confirm:
+            self._start_action(plan)
+            return
+        from .screens.confirm_action import ConfirmActionScreen
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self._start_action(plan)
+
+        self.push_screen(ConfirmActionScreen(plan), confirmed)
+
+    def _start_action(self, plan) -> None:
+        self.running_actions[plan.job_id] = plan.action
+        self.notify(f"{RUNNING_WORDS.get(plan.action, plan.action)} {plan.job} on {plan.host}",
+                    timeout=3)
+        self.run_worker(self._run_action(plan), group="actions", name=f"{plan.action} {plan.job_id}",
+                        exit_on_error=False)
+        self._refresh_screen()
+
+    async def _run_action(self, plan) -> None:
+        """The worker: runs the action and posts the outcome; the handler owns every bit of state."""
+        from ..actions.service import ActionRefused
+
+        try:
+            outcome = await self.source.run_action(plan)
+        except ActionRefused as refused:  # e.g. the job changed between the dialog and the confirm
+            self.post_message(ActionFinished(plan, error=f"refused: {refused.reason}"))
+        except Exception as exc:  # noqa: BLE001 - an action that blew up must be reported, not crash the dashboard
+            self.post_message(ActionFinished(plan, error=f"failed: {type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(ActionFinished(plan, outcome))
+
+    def on_action_finished(self, message: ActionFinished) -> None:
+        plan, outcome = message.plan, message.outcome
+        self.running_actions.pop(plan.job_id, None)
+        title = f"{by_name(plan.action).title} · {plan.job} on {plan.host}"
+        if outcome is None:
+            self.notify(message.error or "failed", title=title, severity="error", timeout=10)
+            self._refresh_screen()
+            return
+        self.action_outcomes[plan.job_id] = (outcome, time.time())
+        # The toast keeps to the first lines; the job pane and the stack view show the rest.
+        lines = outcome.summary()
+        self.notify("\n".join(lines[:3]) or ("done" if outcome.ok else "failed"), title=title,
+                    severity="information" if outcome.ok else "error", timeout=8 if outcome.ok else 15)
+        dump = outcome_dump(outcome)
+        if dump is not None:
+            self.latest_dumps[plan.job_id] = dump
+        self._refresh_screen()  # before the stack view covers the screen the person was on
+        if dump is not None:
+            self.show_stacks(plan.job_id)
+
+    def latest_dump(self, job_id: str):
+        """The newest dump of this job: taken here, or one the source already knows of."""
+        dump = self.latest_dumps.get(job_id)
+        if dump is None:
+            known = getattr(self.source, "latest_dump", None)
+            dump = known(job_id) if known is not None else None
+        return dump
+
+    def show_stacks(self, job_id: str) -> bool:
+        """Open the stack view of the job's latest dump; False when none was taken."""
+        from .screens.stack_view import StackViewScreen
+
+        dump = self.latest_dump(job_id)
+        if dump is None:
+            return False
+        if isinstance(self.screen, StackViewScreen):
+            self.pop_screen()
+        self.push_screen(StackViewScreen(dump))
+        return True
 
     def action_dismiss_job(self) -> None:
         """`x`: forget the selected job once it has ended (its final verdict stays until then).

@@ -10,3 +10,16 @@ class SourceChanged(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, SourceChanged)
+
+
+class ActionFinished(Message):
+    """A confirmed action (kill, restart, dump) has run; posted by its worker, handled by the app.
+
+    `outcome` is the service's ActionOutcome; `error` is set instead when running it raised (the
+    service reports refusals inside the outcome, so this is the unexpected case)."""
+
+    def __init__(self, plan, outcome=None, error: str | None = None) -> None:
+        super().__init__()
+        self.plan = plan
+        self.outcome = outcome
+        self.error = error

@@ -3,6 +3,8 @@ output directory."""
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,6 +15,7 @@ from textual.widgets import Footer, Input, Static
 from ...views import JobView
 from ..levels import job_has_ended
 from ..palette import Palette
+from ..widgets.action_outcome import RUNNING_WORDS, ActionOutcomeTable, outcome_dump
 from ..widgets.log_view import LogView
 from ..widgets.outdir_line import OutdirLine
 from ..widgets.phase_history import PhaseHistory
@@ -27,6 +30,13 @@ class NewLinesMark(Static):
         self.screen.query_one(LogView).action_follow()
 
 
+class StacksLine(Static):
+    """"stacks taken 12:03:04 · s: show": offered once a dump of this job exists; a click opens them."""
+
+    def on_click(self) -> None:
+        self.screen.action_show_stacks()
+
+
 class JobScreen(Screen):
     BINDINGS = [
         Binding("escape", "back", "Back"),
@@ -34,6 +44,7 @@ class JobScreen(Screen):
         # In the footer only once the job has ended; on a live job `x` falls through to the
         # app's binding, which says why it cannot be dismissed.
         Binding("x", "dismiss_job", "Dismiss"),
+        Binding("s", "show_stacks", "Stacks"),  # in the footer once a dump of this job was taken
         Binding("tab", "app.focus_next", "Next pane", show=False),
     ]
 
@@ -51,6 +62,8 @@ class JobScreen(Screen):
             yield LogView(id="log")
             yield NewLinesMark(id="new-lines")
         yield Input(placeholder="search the log (enter: find, n/N: next/previous, esc: close)", id="log-search")
+        yield ActionOutcomeTable(id="action-outcome")
+        yield StacksLine(id="stacks-line")
         yield ProcessTable(id="procs")
         yield OutdirLine(id="outdir")
         yield Footer()
@@ -84,8 +97,12 @@ class JobScreen(Screen):
             title.append(f" · pid {','.join(str(p) for p in job.pids)}")
         if job.log:
             title.append(f" · {job.log}")
+        running = self.app.running_actions.get(self.job_id)
+        if running is not None:
+            title.append(f"  {RUNNING_WORDS.get(running, running)}", "bold reverse")
         self._title = title
         self.show_paused(source.paused)
+        self._show_action_state()
         self.query_one(VerdictPanel).show(job, now)
         self.query_one(PhaseHistory).show(job.history, now)
         log = self.query_one(LogView)
@@ -99,6 +116,24 @@ class JobScreen(Screen):
         self.query_one(ProcessTable).show(source.job_procs(self.job_id), now, sampled_at)
         self.query_one(OutdirLine).show(source.job_outdir(self.job_id), now)
 
+    def _show_action_state(self) -> None:
+        """The last kill/restart's per-process outcome, and the offer of the latest stacks."""
+        table = self.query_one(ActionOutcomeTable)
+        last = self.app.action_outcomes.get(self.job_id)
+        outcome = last[0] if last else None
+        table.display = outcome is not None and outcome_dump(outcome) is None
+        if table.display:
+            table.show(outcome, time.strftime("%H:%M:%S", time.localtime(last[1])))
+        line = self.query_one(StacksLine)
+        dump = self.app.latest_dump(self.job_id)
+        had = line.display
+        line.display = dump is not None
+        if dump is not None:
+            taken = time.strftime("%H:%M:%S", time.localtime(dump.taken_at))
+            line.update(f"py-spy stacks taken {taken}: {dump.analysis.summary}  ·  s: show")
+        if line.display != had:
+            self.refresh_bindings()
+
     def show_paused(self, paused: bool) -> None:
         title = self._title.copy()
         if paused:
@@ -106,14 +141,19 @@ class JobScreen(Screen):
         self.query_one("#job-title", Static).update(title)
 
     def theme_changed(self, palette: Palette) -> None:
-        for widget in (self.query_one(VerdictPanel), self.query_one(PhaseHistory),
+        for widget in (self.query_one(VerdictPanel), self.query_one(PhaseHistory), self.query_one(ActionOutcomeTable),
                        self.query_one(OutdirLine), self.query_one(LogView)):
             widget.theme_changed(palette)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "dismiss_job":
             return self.job is not None and job_has_ended(self.job)
+        if action == "show_stacks":
+            return self.app.latest_dump(self.job_id) is not None
         return True
+
+    def action_show_stacks(self) -> None:
+        self.app.show_stacks(self.job_id)
 
     def action_dismiss_job(self) -> None:
         self.app.action_dismiss_job()
