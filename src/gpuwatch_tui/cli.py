@@ -21,11 +21,13 @@ from .status_table import render_status
 EXIT_OK = 0
 EXIT_CONFIG = 2  # config or command-line mistake (argparse uses 2 too)
 EXIT_NOT_CONNECTED = 3  # `status`: at least one host is not connected
+EXIT_DOCTOR_FAILED = 4  # `doctor`: at least one check failed
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_CODES_TEXT = """exit codes:
   0    success (status: every host connected)
   2    config or command-line mistake
   3    status: at least one host is not connected
+  4    doctor: at least one check failed
   130  interrupted (Ctrl-C)"""
 MAX_WINDOW_S = 3600.0
 
@@ -90,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--json", action="store_true", help="JSON lines (the only format; accepted, not required)")
     watch.add_argument("--count", type=positive_count, default=None, metavar="N",
                        help="stop after N objects, N >= 1 (default: run until interrupted)")
+    doctor = sub.add_parser(
+        "doctor", parents=[common], help="check every host: SSH, probe, GPU source, py-spy, ptrace, limits",
+        description="Per host: reachability, host key, authentication, the remote Python, the GPU source, "
+        "py-spy, ptrace permission, SSH channel headroom (MaxSessions) and clock skew. Each check passes, "
+        "warns or fails with what to do. Exits 4 when a check failed.",
+        epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    doctor.add_argument("--json", action="store_true", help="machine-readable output (schema in the README)")
     return parser
 
 
@@ -124,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(run_status(config, args.json, args.window))
         except KeyboardInterrupt:  # Ctrl-C during the sampling window: the monitor has stopped
             return EXIT_INTERRUPTED
+    if args.verb == "doctor":
+        return asyncio.run(run_doctor_verb(config, args.json))
     if args.verb == "watch":
         return asyncio.run(run_watch(config, args.count))
     return run_dashboard(config, args)
@@ -194,6 +206,14 @@ async def run_watch(config: Config, count: int | None) -> int:
     finally:
         await monitor.stop()
     return 0
+
+
+async def run_doctor_verb(config: Config, as_json: bool) -> int:
+    from .doctor import doctor_failed, doctor_json, render_doctor, run_doctor
+
+    reports = await run_doctor(config)
+    print(json.dumps(doctor_json(reports)) if as_json else render_doctor(reports))
+    return EXIT_DOCTOR_FAILED if doctor_failed(reports) else EXIT_OK
 
 
 def run_dashboard(config: Config, args: argparse.Namespace) -> int:
