@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--json", action="store_true", help="JSON lines (the only format; accepted, not required)")
     watch.add_argument("--count", type=positive_count, default=None, metavar="N",
                        help="stop after N objects, N >= 1 (default: run until interrupted)")
+    watch.add_argument("--alerts", action="store_true",
+                       help="run the [alerts] rules headless: print one JSON line per alert (instead of "
+                       "snapshots) and send each to its sinks (bell/desktop go to the controlling terminal)")
     doctor = sub.add_parser(
         "doctor", parents=[common], help="check every host: SSH, probe, GPU source, py-spy, ptrace, limits",
         description="Per host: reachability, host key, authentication, the remote Python, the GPU source, "
@@ -136,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_INTERRUPTED
     if args.verb == "doctor":
         return asyncio.run(run_doctor_verb(config, args.json))
+    if args.verb == "watch" and args.alerts:
+        if not config.alerts.enabled:
+            print("gpuwatch: config error: watch --alerts needs rules: add [[alerts.rules]] or "
+                  "`alerts = [...]` in a [[jobs]] table", file=sys.stderr)
+            return EXIT_CONFIG
+        return asyncio.run(run_watch_alerts(config, args.count))
     if args.verb == "watch":
         return asyncio.run(run_watch(config, args.count))
     return run_dashboard(config, args)
@@ -206,6 +215,40 @@ async def run_watch(config: Config, count: int | None) -> int:
     finally:
         await monitor.stop()
     return 0
+
+
+async def run_watch_alerts(config: Config, count: int | None) -> int:
+    """`watch --alerts`: the rules headless; stdout carries one JSON object per alert, --count of them."""
+    from .alerts import AlertRunner, build_sinks, terminal_writer
+
+    monitor = Monitor(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    printed = 0
+
+    def print_event(event) -> None:
+        nonlocal printed
+        try:
+            sys.stdout.write(json.dumps(event.to_json()) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            stop.set()
+        printed += 1
+        if count and printed >= count:
+            stop.set()
+
+    runner = AlertRunner(monitor, config.alerts, build_sinks(config.alerts, write=terminal_writer()),
+                         on_event=print_event, tick_s=min(1.0, config.settings.sample_interval))
+    await monitor.start()
+    runner.start()
+    try:
+        await stop.wait()
+    finally:
+        await runner.stop()
+        await monitor.stop()
+    return EXIT_OK
 
 
 async def run_doctor_verb(config: Config, as_json: bool) -> int:

@@ -17,6 +17,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from .alerts.settings import AlertsConfig, parse_alerts
 from .errors import ConfigError
 from .jobs.rules import parse_rules
 from .vocab import DEFAULT_STALL_AFTER_S, GPU_SOURCE_CHOICES, parse_duration
@@ -83,6 +84,7 @@ class Config:
     jobs: tuple[JobConfig, ...] = ()
     rules: tuple[dict, ...] = ()
     warnings: tuple[str, ...] = field(default=())
+    alerts: AlertsConfig = AlertsConfig()  # [alerts] and each job's `alerts = [...]`
 
 
 def default_config_path() -> Path:
@@ -366,13 +368,14 @@ def _parse_job(table: Any, index: int, file: str, warnings: list[str], host_name
     logs = _string_list(r, "log") + _string_list(r, "logs")
     output_dir = r.string("output_dir")
     stall_after = r.duration("stall_after", None)
+    r.used.add("alerts")  # read with [alerts] (alerts/settings.py)
     r.finish()
     return JobConfig(name, host, match, pid_file, logs, output_dir, stall_after)
 
 
 def parse_config(data: dict, file: str) -> Config:
     warnings: list[str] = []
-    known_top = {"settings", "hosts", "jobs", "rules"}
+    known_top = {"settings", "hosts", "jobs", "rules", "alerts"}
     for key in data:
         if key not in known_top:
             warnings.append(unknown_key_warning(file, key, key, known_top))
@@ -399,7 +402,9 @@ def parse_config(data: dict, file: str) -> Config:
     if not isinstance(rules_raw, list) or not all(isinstance(t, dict) for t in rules_raw):
         raise ConfigError(file, "rules", "an array of tables written [[rules]]", rules_raw)
     _check_rules(rules_raw, file)
-    return Config(file, settings, tuple(hosts), jobs, tuple(rules_raw), tuple(warnings))
+    alerts = parse_alerts(data.get("alerts"), [(j.name, j.host, t.get("alerts")) for j, t in zip(jobs, jobs_raw)],
+                          file, warnings)
+    return Config(file, settings, tuple(hosts), jobs, tuple(rules_raw), tuple(warnings), alerts)
 
 
 def _check_rules(rules_raw: list, file: str) -> None:
