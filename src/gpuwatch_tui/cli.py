@@ -27,6 +27,7 @@ EXIT_CODES_TEXT = """exit codes:
   0    success (status: every host connected)
   2    config or command-line mistake
   3    status: at least one host is not connected
+  1    report: job not found, or the report could not be written
   4    doctor: at least one check failed
   130  interrupted (Ctrl-C)"""
 MAX_WINDOW_S = 3600.0
@@ -102,6 +103,17 @@ def build_parser() -> argparse.ArgumentParser:
         "warns or fails with what to do. Exits 4 when a check failed.",
         epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    report = sub.add_parser(
+        "report", parents=[common], help="write an incident report (Markdown) for one job and print its path",
+        description="Watch for a short window, then write one Markdown file about JOB on HOST: verdict, "
+        "evidence, phase history, GPU sparklines, the last log lines, the process tree, the latest py-spy "
+        "dump, host facts. Prints the file's path. Exits 1 when the job is not found or the file cannot "
+        "be written.", epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    report.add_argument("host", help="host name from the config")
+    report.add_argument("job", help="job name (or id) as `status` shows it")
+    report.add_argument("--dir", default=None, metavar="DIR", help="where to write (default: the state dir's reports/)")
+    report.add_argument("--lines", type=positive_count, default=60, metavar="N", help="log lines to include")
     doctor.add_argument("--json", action="store_true", help="machine-readable output (schema in the README)")
     return parser
 
@@ -137,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(run_status(config, args.json, args.window))
         except KeyboardInterrupt:  # Ctrl-C during the sampling window: the monitor has stopped
             return EXIT_INTERRUPTED
+    if args.verb == "report":
+        return asyncio.run(run_report(config, args.host, args.job, args.dir, args.lines))
     if args.verb == "doctor":
         return asyncio.run(run_doctor_verb(config, args.json))
     if args.verb == "watch" and args.alerts:
@@ -248,6 +262,29 @@ async def run_watch_alerts(config: Config, count: int | None) -> int:
     finally:
         await runner.stop()
         await monitor.stop()
+    return EXIT_OK
+
+
+async def run_report(config: Config, host: str, job: str, directory: str | None, lines: int) -> int:
+    from .incident_report import ReportError, write_report
+
+    if host not in {h.name for h in config.hosts}:
+        print(f"gpuwatch: no host named {host!r} in the config", file=sys.stderr)
+        return EXIT_CONFIG
+    monitor = Monitor(config)
+    await monitor.start()
+    try:
+        await monitor.wait_settled(config.settings.connect_timeout + 5)
+        await asyncio.sleep(2 * config.settings.sample_interval)
+        await _wait_jobs_observed(monitor, max(5.0, 4 * config.settings.sample_interval))
+        try:
+            path = write_report(monitor, host, job, directory, lines)
+        except ReportError as exc:
+            print(f"gpuwatch: report: {exc}", file=sys.stderr)
+            return 1
+    finally:
+        await monitor.stop()
+    print(path)
     return EXIT_OK
 
 
