@@ -20,15 +20,18 @@ from .status_table import render_status
 
 # Exit codes, shared by every verb (and listed in `gpuwatch --help` and the README).
 EXIT_OK = 0
-EXIT_ACTION_FAILED = 1  # kill/restart/dump: the action failed or only partly worked
+EXIT_ACTION_FAILED = 1  # kill/restart/dump: the action failed or only partly worked; report: no such job
 EXIT_CONFIG = 2  # config or command-line mistake (argparse uses 2 too); an action refused
 EXIT_NOT_CONNECTED = 3  # `status`: at least one host is not connected; an action's host is not
+EXIT_DOCTOR_FAILED = 4  # `doctor`: at least one check failed
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_CODES_TEXT = """exit codes:
   0    success (status: every host connected; kill/restart/dump: done)
-  1    kill/restart/dump: the action failed or only partly worked
+  1    kill/restart/dump: the action failed or only partly worked; report: job not found, or the
+       report could not be written
   2    config or command-line mistake; an action refused (read-only, not confirmed, no such job)
   3    status: at least one host is not connected; kill/restart/dump: the host is not connected
+  4    doctor: at least one check failed
   130  interrupted (Ctrl-C)"""
 MAX_WINDOW_S = 3600.0
 
@@ -110,6 +113,28 @@ def build_parser() -> argparse.ArgumentParser:
                        help="refuse (as the dashboard's --readonly does)")
         if spec.name == "dump_stack":
             p.add_argument("--native", action="store_true", default=None, help="include native (C/C++) frames")
+    watch.add_argument("--alerts", action="store_true",
+                       help="run the [alerts] rules headless: print one JSON line per alert (instead of "
+                       "snapshots) and send each to its sinks (bell/desktop go to the controlling terminal)")
+    doctor = sub.add_parser(
+        "doctor", parents=[common], help="check every host: SSH, probe, GPU source, py-spy, ptrace, limits",
+        description="Per host: reachability, host key, authentication, the remote Python, the GPU source, "
+        "py-spy, ptrace permission, SSH channel headroom (MaxSessions) and clock skew. Each check passes, "
+        "warns or fails with what to do. Exits 4 when a check failed.",
+        epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    report = sub.add_parser(
+        "report", parents=[common], help="write an incident report (Markdown) for one job and print its path",
+        description="Watch for a short window, then write one Markdown file about JOB on HOST: verdict, "
+        "evidence, phase history, GPU sparklines, the last log lines, the process tree, the latest py-spy "
+        "dump, host facts. Prints the file's path. Exits 1 when the job is not found or the file cannot "
+        "be written.", epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    report.add_argument("host", help="host name from the config")
+    report.add_argument("job", help="job name (or id) as `status` shows it")
+    report.add_argument("--dir", default=None, metavar="DIR", help="where to write (default: the state dir's reports/)")
+    report.add_argument("--lines", type=positive_count, default=60, metavar="N", help="log lines to include")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output (schema in the README)")
     return parser
 
 
@@ -144,6 +169,16 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(run_status(config, args.json, args.window))
         except KeyboardInterrupt:  # Ctrl-C during the sampling window: the monitor has stopped
             return EXIT_INTERRUPTED
+    if args.verb == "report":
+        return asyncio.run(run_report(config, args.host, args.job, args.dir, args.lines))
+    if args.verb == "doctor":
+        return asyncio.run(run_doctor_verb(config, args.json))
+    if args.verb == "watch" and args.alerts:
+        if not config.alerts.enabled:
+            print("gpuwatch: config error: watch --alerts needs rules: add [[alerts.rules]] or "
+                  "`alerts = [...]` in a [[jobs]] table", file=sys.stderr)
+            return EXIT_CONFIG
+        return asyncio.run(run_watch_alerts(config, args.count))
     if args.verb == "watch":
         return asyncio.run(run_watch(config, args.count))
     spec = registry.cli_verbs().get(args.verb or "")
@@ -224,6 +259,71 @@ async def run_watch(config: Config, count: int | None) -> int:
     finally:
         await monitor.stop()
     return 0
+
+
+async def run_watch_alerts(config: Config, count: int | None) -> int:
+    """`watch --alerts`: the rules headless; stdout carries one JSON object per alert, --count of them."""
+    from .alerts import AlertRunner, build_sinks, terminal_writer
+
+    monitor = Monitor(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    printed = 0
+
+    def print_event(event) -> None:
+        nonlocal printed
+        try:
+            sys.stdout.write(json.dumps(event.to_json()) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            stop.set()
+        printed += 1
+        if count and printed >= count:
+            stop.set()
+
+    runner = AlertRunner(monitor, config.alerts, build_sinks(config.alerts, write=terminal_writer()),
+                         on_event=print_event, tick_s=min(1.0, config.settings.sample_interval))
+    await monitor.start()
+    runner.start()
+    try:
+        await stop.wait()
+    finally:
+        await runner.stop()
+        await monitor.stop()
+    return EXIT_OK
+
+
+async def run_report(config: Config, host: str, job: str, directory: str | None, lines: int) -> int:
+    from .incident_report import ReportError, write_report
+
+    if host not in {h.name for h in config.hosts}:
+        print(f"gpuwatch: no host named {host!r} in the config", file=sys.stderr)
+        return EXIT_CONFIG
+    monitor = Monitor(config)
+    await monitor.start()
+    try:
+        await monitor.wait_settled(config.settings.connect_timeout + 5)
+        await asyncio.sleep(2 * config.settings.sample_interval)
+        await _wait_jobs_observed(monitor, max(5.0, 4 * config.settings.sample_interval))
+        try:
+            path = write_report(monitor, host, job, directory, lines)
+        except ReportError as exc:
+            print(f"gpuwatch: report: {exc}", file=sys.stderr)
+            return 1
+    finally:
+        await monitor.stop()
+    print(path)
+    return EXIT_OK
+
+
+async def run_doctor_verb(config: Config, as_json: bool) -> int:
+    from .doctor import doctor_failed, doctor_json, render_doctor, run_doctor
+
+    reports = await run_doctor(config)
+    print(json.dumps(doctor_json(reports)) if as_json else render_doctor(reports))
+    return EXIT_DOCTOR_FAILED if doctor_failed(reports) else EXIT_OK
 
 
 def run_dashboard(config: Config, args: argparse.Namespace) -> int:

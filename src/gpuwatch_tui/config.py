@@ -18,6 +18,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from .actions.settings import LOG_MODES, ActionSettings
+from .alerts.settings import AlertsConfig, parse_alerts
 from .errors import ConfigError
 from .jobs.rules import parse_rules
 from .vocab import DEFAULT_STALL_AFTER_S, GPU_SOURCE_CHOICES, parse_duration
@@ -85,6 +86,7 @@ class Config:
     rules: tuple[dict, ...] = ()
     warnings: tuple[str, ...] = field(default=())
     actions: ActionSettings = field(default_factory=ActionSettings)
+    alerts: AlertsConfig = AlertsConfig()  # [alerts] and each job's `alerts = [...]`
 
 
 def default_config_path() -> Path:
@@ -388,13 +390,14 @@ def _parse_job(table: Any, index: int, file: str, warnings: list[str], host_name
     logs = _string_list(r, "log") + _string_list(r, "logs")
     output_dir = r.string("output_dir")
     stall_after = r.duration("stall_after", None)
+    r.used.add("alerts")  # read with [alerts] (alerts/settings.py)
     r.finish()
     return JobConfig(name, host, match, pid_file, logs, output_dir, stall_after)
 
 
 def parse_config(data: dict, file: str) -> Config:
     warnings: list[str] = []
-    known_top = {"settings", "hosts", "jobs", "rules", "actions"}
+    known_top = {"settings", "hosts", "jobs", "rules", "actions", "alerts"}
     for key in data:
         if key not in known_top:
             warnings.append(unknown_key_warning(file, key, key, known_top))
@@ -422,7 +425,9 @@ def parse_config(data: dict, file: str) -> Config:
     if not isinstance(rules_raw, list) or not all(isinstance(t, dict) for t in rules_raw):
         raise ConfigError(file, "rules", "an array of tables written [[rules]]", rules_raw)
     _check_rules(rules_raw, file)
-    return Config(file, settings, tuple(hosts), jobs, tuple(rules_raw), tuple(warnings), actions)
+    alerts = parse_alerts(data.get("alerts"), [(j.name, j.host, t.get("alerts")) for j, t in zip(jobs, jobs_raw)],
+                          file, warnings)
+    return Config(file, settings, tuple(hosts), jobs, tuple(rules_raw), tuple(warnings), actions, alerts)
 
 
 def _check_rules(rules_raw: list, file: str) -> None:

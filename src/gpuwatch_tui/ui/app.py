@@ -126,6 +126,11 @@ class GpuwatchApp(App):
         # Called by the core on this loop; the message coalesces if the UI is behind.
         self.post_message(SourceChanged())
 
+    def show_alert(self, event) -> None:
+        """The toast sink (alerts.CallbackSink calls it on the app's loop): words only, no I/O."""
+        self.notify(event.one_line(), title="gpuwatch alert", timeout=15,
+                    severity="error" if event.severity == "critical" else "warning")
+
     def on_source_changed(self, message: SourceChanged) -> None:
         if self.source.paused or self._refresh_timer is not None:
             return  # a redraw is already scheduled; it will read the newest data
