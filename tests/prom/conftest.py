@@ -1,0 +1,44 @@
+"""Fixtures for the Prometheus tests: a real Prometheus on 127.0.0.1 (skipped, with the reason, when
+the binary is missing) and stand-in HTTP servers, all stopped at teardown."""
+
+from __future__ import annotations
+
+import pytest
+
+from .support import PrometheusServer, ScriptedHttp, TextExporter, prometheus_unavailable_reason
+
+
+@pytest.fixture
+def prometheus_factory(tmp_path_factory):
+    reason = prometheus_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    servers: list[PrometheusServer] = []
+
+    def make(targets: list[dict], scrape_interval: str = "1s") -> PrometheusServer:
+        server = PrometheusServer(tmp_path_factory.mktemp("prometheus"), targets, scrape_interval)
+        servers.append(server)
+        return server.start()
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def http_factory():
+    servers: list[ScriptedHttp] = []
+
+    def make(kind=ScriptedHttp, *args, **kwargs):
+        server = kind(*args, **kwargs).start()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def exporter_factory(http_factory):
+    return lambda text: http_factory(TextExporter, text)
