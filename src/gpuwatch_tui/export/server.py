@@ -41,6 +41,10 @@ class MetricsServer:
                 except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError,
                         ConnectionError):
                     return
+                except asyncio.CancelledError:
+                    # the server is stopping: end this connection quietly (asyncio's stream callback
+                    # would log a cancelled handler as an error)
+                    return
                 request_line, *header_lines = head.decode("latin-1").split("\r\n")
                 parts = request_line.split()
                 if len(parts) != 3:
