@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from .support import PrometheusServer, ScriptedHttp, TextExporter, prometheus_unavailable_reason
+# Each test module skips itself (with the reason) where httpx or prometheus-client is missing: the
+# support module, which needs httpx, is imported inside the fixtures.
 
 
 @pytest.fixture
 def prometheus_factory(tmp_path_factory):
+    from .support import PrometheusServer, prometheus_unavailable_reason
+
     reason = prometheus_unavailable_reason()
     if reason:
         pytest.skip(reason)
-    servers: list[PrometheusServer] = []
+    servers = []
 
     def make(targets: list[dict], scrape_interval: str = "1s") -> PrometheusServer:
         server = PrometheusServer(tmp_path_factory.mktemp("prometheus"), targets, scrape_interval)
@@ -27,7 +30,9 @@ def prometheus_factory(tmp_path_factory):
 
 @pytest.fixture
 def http_factory():
-    servers: list[ScriptedHttp] = []
+    from .support import ScriptedHttp
+
+    servers = []
 
     def make(kind=ScriptedHttp, *args, **kwargs):
         server = kind(*args, **kwargs).start()
@@ -41,4 +46,6 @@ def http_factory():
 
 @pytest.fixture
 def exporter_factory(http_factory):
+    from .support import TextExporter
+
     return lambda text: http_factory(TextExporter, text)

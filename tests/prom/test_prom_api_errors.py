@@ -3,9 +3,13 @@ against real HTTP servers on loopback (never a crash), and a source's hosts show
 
 from __future__ import annotations
 
-import json
-
 import pytest
+
+# Dependencies of the package that a venv made before they were added may lack: skip with the reason.
+pytest.importorskip("httpx", reason="httpx is not installed (pip install -e '.[test]')")
+pytest.importorskip("prometheus_client", reason="prometheus-client is not installed (pip install -e '.[test]')")
+
+import json
 
 from gpuwatch_tui.config import parse_config
 from gpuwatch_tui.feeds.prometheus_api import PromClient, PromError

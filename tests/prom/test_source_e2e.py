@@ -3,10 +3,14 @@ recorded dcgm-exporter page: PromQL answers first, then what gpuwatch's store ho
 
 from __future__ import annotations
 
+import pytest
+
+# Dependencies of the package that a venv made before they were added may lack: skip with the reason.
+pytest.importorskip("httpx", reason="httpx is not installed (pip install -e '.[test]')")
+pytest.importorskip("prometheus_client", reason="prometheus-client is not installed (pip install -e '.[test]')")
+
 import asyncio
 import time
-
-import pytest
 
 from gpuwatch_tui.config import parse_config
 from gpuwatch_tui.feeds.prometheus_discovery import with_discovered_hosts
