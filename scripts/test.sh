@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs on a fresh Debian/Ubuntu machine, then run it all.
 #   OpenSSH server (the tests start real sshd instances on 127.0.0.x), tmux (one smoke test in a
-#   real terminal), gcc (torch.compile on CPU), a venv with gpuwatch[test] and torch (CPU).
+#   real terminal), gcc (torch.compile on CPU), prometheus (a real server for the export/source tests), a venv with gpuwatch[test] and torch (CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +10,7 @@ need=()
 command -v ssh-keygen >/dev/null || need+=(openssh-client)
 command -v tmux >/dev/null || need+=(tmux)
 command -v gcc >/dev/null || need+=(gcc)
+command -v prometheus >/dev/null || need+=(prometheus)  # the Prometheus tests start their own server
 if [ ${#need[@]} -gt 0 ]; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq

@@ -135,7 +135,24 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--dir", default=None, metavar="DIR", help="where to write (default: the state dir's reports/)")
     report.add_argument("--lines", type=positive_count, default=60, metavar="N", help="log lines to include")
     doctor.add_argument("--json", action="store_true", help="machine-readable output (schema in the README)")
+    export = sub.add_parser(
+        "export", parents=[common], help="serve hosts, GPUs and job verdicts as Prometheus metrics",
+        description="Watch every host as the dashboard does and serve /metrics (Prometheus text format) "
+        "at --listen until interrupted. Scrape it with honor_labels: true (the `job` label is the training job).",
+        epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    export.add_argument("--listen", type=listen_address, required=True, metavar="HOST:PORT",
+                        help="address to serve on, e.g. 127.0.0.1:9808 (:9808 for every interface)")
     return parser
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    from .export.run import parse_listen
+
+    try:
+        return parse_listen(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def check_theme(name: str) -> str | None:
@@ -191,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
                 as_json=args.json, native=getattr(args, "native", None)))
         except KeyboardInterrupt:
             return EXIT_INTERRUPTED
+    if args.verb == "export":
+        from .export.run import run_export  # prometheus-client only for this verb
+
+        return asyncio.run(run_export(config, *args.listen))
     return run_dashboard(config, args)
 
 

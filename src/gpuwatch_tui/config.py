@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
@@ -64,6 +65,28 @@ class HostConfig:
     python: str = "python3"
     env: tuple[tuple[str, str], ...] = ()
     gpu_source: str = "auto"
+    # Where Prometheus has this host's GPUs (a [[sources]] entry): alone, or under SSH (see feeds/layered.py).
+    source: PrometheusSource | None = None
+
+
+@dataclass(frozen=True)
+class PrometheusSource:
+    """A [[sources]] entry of kind "prometheus": hosts whose GPUs are read from dcgm-exporter series."""
+
+    name: str
+    url: str
+    selector: str = ""  # extra label matchers, e.g. 'cluster="a",job="dcgm"'
+    hosts: tuple[str, ...] = ()  # empty: every host Prometheus has series for (found at start)
+    interval: float = 15.0  # seconds between query sets (dcgm-exporter's usual scrape interval)
+    timeout: float = 10.0
+    backfill: int = 30  # points of history read with query_range at start (0: none)
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    """`gpuwatch export`: how long an ended job stays in /metrics (bounds label cardinality)."""
+
+    ended_job_ttl: float = 600.0
 
 
 @dataclass(frozen=True)
@@ -87,6 +110,8 @@ class Config:
     warnings: tuple[str, ...] = field(default=())
     actions: ActionSettings = field(default_factory=ActionSettings)
     alerts: AlertsConfig = AlertsConfig()  # [alerts] and each job's `alerts = [...]`
+    sources: tuple[PrometheusSource, ...] = ()
+    export: ExportSettings = ExportSettings()
 
 
 def default_config_path() -> Path:
@@ -118,6 +143,11 @@ def load_config(cli_path: str | None = None) -> Config:
         return local_only_config()
     config = load_config_file(path)
     check_local_files(config)
+    if any(not s.hosts for s in config.sources):
+        # The hosts of a source without a `hosts` list are the ones Prometheus has series for now.
+        from .feeds.prometheus_discovery import with_discovered_hosts
+
+        config = with_discovered_hosts(config)
     return config
 
 
@@ -294,8 +324,9 @@ def _parse_host(table: Any, index: int, file: str, warnings: list[str], default_
         raise ConfigError(file, r.key("name"), "letters, digits and . _ - @ : only", name)
     local = r.get("local", (bool,), "true or false", False)
     ssh = r.string("ssh")
-    if not local and not ssh:
-        raise ConfigError(file, r.key("ssh"), 'an ssh target ("alias" or "user@host:port"), or local = true')
+    if not local and not ssh and "source" not in r.table:
+        raise ConfigError(file, r.key("ssh"),
+                          'an ssh target ("alias" or "user@host:port"), local = true, or a Prometheus `source`')
     if local and ssh:
         raise ConfigError(file, r.key("ssh"), "no ssh target on a host with local = true", ssh)
     user = host = None
@@ -362,6 +393,7 @@ def _parse_host(table: Any, index: int, file: str, warnings: list[str], default_
         if not isinstance(v, str):
             raise ConfigError(file, f"{r.key('env')}.{k}", "a string value", v)
         env.append((k, v))
+    r.used.add("source")  # resolved against [[sources]] by parse_config
     gpu_source = r.string("gpu_source", "auto")
     if gpu_source not in GPU_SOURCE_CHOICES:
         raise ConfigError(file, r.key("gpu_source"), "one of " + ", ".join(GPU_SOURCE_CHOICES), gpu_source)
@@ -397,24 +429,32 @@ def _parse_job(table: Any, index: int, file: str, warnings: list[str], host_name
 
 def parse_config(data: dict, file: str) -> Config:
     warnings: list[str] = []
-    known_top = {"settings", "hosts", "jobs", "rules", "actions", "alerts"}
+    known_top = {"settings", "hosts", "jobs", "rules", "actions", "alerts", "sources", "export"}
     for key in data:
         if key not in known_top:
             warnings.append(unknown_key_warning(file, key, key, known_top))
     settings = _parse_settings(data, file, warnings)
     actions = _parse_actions(data, file, warnings)
+    sources = _parse_sources(data, file, warnings)
+    export = _parse_export(data, file, warnings)
     hosts_raw = data.get("hosts", [])
     if not isinstance(hosts_raw, list):
         raise ConfigError(file, "hosts", "an array of tables written [[hosts]]", hosts_raw)
     hosts: list[HostConfig] = []
     seen: set[str] = set()
+    by_source_name = {s.name: s for s in sources}
     for i, table in enumerate(hosts_raw):
         host = _parse_host(table, i, file, warnings, settings.sample_interval)
         if host.name in seen:
             raise ConfigError(file, f"hosts[{i}].name", "a name not used by another host", host.name)
+        if isinstance(table, dict) and "source" in table:
+            host = dataclasses.replace(host, source=_source_by_name(table["source"], by_source_name, file,
+                                                                    f"hosts[{i}].source"))
         seen.add(host.name)
         hosts.append(host)
-    if not hosts:
+    hosts = add_source_hosts(hosts, [(s, s.hosts) for s in sources])
+    seen = {h.name for h in hosts}
+    if not hosts and not sources:
         hosts.append(local_only_config().hosts[0])
         warnings.append(f"{file}: hosts: no [[hosts]]; watching this machine")
     jobs_raw = data.get("jobs", [])
@@ -427,9 +467,96 @@ def parse_config(data: dict, file: str) -> Config:
     _check_rules(rules_raw, file)
     alerts = parse_alerts(data.get("alerts"), [(j.name, j.host, t.get("alerts")) for j, t in zip(jobs, jobs_raw)],
                           file, warnings)
-    return Config(file, settings, tuple(hosts), jobs, tuple(rules_raw), tuple(warnings), actions, alerts)
+    return Config(file, settings, tuple(hosts), jobs, tuple(rules_raw), tuple(warnings), actions, alerts,
+                  sources, export)
 
 
 def _check_rules(rules_raw: list, file: str) -> None:
     """User rules are validated by the rule engine, which knows their schema."""
     parse_rules(rules_raw, file)
+
+
+# ----------------------------------------------------------------------------- [[sources]], [export]
+SOURCE_KINDS = ("prometheus",)
+# One PromQL label matcher: name, operator, double-quoted value. The selector is pasted into queries,
+# so nothing else (no functions, no braces, no second expression) may get in.
+_MATCHER = r'[A-Za-z_][A-Za-z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"'
+_SELECTOR = re.compile(rf"^\s*(?:{_MATCHER}(?:\s*,\s*{_MATCHER})*)?\s*,?\s*$")
+
+
+def _parse_sources(data: dict, file: str, warnings: list[str]) -> tuple[PrometheusSource, ...]:
+    raw = data.get("sources", [])
+    if not isinstance(raw, list):
+        raise ConfigError(file, "sources", "an array of tables written [[sources]]", raw)
+    sources: list[PrometheusSource] = []
+    for i, table in enumerate(raw):
+        source = _parse_source(table, i, file, warnings)
+        if any(s.name == source.name for s in sources):
+            raise ConfigError(file, f"sources[{i}].name", "a name not used by another source", source.name)
+        sources.append(source)
+    return tuple(sources)
+
+
+def _parse_source(table: Any, index: int, file: str, warnings: list[str]) -> PrometheusSource:
+    r = _Reader(table, file, f"sources[{index}]", warnings)
+    kind = r.string("kind", required=True)
+    if kind not in SOURCE_KINDS:
+        raise ConfigError(file, r.key("kind"), "one of " + ", ".join(SOURCE_KINDS), kind)
+    name = r.string("name", "prometheus" if index == 0 else f"prometheus-{index}")
+    if not _HOST_NAME.match(name):
+        raise ConfigError(file, r.key("name"), "letters, digits and . _ - @ : only", name)
+    url = r.string("url", required=True).strip().rstrip("/")
+    if not re.match(r"^https?://[^\s/]+(/\S*)?$", url):
+        raise ConfigError(file, r.key("url"), 'the base URL of a Prometheus server, e.g. "http://prometheus:9090"',
+                          url)
+    selector = r.string("selector", "").strip()
+    if selector.startswith("{") and selector.endswith("}"):
+        selector = selector[1:-1].strip()
+    if not _SELECTOR.match(selector):
+        raise ConfigError(file, r.key("selector"),
+                          'PromQL label matchers such as cluster="a", job=~"dcgm.*" (name, = != =~ !~, a quoted value)',
+                          selector)
+    hosts = _string_list(r, "hosts")
+    for host in hosts:
+        if not _HOST_NAME.match(host):
+            raise ConfigError(file, r.key("hosts"), "host names (letters, digits and . _ - @ : only)", host)
+    d = PrometheusSource(name, url)
+    interval = r.duration("interval", d.interval)
+    timeout = r.duration("timeout", d.timeout)
+    backfill = r.integer("backfill", d.backfill, 0, 1000)
+    r.finish()
+    return PrometheusSource(name, url, selector.rstrip(", "), tuple(dict.fromkeys(hosts)), interval, timeout,
+                            backfill)
+
+
+def _source_by_name(value: Any, sources: dict[str, PrometheusSource], file: str, key: str) -> PrometheusSource:
+    if isinstance(value, str) and value in sources:
+        return sources[value]
+    names = ", ".join(sorted(sources)) or "none defined"
+    raise ConfigError(file, key, f"the name of a [[sources]] entry ({names})", value)
+
+
+def add_source_hosts(hosts: list[HostConfig],
+                     found: list[tuple[PrometheusSource, tuple[str, ...]]]) -> list[HostConfig]:
+    """Hosts a source has: a [[hosts]] entry of the same name gets the source under its SSH feed
+    (SSH adds processes and logs); any other name becomes a Prometheus-only host."""
+    out = list(hosts)
+    index = {h.name: i for i, h in enumerate(out)}
+    for source, names in found:
+        for name in names:
+            if name in index:
+                host = out[index[name]]
+                if host.source is None:
+                    out[index[name]] = dataclasses.replace(host, source=source)
+            else:
+                index[name] = len(out)
+                out.append(HostConfig(name=name, source=source))
+    return out
+
+
+def _parse_export(data: dict, file: str, warnings: list[str]) -> ExportSettings:
+    r = _Reader(data.get("export", {}), file, "export", warnings)
+    d = ExportSettings()
+    settings = ExportSettings(ended_job_ttl=r.duration("ended_job_ttl", d.ended_job_ttl))
+    r.finish()
+    return settings

@@ -32,6 +32,8 @@ class GpuSample:
     power_limit_w: float | None
     sm_clock_mhz: float | None
     processes: tuple[GpuProcess, ...] = ()
+    # What a metrics source says runs there (dcgm-exporter's hpc_job or pod label); the probe leaves it None.
+    workload: str | None = None
 
 
 @dataclass(frozen=True)

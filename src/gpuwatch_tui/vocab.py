@@ -48,8 +48,9 @@ HOST_TERMINAL_STATES = frozenset({"unreachable", "auth-failed", "host-key-unknow
                                   "probe-failed"})
 
 # Where a host's GPU figures come from (reported), and what a config may ask for ("auto": the best found).
-GPU_SOURCES = ("nvml", "nvidia-smi", "none")
-GPU_SOURCE_CHOICES = ("auto", *GPU_SOURCES)
+GPU_SOURCES = ("nvml", "nvidia-smi", "none", "prometheus")
+# "prometheus" is not a probe's choice: a host gets it from a [[sources]] entry.
+GPU_SOURCE_CHOICES = ("auto", "nvml", "nvidia-smi", "none")
 
 # ----------------------------------------------------------------------------- stall threshold
 # A job whose log has been quiet this long, with no other sign of progress, is "stalled".

@@ -12,9 +12,19 @@ if TYPE_CHECKING:
 
 
 def make_feed(host: HostConfig, settings: Settings, sink: FeedSink, connector: SshConnector | None) -> HostFeed:
-    """The probe feed, over SSH or as a local child (the only kinds a host config names today).
-
-    New sources (Prometheus samples, Slurm job specs) add their branch here."""
+    """The probe feed, over SSH or as a local child; a Prometheus source's feed for a host whose GPUs
+    Prometheus has; both layered (SSH first) for a host that has an ssh entry and a source."""
     from ..hostsession import HostSession
 
-    return HostSession(host, settings, connector, sink)
+    if host.source is None:
+        return HostSession(host, settings, connector, sink)
+    from .prometheus import PrometheusFeed, shared_poller  # httpx only when a source is configured
+
+    poller = shared_poller(host.source, sink)
+    if not (host.ssh or host.local):
+        return PrometheusFeed(host, settings, sink, poller)
+    from .layered import LayeredFeed
+
+    return LayeredFeed(host.name, sink,
+                       lambda side: HostSession(host, settings, connector, side),
+                       lambda side: PrometheusFeed(host, settings, side, poller))

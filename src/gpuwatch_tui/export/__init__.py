@@ -1,0 +1,1 @@
+"""`gpuwatch export`: the headless core's hosts, GPUs and job verdicts as Prometheus metrics."""
