@@ -11,7 +11,7 @@ import torch  # noqa: E402
 ap = argparse.ArgumentParser()
 ap.add_argument("--grow-every", type=float, default=10)
 args = ap.parse_args()
-batch = 1 << 30  # bytes of activations per step, doubled until the GPU runs out
+batch = 8 << 30  # bytes held per size, doubled until the GPU runs out (8+16+32+64 GiB, then 128 fails)
 w = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
 mark("training")
 step = 0

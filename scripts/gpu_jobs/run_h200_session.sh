@@ -16,15 +16,16 @@ stall_after = "30s"
 name = "gpu-host"
 local = true
 TOML
-gw() { python3 -m gpuwatch_tui.cli --config hosts.toml "$@"; }
+gw() { timeout 120 python3 -m gpuwatch_tui.cli --config hosts.toml "$@"; }
 stamp() { echo "+$(( $(date +%s) - t0 ))s $*" | tee -a "$out/actions.log"; }
-gw watch --json > "$out/watch.jsonl" 2> "$out/watch.err" &
+# started directly (not through a shell function) so that $! is gpuwatch itself and SIGINT reaches it
+python3 -m gpuwatch_tui.cli --config hosts.toml watch --json > "$out/watch.jsonl" 2> "$out/watch.err" &
 watch_pid=$!
 t0=$(date +%s)
 sleep 2
 
 stamp "flex_train: torch.compile + flex_attention, 40 s of training"
-nohup python3 -u "$here/flex_train.py" --seconds 40 > flex.log 2>&1 &
+timeout 150 nohup python3 -u "$here/flex_train.py" --seconds 40 > flex.log 2>&1 &
 wait $!
 
 stamp "buffered_train: no -u, stdout to a file"
@@ -34,8 +35,8 @@ sleep 35
 stamp "buffered.log bytes before restart: $(wc -c < buffered.log)"
 stamp "gpuwatch restart gpu-host buffered_train.py --yes"
 gw restart gpu-host buffered_train.py --yes > "$out/restart.txt" 2>&1; stamp "restart exit $?"
-sleep 20
-stamp "buffered.log bytes 20 s after restart: $(wc -c < buffered.log); new process: $(pgrep -af buffered_train.py | grep -v gpuwatch-run | head -3)"
+sleep 25
+stamp "buffered.log bytes 25 s after restart: $(wc -c < buffered.log); new process: $(pgrep -af buffered_train.py | grep -v gpuwatch-run | head -3)"
 stamp "gpuwatch kill gpu-host buffered_train.py --yes"
 gw kill gpu-host buffered_train.py --yes > "$out/kill-buffered.txt" 2>&1; stamp "kill exit $?"
 sleep 5
@@ -51,10 +52,10 @@ gw kill gpu-host hang_gpu.py --yes > "$out/kill-hang.txt" 2>&1; stamp "kill exit
 sleep 5
 
 stamp "oom_train: doubles its memory until CUDA OOM"
-nohup python3 -u "$here/oom_train.py" --grow-every 5 > oom.log 2>&1 &
+timeout 90 nohup python3 -u "$here/oom_train.py" --grow-every 5 > oom.log 2>&1 &
 wait $!
 sleep 8
-kill -INT $watch_pid; wait $watch_pid
+kill -INT $watch_pid; timeout 20 tail --pid=$watch_pid -f /dev/null || kill -9 $watch_pid
 stamp "done"
 python3 "$here/../score_timeline.py" "$out/watch.jsonl" "$GPUWATCH_TRUTH" --stall-after 30 --json "$out/score.json" | tee "$out/score.txt"
 gzip -f "$out/watch.jsonl"
