@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+from stat import S_ISREG
 import subprocess
 import sys
 import threading
@@ -91,10 +92,62 @@ def read_raw(path):
         os.close(fd)
 
 
-def read_stat(pid):
+class ProcFiles(object):
+    """The small /proc files a sample reads again every tick, through descriptors kept open.
+
+    pread() on an open /proc/PID/stat costs about half of open+read+close, and a sample does this
+    for every watched process and descendant. A descriptor stays bound to the process it was opened
+    for: once that process is gone its reads fail (ESRCH) or come back empty, never another
+    process's facts, and the path is opened afresh. Descriptors not read during a sample are closed
+    at its end, and at most MAX_OPEN are kept.
+    """
+
+    MAX_OPEN = 256
+
+    def __init__(self):
+        self.fds = {}  # (path, owner start ticks or None) -> fd
+        self.used = set()
+
+    def read(self, path, owner=None):
+        """The file's bytes or None. `owner`: the start ticks of the process whose file this is,
+        for files that may read empty while it lives (children); None: empty means gone."""
+        key = (path, owner)
+        fd = self.fds.get(key)
+        if fd is not None:
+            try:
+                data = os.pread(fd, 4096, 0)
+                if data or owner is not None:
+                    self.used.add(key)
+                    return data
+            except OSError:
+                pass
+            os.close(self.fds.pop(key))
+        if len(self.fds) >= self.MAX_OPEN:
+            return read_raw(path)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            data = os.pread(fd, 4096, 0)
+        except OSError:
+            os.close(fd)
+            return None
+        self.fds[key] = fd
+        self.used.add(key)
+        return data
+
+    def end_sample(self):
+        for key in [k for k in self.fds if k not in self.used]:
+            os.close(self.fds.pop(key))
+        self.used = set()
+
+
+def read_stat(pid, files=None):
     """Parse /proc/PID/stat; None if the process is gone or unreadable."""
-    raw = read_raw("/proc/%d/stat" % pid)
-    if raw is None:
+    path = "/proc/%d/stat" % pid
+    raw = read_raw(path) if files is None else files.read(path)
+    if not raw:
         return None
     lpar, rpar = raw.find(b"("), raw.rfind(b")")
     fields = raw[rpar + 2:].split()
@@ -692,7 +745,8 @@ class Tail(object):
         if pending > self.SCAN_CAP_BYTES:
             chunk["skipped"] = pending - self.SCAN_CAP_BYTES
             self._new_file(st.st_size - self.SCAN_CAP_BYTES)
-        self._read(out, chunk["cut"], self.SCAN_CAP_BYTES)
+        if pending > 0 or not S_ISREG(st.st_mode):
+            self._read(out, chunk["cut"], self.SCAN_CAP_BYTES)  # nothing new: no seek, no read
         chunk["data"] = _b64(bytes(out))
         return chunk
 
@@ -802,6 +856,7 @@ class Probe(object):
         self.dirs = {}
         self.matches = {}
         self.cache = ProcCache()
+        self.files = ProcFiles()
         self.children_of = {}
         self.scanned_procs = 0
         self.last_scan = 0.0
@@ -892,7 +947,7 @@ class Probe(object):
                 pass
         out = []
         for tid in tids:
-            raw = read_raw("/proc/%d/task/%d/children" % (s.pid, tid))
+            raw = self.files.read("/proc/%d/task/%d/children" % (s.pid, tid), s.ticks)
             if raw:
                 out.extend(int(c) for c in raw.split())
         return out
@@ -908,7 +963,7 @@ class Probe(object):
             if child in seen:
                 continue
             seen.add(child)
-            s = read_stat(child)
+            s = read_stat(child, self.files)
             if s is None or s.state == "Z":
                 continue
             out.append(s)
@@ -939,7 +994,7 @@ class Probe(object):
         procs = []
         current = {}
         for pid in sorted(watched):
-            s = read_stat(pid)
+            s = read_stat(pid, self.files)
             if s is None or s.state == "Z":
                 continue  # a zombie has exited; only its parent has not collected it yet
             current[pid] = s.start
@@ -952,6 +1007,7 @@ class Probe(object):
         frame["procs"] = procs
         frame["gone"] = gone
         frame["matches"] = self.match_pids
+        self.files.end_sample()
         frame["tails"] = [t.poll() for t in tails]
         frame["dirs"] = [dir_stat(k, p) for k, p in sorted(dirs.items())]
         t = os.times()
