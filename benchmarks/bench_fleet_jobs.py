@@ -41,24 +41,27 @@ class JobFleet:
         self.bindir = base / "bin"
         self.bindir.mkdir(parents=True, exist_ok=True)
         install_fake_nvidia_smi(self.bindir)
-        self.jobs: list[subprocess.Popen] = []
+        self.jobs: list[int] = []  # pids
         self.logs: list[Path] = []
         for i in range(n):
             log = base / f"job-{i}" / "train.log"
             log.parent.mkdir(parents=True, exist_ok=True)
-            with open(log, "wb") as out:
-                self.jobs.append(subprocess.Popen([sys.executable, "-u", "-c", JOB_PROGRAM], stdout=out,
-                                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                  cwd=log.parent))
+            # Started like `nohup python -u train.py > train.log 2>&1 &` from a shell that then
+            # exits: each job is its own tree (its parent is init), not one launcher's ranks.
+            (log.parent / "train.py").write_text(JOB_PROGRAM)
+            shell = subprocess.run(
+                ["sh", "-c", 'nohup "$0" -u train.py > train.log 2>&1 < /dev/null & echo $!', sys.executable],
+                cwd=log.parent, stdout=subprocess.PIPE, check=True, text=True)
+            self.jobs.append(int(shell.stdout.strip()))
             self.logs.append(log)
         self.scenario = base / "scenario.json"
         write_scenario(self.scenario, gpus=gpus, phase="training", uuid_prefix="GPU-bench",
-                       processes=[{"gpu": i % gpus, "pid": p.pid, "used_memory_mib": 70000 + i}
-                                  for i, p in enumerate(self.jobs)])
+                       processes=[{"gpu": i % gpus, "pid": pid, "used_memory_mib": 70000 + i}
+                                  for i, pid in enumerate(self.jobs)])
 
     @property
     def pids(self) -> list[int]:
-        return [p.pid for p in self.jobs]
+        return list(self.jobs)
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -77,15 +80,13 @@ class JobFleet:
         return proc
 
     def stop(self) -> None:
-        # Only what we started, by pid: each job's child dies with its group below.
-        for job in self.jobs:
-            for child in _children(job.pid):
+        # Only what we started, by pid: each job and its child.
+        for pid in self.jobs:
+            for victim in [*_children(pid), pid]:
                 try:
-                    os.kill(child, 9)
+                    os.kill(victim, 9)
                 except OSError:
                     pass
-            job.kill()
-            job.wait()
 
 
 def _children(pid: int) -> list[int]:
