@@ -47,12 +47,14 @@ class JobTracker:
         self.settings = settings or JobSettings()
         self.rules = RuleSet.with_user_rules([*user_rules, *self.settings.rules])
         self._jobs: dict[str, JobState] = {}
+        self._by_host: dict[str, dict[str, JobState]] = {}  # host -> its jobs: every frame reads one host
         self._serial = 0
         self._parents: dict[str, set[int]] = {}  # host -> parent pids discovery wants next
         self._specs = {f"cfg{i}": spec for i, spec in enumerate(self.settings.jobs)}
         self._match_reported: set[tuple[str, str]] = set()  # (host, spec key) the probe has scanned for
         self._wiring = LogWiring(self.settings)
-        self._grouping = JobGrouping(self._jobs, self._specs, self._wiring, self._new_job, self._drop)
+        self._grouping = JobGrouping(self._jobs, self._specs, self._wiring, self._new_job, self._drop,
+                                     on_host=self.states)
         for key, spec in self._specs.items():
             self._new_job(spec.host, spec.name, key, spec=spec, now=0.0)
 
@@ -66,7 +68,9 @@ class JobTracker:
 
     def states(self, host: str | None = None) -> list[JobState]:
         """The mutable records (for the tracker's own parts and tests; readers use `views`)."""
-        return [j for j in self._jobs.values() if host is None or j.host == host]
+        if host is None:
+            return list(self._jobs.values())
+        return list(self._by_host.get(host, {}).values())
 
     def state(self, job_id: str) -> JobState | None:
         return self._jobs.get(job_id)
@@ -166,10 +170,16 @@ class JobTracker:
                        stall_after_s=stall, interp=LogInterpreter(self.rules, ProgressTracker()))
         if spec is not None:
             job.output_dir = spec.output_dir
+        replaced = self._jobs.get(job_id)
+        if replaced is not None:  # a record replaced under the same id leaves the host index too
+            self._by_host.get(replaced.host, {}).pop(job_id, None)
         self._jobs[job_id] = job
+        self._by_host.setdefault(host, {})[job_id] = job
         return job
 
     def _drop(self, job_id: str) -> None:
         """Remove a record and its log keys (dismissing, restarting and merging all start here)."""
-        self._jobs.pop(job_id, None)
+        job = self._jobs.pop(job_id, None)
+        if job is not None:
+            self._by_host.get(job.host, {}).pop(job_id, None)
         self._wiring.forget(job_id)
