@@ -15,7 +15,7 @@ class Unfiltered(RuleSet):
 
     def __init__(self, rules):
         super().__init__(rules)
-        self._checks = [(rule, ()) for rule in self.rules]
+        self._checks = [(rule, "", False) for rule in self.rules]
 
 
 def captured_lines() -> list[str]:
@@ -46,9 +46,20 @@ def test_needed_text_of_plain_case_and_group_patterns():
     assert required_text(re.compile(r"(?:loss: )?x")) == ("x",)  # optional part: not needed
 
 
-def test_case_insensitive_and_alternatives_are_never_skipped():
+def test_case_insensitive_pieces_are_folded_ascii_and_alternatives_give_none():
     assert required_text(re.compile(r"(?i)epoch")) == ()
+    assert required_text(re.compile(r"(?i)Epoch\s+Ünit"), folded=True) == ("epoch", "nit")
     assert required_text(re.compile(r"a(?i:bc)d")) == ("a", "d")
     assert required_text(re.compile(r"foo|bar")) == ()
     rules = RuleSet([Rule("e", re.compile(r"(?i)EPOCH (?P<epoch>\d+)"))], desc_phases={})
     assert rules.match("epoch 3").fields == {"epoch": "3"}
+    assert rules.match("Step 9").empty
+
+
+def test_a_non_ascii_line_is_searched_by_case_insensitive_rules():
+    # Under re.IGNORECASE the Kelvin sign matches "k" and the long s matches "s": a lowercase
+    # check on such a line would wrongly skip the rule.
+    rules = RuleSet([Rule("k", re.compile(r"(?i)kind (?P<step>\d+)"))], desc_phases={})
+    assert rules.match("\u212aind 4").fields == {"step": "4"}
+    rules = RuleSet([Rule("s", re.compile(r"(?i)step (?P<step>\d+)"))], desc_phases={})
+    assert rules.match("\u017ftep 5").fields == {"step": "5"}

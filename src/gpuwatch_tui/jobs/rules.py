@@ -76,7 +76,14 @@ class RuleSet:
         self.desc_phases = desc_phases if desc_phases is not None else builtin_desc_phases()
         # Every line meets every rule: a rule whose match needs some text (a bar's "%|" or "━")
         # is not searched on a line without it. The bar patterns cost ~40 us a search otherwise.
-        self._checks = [(rule, required_text(rule.pattern)) for rule in self.rules]
+        # One piece (the longest) is checked: a substring test costs far less than a search.
+        # A case-insensitive rule's piece is lowercased ASCII, checked only on an ASCII line (some
+        # non-ASCII letters match ASCII ones under re.IGNORECASE: "K" (Kelvin) matches "k").
+        self._checks = []
+        for rule in self.rules:
+            folded = bool(rule.pattern.flags & re.IGNORECASE)
+            needs = required_text(rule.pattern, folded)
+            self._checks.append((rule, max(needs, key=len) if needs else "", folded))
 
     @classmethod
     def with_user_rules(cls, user_rules: list[Rule] | tuple[Rule, ...] = ()) -> "RuleSet":
@@ -92,9 +99,14 @@ class RuleSet:
     def match(self, line: str) -> LineMatch:
         result = LineMatch()
         followers: list[dict[str, str]] = []  # numbers of phase-less rules: decided at the end
-        for rule, needs in self._checks:
-            if needs and not all(text in line for text in needs):
-                continue
+        lowered = line.lower() if line.isascii() else None
+        for rule, needs, folded in self._checks:
+            if needs:
+                if not folded:
+                    if needs not in line:
+                        continue
+                elif lowered is not None and needs not in lowered:
+                    continue
             m = rule.pattern.search(line)
             if m is None:
                 continue
@@ -127,21 +139,29 @@ class RuleSet:
         return result
 
 
-def required_text(pattern: re.Pattern[str]) -> tuple[str, ...]:
+def required_text(pattern: re.Pattern[str], folded: bool = False) -> tuple[str, ...]:
     """Pieces of text every match of `pattern` contains: its runs of plain characters outside any
-    alternative, optional part or lookaround. Empty when unsure (case-insensitive patterns too)."""
-    if pattern.flags & (re.IGNORECASE | re.VERBOSE) or not isinstance(pattern.pattern, str):
+    alternative, optional part or lookaround. Empty when unsure.
+
+    A case-insensitive pattern gives nothing unless `folded`: then its pieces are lowercased and
+    cut at non-ASCII characters, for a check against an ASCII line's lowercase."""
+    if not isinstance(pattern.pattern, str) or pattern.flags & re.VERBOSE:
+        return ()
+    if pattern.flags & re.IGNORECASE and not folded:
         return ()
     try:
         parsed = _sre_parse.parse(pattern.pattern, pattern.flags)
     except Exception:  # a parser detail changed: search every line, as before
         return ()
     needs: list[str] = []
-    _collect_required(list(parsed), needs)
-    return tuple(needs)
+    _collect_required(list(parsed), needs, folded)
+    if not folded:
+        return tuple(needs)
+    pieces = [p.lower() for n in needs for p in re.split(r"[^\x00-\x7f]+", n)]
+    return tuple(p for p in pieces if p)
 
 
-def _collect_required(items: list, needs: list[str]) -> None:
+def _collect_required(items: list, needs: list[str], folded: bool) -> None:
     run = ""
     for op, arg in items:
         if op is _c.LITERAL:
@@ -151,8 +171,8 @@ def _collect_required(items: list, needs: list[str]) -> None:
             needs.append(run)
             run = ""
         if op is _c.SUBPATTERN:
-            if not arg[1] & re.IGNORECASE:  # (?i:...) inside: its letters may be either case
-                _collect_required(list(arg[-1]), needs)  # a group: its plain text is needed too
+            if folded or not arg[1] & re.IGNORECASE:  # (?i:...) inside: letters of either case
+                _collect_required(list(arg[-1]), needs, folded)  # a group: its text is needed too
         elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and arg[0] >= 1:
             body = list(arg[2])
             if len(body) == 1 and body[0][0] is _c.LITERAL:
