@@ -36,10 +36,10 @@ from gpuwatch_tui.monitor import Monitor
 from gpuwatch_tui.probe.frames import parse_sample
 
 
-def record(frames: int, interval: float) -> list[str]:
+def record(frames: int, interval: float, lines_per_s: float) -> list[str]:
     """Raw sample lines from a real probe whose wants a real tracker sets."""
     with tempfile.TemporaryDirectory(prefix="gpuwatch-core-rec-") as tmp:
-        fleet = JobFleet(Path(tmp))
+        fleet = JobFleet(Path(tmp), lines_per_s=lines_per_s)
         try:
             time.sleep(1.0)
             probe = fleet.start_probe(interval)
@@ -144,6 +144,7 @@ def main() -> int:
     ap.add_argument("--frames", type=int, default=40)
     ap.add_argument("--interval", type=float, default=1.0, help="the recording probe's sample interval")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--log-lines-per-s", type=float, default=1.0, help="each job's log lines per second")
     ap.add_argument("--recording", help="reuse (or write) the recorded lines here")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--json", help="write results here")
@@ -153,7 +154,7 @@ def main() -> int:
         lines = rec.read_text().splitlines(keepends=True)[: args.frames]
     else:
         print(f"recording {args.frames} frames...", file=sys.stderr, flush=True)
-        lines = record(args.frames, args.interval)
+        lines = record(args.frames, args.interval, args.log_lines_per_s)
         if rec is not None:
             rec.write_text("".join(lines))
     runs = []
@@ -175,6 +176,7 @@ def main() -> int:
     result = {
         "note": "measured on 2 shared CPU cores (other work running): process CPU time, not wall time",
         "hosts": args.hosts, "gpus_per_host": 8, "jobs_per_host": 8, "frames_per_host": len(lines),
+        "log_lines_per_job_per_s": args.log_lines_per_s,  # as recorded (--recording: when it was written)
         "frame_bytes_mean": round(sum(len(x) for x in lines) / len(lines)),
         "runs": runs,
         "ms_per_host_sample_median": per[len(per) // 2], "ms_per_host_sample_min": per[0],

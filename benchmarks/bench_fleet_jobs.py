@@ -1,7 +1,7 @@
 """Real watched jobs and an 8-GPU nvidia-smi stand-in, shared by the probe and core benchmarks.
 
 Each job is a real Python process with a child, its stdout going to a log file (line-buffered by
--u, as torchrun starts its ranks) that the probe tails: a training-like line every 0.25 s. The
+-u, as torchrun starts its ranks) that the probe tails: training-like lines, one a second by default. The
 stand-in (tests/support/fake_nvidia_smi.py, CSV recorded on an H200) puts job i on GPU i.
 """
 
@@ -26,14 +26,14 @@ step = 0
 while True:
     step += 1
     print("step %d/100000 loss %.4f lr 3.0e-04 tokens/s %d" % (step, 2.5 / (1 + step / 500.0), random.randint(90000, 110000)))
-    time.sleep(0.25)
+    time.sleep(float(sys.argv[1]))
 """
 
 
 class JobFleet:
     """`n` real jobs with logs, and a stand-in nvidia-smi that shows them on `gpus` GPUs."""
 
-    def __init__(self, base: Path, n: int = 8, gpus: int = 8) -> None:
+    def __init__(self, base: Path, n: int = 8, gpus: int = 8, lines_per_s: float = 1.0) -> None:
         from tests.support.fake_nvidia_smi import install_fake_nvidia_smi
         from tests.support.fake_smi_scenario import write_scenario
 
@@ -50,7 +50,8 @@ class JobFleet:
             # exits: each job is its own tree (its parent is init), not one launcher's ranks.
             (log.parent / "train.py").write_text(JOB_PROGRAM)
             shell = subprocess.run(
-                ["sh", "-c", 'nohup "$0" -u train.py > train.log 2>&1 < /dev/null & echo $!', sys.executable],
+                ["sh", "-c", 'nohup "$0" -u train.py "$1" > train.log 2>&1 < /dev/null & echo $!',
+                 sys.executable, str(1.0 / lines_per_s)],
                 cwd=log.parent, stdout=subprocess.PIPE, check=True, text=True)
             self.jobs.append(int(shell.stdout.strip()))
             self.logs.append(log)

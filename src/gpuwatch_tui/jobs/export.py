@@ -53,11 +53,26 @@ def job_view(job: JobState, now: float | None = None) -> JobView:
         output_dir=job.output_dir,
         log_lines=log.total_lines if log else 0,
         stall_after_s=job.stall_after_s,
-        progress_history=tuple(
-            ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch)
-            for p in list(interp.progress.history)[-PROGRESS_POINTS:]
-        ) if interp else (),
+        progress_history=progress_history_view(job),
         history_text=job.history_text(now if now is not None else job.last_seen),
         processes=tuple(ProcessRef(job.host, pid, ticks[pid]) for pid in job.pids if pid in ticks),
         root=root,
     )
+
+
+def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
+    """The last PROGRESS_POINTS points, rebuilt only when a point was added (views are built
+    for every job twice a second; the history changes at the log's pace)."""
+    if job.interp is None:
+        return ()
+    history = job.interp.progress.history
+    last = history[-1] if history else None
+    cached = job.view_parts.get("progress_history")
+    if cached is not None and cached[0] is last and cached[1] == len(history):
+        return cached[2]
+    points = tuple(
+        ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch)
+        for p in (history[i] for i in range(-min(len(history), PROGRESS_POINTS), 0))
+    )
+    job.view_parts["progress_history"] = (last, len(history), points)
+    return points

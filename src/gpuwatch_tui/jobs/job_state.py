@@ -47,6 +47,8 @@ class JobState:
     first_seen: float = 0.0
     last_seen: float = 0.0
     stall_after_s: float = DEFAULT_STALL_AFTER_S
+    # Parts of the exported view kept until what they are made of changes (export.py).
+    view_parts: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def alive(self) -> bool:

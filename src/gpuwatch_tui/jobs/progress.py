@@ -208,8 +208,16 @@ class ProgressTracker:
             if from_bar:  # a bar's rate counts the bar's own units
                 return remaining / cur.rate
         # Otherwise from the step history of the last few minutes.
-        points = [p for p in self.history if p.step is not None and now - p.time <= 600]
-        if len(points) >= 2 and points[-1].step > points[0].step and points[-1].time > points[0].time:
-            per_s = (points[-1].step - points[0].step) / (points[-1].time - points[0].time)
+        # From the newest point back (points come in time order): not all 2000 points per line.
+        newest = oldest = None
+        for p in reversed(self.history):
+            if now - p.time > 600:
+                break
+            if p.step is not None:
+                oldest = p
+                if newest is None:
+                    newest = p
+        if newest is not None and newest is not oldest and newest.step > oldest.step and newest.time > oldest.time:
+            per_s = (newest.step - oldest.step) / (newest.time - oldest.time)
             return remaining / per_s
         return None
