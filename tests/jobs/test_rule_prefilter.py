@@ -63,3 +63,4 @@ def test_a_non_ascii_line_is_searched_by_case_insensitive_rules():
     assert rules.match("\u212aind 4").fields == {"step": "4"}
     rules = RuleSet([Rule("s", re.compile(r"(?i)step (?P<step>\d+)"))], desc_phases={})
     assert rules.match("\u017ftep 5").fields == {"step": "5"}
+

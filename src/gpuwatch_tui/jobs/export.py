@@ -61,18 +61,24 @@ def job_view(job: JobState, now: float | None = None) -> JobView:
 
 
 def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
-    """The last PROGRESS_POINTS points, rebuilt only when a point was added (views are built
-    for every job twice a second; the history changes at the log's pace)."""
+    """The last PROGRESS_POINTS points. Views are built for every job twice a second and the
+    history only grows at its end: the points already made are kept, only new ones are made."""
     if job.interp is None:
         return ()
     history = job.interp.progress.history
+    cached_last, points = job.view_parts.get("progress_history", (None, ()))
     last = history[-1] if history else None
-    cached = job.view_parts.get("progress_history")
-    if cached is not None and cached[0] is last and cached[1] == len(history):
-        return cached[2]
-    points = tuple(
-        ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch)
-        for p in (history[i] for i in range(-min(len(history), PROGRESS_POINTS), 0))
-    )
-    job.view_parts["progress_history"] = (last, len(history), points)
+    if last is cached_last:
+        return points
+    new = []
+    found = False
+    for i in range(1, min(len(history), PROGRESS_POINTS) + 1):
+        p = history[-i]
+        if cached_last is not None and p is cached_last:
+            found = True
+            break
+        new.append(ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch))
+    new.reverse()
+    points = (points + tuple(new))[-PROGRESS_POINTS:] if found else tuple(new)
+    job.view_parts["progress_history"] = (last, points)
     return points
