@@ -16,7 +16,19 @@ def progress_view(progress: Progress) -> ProgressView:
     return ProgressView(**progress.to_json())
 
 
-def job_view(job: JobState, now: float | None = None) -> JobView:
+def current_view(job: JobState, now: float | None = None) -> JobView:
+    """`job_view`, reusing the last one built while no frame of the job's host came in since
+    (the dashboard asks for every job twice a second; a host reports once)."""
+    text = job.history_text(now if now is not None else job.last_seen)
+    kept = job.view_parts.get("view")
+    if kept is not None and kept[0] == job.revision and kept[1] is job.verdict and kept[2] == text:
+        return kept[3]
+    view = job_view(job, now, text)
+    job.view_parts["view"] = (job.revision, job.verdict, text, view)
+    return view
+
+
+def job_view(job: JobState, now: float | None = None, history_text: str | None = None) -> JobView:
     v = job.verdict
     interp = job.interp
     code = job.exit.exit_code if job.exit else None
@@ -54,7 +66,8 @@ def job_view(job: JobState, now: float | None = None) -> JobView:
         log_lines=log.total_lines if log else 0,
         stall_after_s=job.stall_after_s,
         progress_history=progress_history_view(job),
-        history_text=job.history_text(now if now is not None else job.last_seen),
+        history_text=history_text if history_text is not None else job.history_text(
+            now if now is not None else job.last_seen),
         processes=tuple(ProcessRef(job.host, pid, ticks[pid]) for pid in job.pids if pid in ticks),
         root=root,
     )

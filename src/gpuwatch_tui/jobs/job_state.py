@@ -47,6 +47,7 @@ class JobState:
     first_seen: float = 0.0
     last_seen: float = 0.0
     stall_after_s: float = DEFAULT_STALL_AFTER_S
+    revision: int = 0  # bumped by every frame of its host: a view built since is still current
     # Parts of the exported view kept until what they are made of changes (export.py).
     view_parts: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -19,7 +19,7 @@ from ..model import DirStat, HostSample, ProcInfo
 from ..views import JobView
 from .discovery import gpu_pids_of, parents_to_watch
 from .match_check import note_broad_matches
-from .export import job_view
+from .export import current_view
 from .grouping import JobGrouping
 from .interpret import LogInterpreter
 from .job_state import JobState
@@ -61,7 +61,7 @@ class JobTracker:
     # ------------------------------------------------------------------ reading
     def views(self, now: float | None = None) -> list[JobView]:
         """Every job as a frozen view; `now` dates the phase history text (default: last frame)."""
-        return [job_view(j, now) for j in self._jobs.values()]
+        return [current_view(j, now) for j in self._jobs.values()]
 
     def to_json(self, now: float | None = None) -> list[dict]:
         return [view.to_json() for view in self.views(now)]
@@ -147,6 +147,7 @@ class JobTracker:
         gone = {(g.pid, round(g.start_time, 2)): g for g in sample.gone}
         for job in self.states(host):
             job.last_seen = now
+            job.revision += 1
         self._wiring.feed_tails(self._jobs, sample.tails, skew, now)
         feed_dirs(self.states(host), sample.dirs, skew)
 
