@@ -309,8 +309,11 @@ def proc_info(stat, cache, descendants, now, refresh):
     facts = cache.static_facts(stat.pid, stat.start)
     slow = cache.slow_facts(stat.pid, stat.start, now, refresh)
     cmdline = facts["cmdline"]
-    py = is_python(stat.comm, cmdline)
-    unbuffered, reason = python_unbuffered(cmdline, facts["environ"]) if py else (False, "")
+    kind = facts.get("kind")
+    if kind is None or kind[0] != stat.comm:  # cmdline and environ are fixed for (pid, start)
+        py = is_python(stat.comm, cmdline)
+        kind = facts["kind"] = (stat.comm, py) + (python_unbuffered(cmdline, facts["environ"]) if py else (False, ""))
+    _, py, unbuffered, reason = kind
     children = []
     child_cpu = stat.ccpu
     for d in descendants:
@@ -477,11 +480,28 @@ class SmiStream(object):
         threading.Thread(target=self._read_err, daemon=True).start()
 
     def _read(self):
-        for raw in self.proc.stdout:
-            fields = [f.strip() for f in raw.decode("utf-8", "replace").rstrip("\n").split(",")]
+        # Whole reads, not a line at a time: nvidia-smi writes a tick's lines together, so the
+        # thread wakes once a tick rather than once a GPU.
+        fd = self.proc.stdout.fileno()
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                chunk = b"\n" if pending else b""  # a last line without its newline still counts
+                if not chunk:
+                    break
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            if not lines:
+                continue
+            parsed = [[f.strip() for f in raw.decode("utf-8", "replace").split(",")] for raw in lines]
+            now = time.time()
             with self.lock:
-                self.last_line_at = time.time()
-                self.lines.append((time.time(), fields))
+                self.last_line_at = now
+                self.lines.extend((now, fields) for fields in parsed)
                 if len(self.lines) > 4096:
                     del self.lines[:2048]
 
@@ -862,6 +882,8 @@ class Probe(object):
         self.last_scan = 0.0
         self.watched_keys = {}  # pid -> start of processes reported last frame
         self.match_pids = {}
+        self.many_threads = True  # until a sample shows otherwise: walk /proc
+        self.seen_keys = set()  # (pid, start) of the processes the last sample reported
         self.gpu = NoGpu()
         # A client that vanished without closing our stdin (a blackholed link) is noticed by its
         # missing pings: we then exit rather than linger on the host.
@@ -932,6 +954,14 @@ class Probe(object):
         self.scanned_procs = len(live)
         self.cache.forget_except(set(live.items()))
 
+    def skip_scan(self, now):
+        """No /proc walk when it would add nothing: no cmdline matches, and every watched process
+        and descendant has few enough threads that `live_children` asks each of its threads."""
+        self.children_of = {}  # links from an old walk would grow stale: none at all
+        self.match_pids = {}
+        self.last_scan = now
+        self.cache.forget_except(self.seen_keys)
+
     def live_children(self, s):
         """Children of one process right now, from /proc/PID/task/TID/children.
 
@@ -988,17 +1018,28 @@ class Probe(object):
         gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         watched = gpu_pids | want
         if (watched or need_scan) and now - self.last_scan >= self.scan_interval:
-            self.scan(now)
+            if need_scan or self.many_threads:
+                self.scan(now)
+            else:
+                self.skip_scan(now)
         for pids in self.match_pids.values():
             watched |= set(pids)
         procs = []
         current = {}
+        many_threads = False
+        seen = set()
         for pid in sorted(watched):
             s = read_stat(pid, self.files)
             if s is None or s.state == "Z":
                 continue  # a zombie has exited; only its parent has not collected it yet
             current[pid] = s.start
-            procs.append(proc_info(s, self.cache, self.descendants(s), now, self.slow_refresh))
+            tree = self.descendants(s)
+            for t in [s] + tree:
+                seen.add((t.pid, t.start))
+                many_threads = many_threads or t.threads > SMALL_THREAD_COUNT
+            procs.append(proc_info(s, self.cache, tree, now, self.slow_refresh))
+        self.many_threads = many_threads
+        self.seen_keys = seen
         gone = []
         for pid, start in self.watched_keys.items():
             if current.get(pid) != start:
