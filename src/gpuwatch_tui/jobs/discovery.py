@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -49,16 +50,21 @@ def is_python(proc: ProcInfo) -> bool:
 
 def launcher_kind(proc: ProcInfo) -> str | None:
     """torchrun / accelerate / deepspeed when this process is a launcher agent, else None."""
-    if proc.name == "pt_elastic":
+    return _launcher_kind(proc.name, tuple(proc.cmdline))
+
+
+@lru_cache(maxsize=4096)  # asked several times a frame for every job's processes, which rarely change
+def _launcher_kind(name: str, cmdline: tuple[str, ...]) -> str | None:
+    if name == "pt_elastic":
         return "torchrun"
-    args = list(proc.cmdline[:6])
+    args = list(cmdline[:6])
     for i, arg in enumerate(args):
         if arg == "-m" and i + 1 < len(args):
             args.append(args[i + 1])
     for kind, pattern in _LAUNCHERS:
         for arg in args:
             if pattern.search(arg):
-                if kind == "accelerate" and _base(arg).startswith("accelerate") and "launch" not in proc.cmdline[:4]:
+                if kind == "accelerate" and _base(arg).startswith("accelerate") and "launch" not in cmdline[:4]:
                     if not arg.endswith("-launch") and "accelerate.commands" not in arg:
                         continue  # `accelerate config` or `accelerate env`, not a launcher
                 return kind

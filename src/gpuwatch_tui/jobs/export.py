@@ -17,7 +17,19 @@ def progress_view(progress: Progress) -> ProgressView:
     return ProgressView(**progress.to_json())
 
 
-def job_view(job: JobState, now: float | None = None) -> JobView:
+def current_view(job: JobState, now: float | None = None) -> JobView:
+    """`job_view`, reusing the last one built while no frame of the job's host came in since
+    (the dashboard asks for every job twice a second; a host reports once)."""
+    text = job.history_text(now if now is not None else job.last_seen)
+    kept = job.view_parts.get("view")
+    if kept is not None and kept[0] == job.revision and kept[1] is job.verdict and kept[2] == text:
+        return kept[3]
+    view = job_view(job, now, text)
+    job.view_parts["view"] = (job.revision, job.verdict, text, view)
+    return view
+
+
+def job_view(job: JobState, now: float | None = None, history_text: str | None = None) -> JobView:
     v = job.verdict
     interp = job.interp
     code = job.exit.exit_code if job.exit else None
@@ -54,12 +66,34 @@ def job_view(job: JobState, now: float | None = None) -> JobView:
         output_dir=job.output_dir,
         log_lines=log.total_lines if log else 0,
         stall_after_s=job.stall_after_s,
-        progress_history=tuple(
-            ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch)
-            for p in list(interp.progress.history)[-PROGRESS_POINTS:]
-        ) if interp else (),
-        history_text=job.history_text(now if now is not None else job.last_seen),
+        progress_history=progress_history_view(job),
+        history_text=history_text if history_text is not None else job.history_text(
+            now if now is not None else job.last_seen),
         processes=tuple(ProcessRef(job.host, pid, ticks[pid]) for pid in job.pids if pid in ticks),
         root=root,
         events=events_text(job.actions),
     )
+
+
+def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
+    """The last PROGRESS_POINTS points. Views are built for every job twice a second and the
+    history only grows at its end: the points already made are kept, only new ones are made."""
+    if job.interp is None:
+        return ()
+    history = job.interp.progress.history
+    cached_last, points = job.view_parts.get("progress_history", (None, ()))
+    last = history[-1] if history else None
+    if last is cached_last:
+        return points
+    new = []
+    found = False
+    for i in range(1, min(len(history), PROGRESS_POINTS) + 1):
+        p = history[-i]
+        if cached_last is not None and p is cached_last:
+            found = True
+            break
+        new.append(ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch))
+    new.reverse()
+    points = (points + tuple(new))[-PROGRESS_POINTS:] if found else tuple(new)
+    job.view_parts["progress_history"] = (last, points)
+    return points

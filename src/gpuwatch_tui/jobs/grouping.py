@@ -31,8 +31,10 @@ class JobGrouping:
     hiding its processes."""
 
     def __init__(self, jobs: dict[str, JobState], specs: dict[str, JobSpec], wiring: LogWiring,
-                 new_job: NewJob, drop: Callable[[str], None]) -> None:
+                 new_job: NewJob, drop: Callable[[str], None],
+                 on_host: Callable[[str], list[JobState]] | None = None) -> None:
         self._jobs = jobs
+        self._on_host = on_host  # the tracker's per-host index (a scan of all jobs otherwise)
         self._specs = specs
         self._wiring = wiring
         self._new_job = new_job
@@ -42,6 +44,8 @@ class JobGrouping:
         self.holding: set[str] = set()  # hosts with a new job held back this frame
 
     def _on(self, host: str) -> list[JobState]:
+        if self._on_host is not None:
+            return self._on_host(host)
         return [j for j in self._jobs.values() if j.host == host]
 
     def update(self, host: str, sample: HostSample, now: float) -> None:

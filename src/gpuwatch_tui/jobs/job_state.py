@@ -51,6 +51,9 @@ class JobState:
     actions: list[ActionRecord] = field(default_factory=list)  # what gpuwatch did to it: kept across runs
     dump_finding: DumpFinding | None = None  # the latest py-spy dump's reading
     exit_status_known: bool = False  # the wrapper's exit record was read into `exit`
+    revision: int = 0  # bumped by every frame of its host: a view built since is still current
+    # Parts of the exported view kept until what they are made of changes (export.py).
+    view_parts: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def alive(self) -> bool:

@@ -26,6 +26,7 @@ class LogWiring:
     def __init__(self, settings: JobSettings) -> None:
         self.settings = settings
         self._keys: dict[str, tuple[str, str]] = {}  # tail key -> (job id, path)
+        self._by_job: dict[str, dict[str, str]] = {}  # job id -> {tail key: path}: asked every frame
 
     def attach(self, job: JobState, procs: list[ProcInfo], configured: tuple[str, ...]) -> None:
         """Give `job` a buffer for each log it writes: the configured paths (relative to the
@@ -42,17 +43,19 @@ class LogWiring:
             if path not in job.logs and len(job.logs) < MAX_LOGS_PER_JOB:
                 job.logs[path] = LogBuffer(self.settings.tail_lines, self.settings.max_line_chars,
                                            self.settings.partial_stale_s)
-                self._keys[f"j{job.serial}.log{len(job.logs) - 1}"] = (job.id, path)
+                key = f"j{job.serial}.log{len(job.logs) - 1}"
+                self._keys[key] = (job.id, path)
+                self._by_job.setdefault(job.id, {})[key] = path
         if procs and job.started_at is None:
             job.started_at = min(p.start_time for p in procs)
 
     def forget(self, job_id: str) -> None:
-        for key in [k for k, (jid, _) in self._keys.items() if jid == job_id]:
-            del self._keys[key]
+        for key in self._by_job.pop(job_id, {}):
+            self._keys.pop(key, None)
 
     def tails_of(self, job_id: str) -> dict[str, str]:
         """key -> path for the probe to follow, in the order the logs were attached."""
-        return {key: path for key, (jid, path) in self._keys.items() if jid == job_id}
+        return dict(self._by_job.get(job_id, {}))
 
     def feed_tails(self, jobs: dict[str, JobState], chunks: list[TailChunk], skew: float, now: float) -> None:
         for chunk in chunks:

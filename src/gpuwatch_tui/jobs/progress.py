@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 _SI = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "Z": 1e21, "Y": 1e24}
@@ -208,8 +209,12 @@ class ProgressTracker:
             if from_bar:  # a bar's rate counts the bar's own units
                 return remaining / cur.rate
         # Otherwise from the step history of the last few minutes.
-        points = [p for p in self.history if p.step is not None and now - p.time <= 600]
-        if len(points) >= 2 and points[-1].step > points[0].step and points[-1].time > points[0].time:
-            per_s = (points[-1].step - points[0].step) / (points[-1].time - points[0].time)
+        # Points come in time order: find the window's ends, don't walk its (up to 2000) points.
+        history = self.history
+        first = bisect_left(history, now - 600, key=lambda p: p.time)
+        newest = next((history[i] for i in range(len(history) - 1, first - 1, -1) if history[i].step is not None), None)
+        oldest = next((history[i] for i in range(first, len(history)) if history[i].step is not None), None)
+        if newest is not None and newest is not oldest and newest.step > oldest.step and newest.time > oldest.time:
+            per_s = (newest.step - oldest.step) / (newest.time - oldest.time)
             return remaining / per_s
         return None

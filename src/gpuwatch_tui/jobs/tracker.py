@@ -20,7 +20,7 @@ from ..model import DirStat, HostSample, ProcInfo
 from ..views import JobView
 from .discovery import gpu_pids_of, parents_to_watch
 from .match_check import note_broad_matches
-from .export import job_view
+from .export import current_view
 from .grouping import JobGrouping
 from .interpret import LogInterpreter
 from .job_actions import ActionRecord, DumpFinding, RESTART
@@ -50,6 +50,7 @@ class JobTracker:
         self.settings = settings or JobSettings()
         self.rules = RuleSet.with_user_rules([*user_rules, *self.settings.rules])
         self._jobs: dict[str, JobState] = {}
+        self._by_host: dict[str, dict[str, JobState]] = {}  # host -> its jobs: every frame reads one host
         self._serial = 0
         self._parents: dict[str, set[int]] = {}  # host -> parent pids discovery wants next
         self._specs = {f"cfg{i}": spec for i, spec in enumerate(self.settings.jobs)}
@@ -57,21 +58,24 @@ class JobTracker:
         self._wiring = LogWiring(self.settings)
         # job id -> (pid, start ticks, facts, local time read): the top process's restart facts
         self._captures: dict[str, tuple[int, int, dict, float]] = {}
-        self._grouping = JobGrouping(self._jobs, self._specs, self._wiring, self._new_job, self._drop)
+        self._grouping = JobGrouping(self._jobs, self._specs, self._wiring, self._new_job, self._drop,
+                                     on_host=self.states)
         for key, spec in self._specs.items():
             self._new_job(spec.host, spec.name, key, spec=spec, now=0.0)
 
     # ------------------------------------------------------------------ reading
     def views(self, now: float | None = None) -> list[JobView]:
         """Every job as a frozen view; `now` dates the phase history text (default: last frame)."""
-        return [job_view(j, now) for j in self._jobs.values()]
+        return [current_view(j, now) for j in self._jobs.values()]
 
     def to_json(self, now: float | None = None) -> list[dict]:
         return [view.to_json() for view in self.views(now)]
 
     def states(self, host: str | None = None) -> list[JobState]:
         """The mutable records (for the tracker's own parts and tests; readers use `views`)."""
-        return [j for j in self._jobs.values() if host is None or j.host == host]
+        if host is None:
+            return list(self._jobs.values())
+        return list(self._by_host.get(host, {}).values())
 
     def state(self, job_id: str) -> JobState | None:
         return self._jobs.get(job_id)
@@ -131,6 +135,7 @@ class JobTracker:
             raise KeyError(f"no job {job_id!r}")
         record = ActionRecord(action, user, when, job.serial, status_file)
         job.actions.append(record)
+        job.revision += 1  # its view (events) changes now, not at the host's next frame
         return record
 
     def set_restart_status_file(self, job_id: str, record: ActionRecord, status_file: str) -> None:
@@ -206,6 +211,7 @@ class JobTracker:
         gone = {(g.pid, round(g.start_time, 2)): g for g in sample.gone}
         for job in self.states(host):
             job.last_seen = now
+            job.revision += 1
         self._wiring.feed_tails(self._jobs, sample.tails, skew, now)
         feed_dirs(self.states(host), sample.dirs, skew)
 
@@ -229,11 +235,17 @@ class JobTracker:
                        stall_after_s=stall, interp=LogInterpreter(self.rules, ProgressTracker()))
         if spec is not None:
             job.output_dir = spec.output_dir
+        replaced = self._jobs.get(job_id)
+        if replaced is not None:  # a record replaced under the same id leaves the host index too
+            self._by_host.get(replaced.host, {}).pop(job_id, None)
         self._jobs[job_id] = job
+        self._by_host.setdefault(host, {})[job_id] = job
         return job
 
     def _drop(self, job_id: str) -> None:
         """Remove a record and its log keys (dismissing, restarting and merging all start here)."""
-        self._jobs.pop(job_id, None)
+        job = self._jobs.pop(job_id, None)
+        if job is not None:
+            self._by_host.get(job.host, {}).pop(job_id, None)
         self._wiring.forget(job_id)
         self._captures.pop(job_id, None)

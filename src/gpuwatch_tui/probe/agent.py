@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+from stat import S_ISREG
 import subprocess
 import sys
 import threading
@@ -128,10 +129,62 @@ def read_raw(path):
         os.close(fd)
 
 
-def read_stat(pid):
+class ProcFiles(object):
+    """The small /proc files a sample reads again every tick, through descriptors kept open.
+
+    pread() on an open /proc/PID/stat costs about half of open+read+close, and a sample does this
+    for every watched process and descendant. A descriptor stays bound to the process it was opened
+    for: once that process is gone its reads fail (ESRCH) or come back empty, never another
+    process's facts, and the path is opened afresh. Descriptors not read during a sample are closed
+    at its end, and at most MAX_OPEN are kept.
+    """
+
+    MAX_OPEN = 256
+
+    def __init__(self):
+        self.fds = {}  # (path, owner start ticks or None) -> fd
+        self.used = set()
+
+    def read(self, path, owner=None):
+        """The file's bytes or None. `owner`: the start ticks of the process whose file this is,
+        for files that may read empty while it lives (children); None: empty means gone."""
+        key = (path, owner)
+        fd = self.fds.get(key)
+        if fd is not None:
+            try:
+                data = os.pread(fd, 4096, 0)
+                if data or owner is not None:
+                    self.used.add(key)
+                    return data
+            except OSError:
+                pass
+            os.close(self.fds.pop(key))
+        if len(self.fds) >= self.MAX_OPEN:
+            return read_raw(path)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            data = os.pread(fd, 4096, 0)
+        except OSError:
+            os.close(fd)
+            return None
+        self.fds[key] = fd
+        self.used.add(key)
+        return data
+
+    def end_sample(self):
+        for key in [k for k in self.fds if k not in self.used]:
+            os.close(self.fds.pop(key))
+        self.used = set()
+
+
+def read_stat(pid, files=None):
     """Parse /proc/PID/stat; None if the process is gone or unreadable."""
-    raw = read_raw("/proc/%d/stat" % pid)
-    if raw is None:
+    path = "/proc/%d/stat" % pid
+    raw = read_raw(path) if files is None else files.read(path)
+    if not raw:
         return None
     lpar, rpar = raw.find(b"("), raw.rfind(b")")
     fields = raw[rpar + 2:].split()
@@ -316,8 +369,11 @@ def proc_info(stat, cache, descendants, now, refresh):
     facts = cache.static_facts(stat.pid, stat.start)
     slow = cache.slow_facts(stat.pid, stat.start, now, refresh)
     cmdline = facts["cmdline"]
-    py = is_python(stat.comm, cmdline)
-    unbuffered, reason = python_unbuffered(cmdline, facts["environ"]) if py else (False, "")
+    kind = facts.get("kind")
+    if kind is None or kind[0] != stat.comm:  # cmdline and environ are fixed for (pid, start)
+        py = is_python(stat.comm, cmdline)
+        kind = facts["kind"] = (stat.comm, py) + (python_unbuffered(cmdline, facts["environ"]) if py else (False, ""))
+    _, py, unbuffered, reason = kind
     children = []
     child_cpu = stat.ccpu
     for d in descendants:
@@ -486,11 +542,28 @@ class SmiStream(object):
         threading.Thread(target=self._read_err, daemon=True).start()
 
     def _read(self):
-        for raw in self.proc.stdout:
-            fields = [f.strip() for f in raw.decode("utf-8", "replace").rstrip("\n").split(",")]
+        # Whole reads, not a line at a time: nvidia-smi writes a tick's lines together, so the
+        # thread wakes once a tick rather than once a GPU.
+        fd = self.proc.stdout.fileno()
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                chunk = b"\n" if pending else b""  # a last line without its newline still counts
+                if not chunk:
+                    break
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            if not lines:
+                continue
+            parsed = [[f.strip() for f in raw.decode("utf-8", "replace").split(",")] for raw in lines]
+            now = time.time()
             with self.lock:
-                self.last_line_at = time.time()
-                self.lines.append((time.time(), fields))
+                self.last_line_at = now
+                self.lines.extend((now, fields) for fields in parsed)
                 if len(self.lines) > 4096:
                     del self.lines[:2048]
 
@@ -757,7 +830,8 @@ class Tail(object):
         if pending > self.SCAN_CAP_BYTES:
             chunk["skipped"] = pending - self.SCAN_CAP_BYTES
             self._new_file(st.st_size - self.SCAN_CAP_BYTES)
-        self._read(out, chunk["cut"], self.SCAN_CAP_BYTES)
+        if pending > 0 or not S_ISREG(st.st_mode):
+            self._read(out, chunk["cut"], self.SCAN_CAP_BYTES)  # nothing new: no seek, no read
         chunk["data"] = _b64(bytes(out))
         return chunk
 
@@ -867,11 +941,14 @@ class Probe(object):
         self.dirs = {}
         self.matches = {}
         self.cache = ProcCache()
+        self.files = ProcFiles()
         self.children_of = {}
         self.scanned_procs = 0
         self.last_scan = 0.0
         self.watched_keys = {}  # pid -> start of processes reported last frame
         self.match_pids = {}
+        self.many_threads = True  # until a sample shows otherwise: walk /proc
+        self.seen_keys = set()  # (pid, start) of the processes the last sample reported
         self.gpu = NoGpu()
         self.host_cpu = HostCpu()
         # A client that vanished without closing our stdin (a blackholed link) is noticed by its
@@ -943,6 +1020,14 @@ class Probe(object):
         self.scanned_procs = len(live)
         self.cache.forget_except(set(live.items()))
 
+    def skip_scan(self, now):
+        """No /proc walk when it would add nothing: no cmdline matches, and every watched process
+        and descendant has few enough threads that `live_children` asks each of its threads."""
+        self.children_of = {}  # links from an old walk would grow stale: none at all
+        self.match_pids = {}
+        self.last_scan = now
+        self.cache.forget_except(self.seen_keys)
+
     def live_children(self, s):
         """Children of one process right now, from /proc/PID/task/TID/children.
 
@@ -958,7 +1043,7 @@ class Probe(object):
                 pass
         out = []
         for tid in tids:
-            raw = read_raw("/proc/%d/task/%d/children" % (s.pid, tid))
+            raw = self.files.read("/proc/%d/task/%d/children" % (s.pid, tid), s.ticks)
             if raw:
                 out.extend(int(c) for c in raw.split())
         return out
@@ -974,7 +1059,7 @@ class Probe(object):
             if child in seen:
                 continue
             seen.add(child)
-            s = read_stat(child)
+            s = read_stat(child, self.files)
             if s is None or s.state == "Z":
                 continue
             out.append(s)
@@ -999,17 +1084,28 @@ class Probe(object):
         gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         watched = gpu_pids | want
         if (watched or need_scan) and now - self.last_scan >= self.scan_interval:
-            self.scan(now)
+            if need_scan or self.many_threads:
+                self.scan(now)
+            else:
+                self.skip_scan(now)
         for pids in self.match_pids.values():
             watched |= set(pids)
         procs = []
         current = {}
+        many_threads = False
+        seen = set()
         for pid in sorted(watched):
-            s = read_stat(pid)
+            s = read_stat(pid, self.files)
             if s is None or s.state == "Z":
                 continue  # a zombie has exited; only its parent has not collected it yet
             current[pid] = s.start
-            procs.append(proc_info(s, self.cache, self.descendants(s), now, self.slow_refresh))
+            tree = self.descendants(s)
+            for t in [s] + tree:
+                seen.add((t.pid, t.start))
+                many_threads = many_threads or t.threads > SMALL_THREAD_COUNT
+            procs.append(proc_info(s, self.cache, tree, now, self.slow_refresh))
+        self.many_threads = many_threads
+        self.seen_keys = seen
         gone = []
         for pid, start in self.watched_keys.items():
             if current.get(pid) != start:
@@ -1018,6 +1114,7 @@ class Probe(object):
         frame["procs"] = procs
         frame["gone"] = gone
         frame["matches"] = self.match_pids
+        self.files.end_sample()
         frame["tails"] = [t.poll() for t in tails]
         frame["dirs"] = [dir_stat(k, p) for k, p in sorted(dirs.items())]
         t = os.times()

@@ -1,0 +1,66 @@
+"""The rule set skips a rule on a line that lacks text every match of it needs: same results."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from gpuwatch_tui.jobs.rules import Rule, RuleSet, builtin_rules, required_text
+
+LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
+
+
+class Unfiltered(RuleSet):
+    """Every rule searched on every line, as before the prefilter."""
+
+    def __init__(self, rules):
+        super().__init__(rules)
+        self._checks = [(rule, "", False) for rule in self.rules]
+
+
+def captured_lines() -> list[str]:
+    lines = []
+    for path in sorted(LOGS.rglob("*")):
+        if path.is_file():
+            text = path.read_bytes().decode("utf-8", "replace")
+            lines += [part for line in text.split("\n") for part in line.split("\r")]
+    return lines
+
+
+def test_same_matches_as_searching_every_rule_on_captured_logs():
+    lines = captured_lines()
+    assert len(lines) > 1000
+    fast, slow = RuleSet(builtin_rules()), Unfiltered(builtin_rules())
+    matched = 0
+    for line in lines:
+        a, b = fast.match(line), slow.match(line)
+        assert a == b, line
+        matched += not a.empty
+    assert matched > 200  # the corpus exercises the rules
+
+
+def test_needed_text_of_plain_case_and_group_patterns():
+    assert required_text(re.compile(r"\d+%\|[^|]*\|")) == ("%|", "|")
+    assert required_text(re.compile(r"(?P<d>\S+)\s+━+\s")) == ("━",)
+    assert required_text(re.compile(r"Saving (model|optimizer) to")) == ("Saving ", " to")
+    assert required_text(re.compile(r"(?:loss: )?x")) == ("x",)  # optional part: not needed
+
+
+def test_case_insensitive_pieces_are_folded_ascii_and_alternatives_give_none():
+    assert required_text(re.compile(r"(?i)epoch")) == ()
+    assert required_text(re.compile(r"(?i)Epoch\s+Ünit"), folded=True) == ("epoch", "nit")
+    assert required_text(re.compile(r"a(?i:bc)d")) == ("a", "d")
+    assert required_text(re.compile(r"foo|bar")) == ()
+    rules = RuleSet([Rule("e", re.compile(r"(?i)EPOCH (?P<epoch>\d+)"))], desc_phases={})
+    assert rules.match("epoch 3").fields == {"epoch": "3"}
+    assert rules.match("Step 9").empty
+
+
+def test_a_non_ascii_line_is_searched_by_case_insensitive_rules():
+    # Under re.IGNORECASE the Kelvin sign matches "k" and the long s matches "s": a lowercase
+    # check on such a line would wrongly skip the rule.
+    rules = RuleSet([Rule("k", re.compile(r"(?i)kind (?P<step>\d+)"))], desc_phases={})
+    assert rules.match("\u212aind 4").fields == {"step": "4"}
+    rules = RuleSet([Rule("s", re.compile(r"(?i)step (?P<step>\d+)"))], desc_phases={})
+    assert rules.match("\u017ftep 5").fields == {"step": "5"}
+
