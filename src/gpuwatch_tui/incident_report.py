@@ -156,8 +156,12 @@ def write_report(monitor, host: str, job: str, directory: Path | str | None = No
             n += 1
             path = path.with_name(f"{path.stem.rsplit('~', 1)[0]}~{n}.md")
         tmp = path.with_suffix(".md.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # no half-written report left on a full disk
+            raise
     except OSError as exc:
         raise ReportError(f"cannot write the report in {directory}: {exc.strerror or exc}") from None
     return path

@@ -174,6 +174,15 @@ def _safe(text: str) -> str:
 def save_report(report: DumpReport, directory: Path | None = None) -> Path:
     """dumps/<host>_<job>_<UTC time>.json; a second dump in the same second gets its own name."""
     directory = directory or dumps_dir()
+    try:
+        return _write_report_file(report, directory)
+    except OSError as exc:
+        # A full disk or an unwritable state dir: words for a person, not an OSError from a worker.
+        raise DumpFailed(f"the stacks were taken but cannot be saved in {directory}: "
+                         f"{exc.strerror or exc}") from None
+
+
+def _write_report_file(report: DumpReport, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(report.taken_at))
     base = f"{_safe(report.host)}_{_safe(report.job)}_{stamp}"
@@ -185,6 +194,10 @@ def save_report(report: DumpReport, directory: Path | None = None) -> Path:
     payload = report.to_json()
     payload["saved_to"] = str(path)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # no half-written file left on a full disk
+        raise
     return path
