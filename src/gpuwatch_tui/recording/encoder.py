@@ -10,6 +10,23 @@ from ..model import DirStat, HostSample, ProcInfo
 from . import format as fmt
 
 
+def window_delta(old: list, new: list) -> list:
+    """[points dropped from the front of `old`, points appended] turning `old` into `new`: a progress
+    history is a sliding window, so each tick costs its new points only."""
+    if new and old:
+        start = 0
+        while True:
+            try:
+                start = old.index(new[0], start)
+            except ValueError:
+                break
+            kept = len(old) - start
+            if old[start:] == new[:kept]:
+                return [start, new[kept:]]
+            start += 1
+    return [len(old), list(new)]
+
+
 class TickEncoder:
     def __init__(self) -> None:
         self._states: dict[str, dict] = {}
@@ -17,6 +34,7 @@ class TickEncoder:
         self._pdefs: dict[str, dict] = {}  # process key -> static facts written
         self._pkeys: dict[tuple[int, int], str] = {}  # (pid, start ticks) -> its current key
         self._jobs: dict[str, dict] = {}
+        self._phist: dict[str, list] = {}  # job -> its progress history as last written
         self._log_totals: dict[str, int] = {}
         self._jprocs: dict[str, list] = {}
         self._outdirs: dict[str, dict | None] = {}
@@ -77,18 +95,31 @@ class TickEncoder:
             line["samples"], self._pending_samples = self._pending_samples, {}
         current = {}
         changed_jobs = []
+        histories = {}
         for job in jobs:
+            job = dict(job)
+            points = job.pop("progress_history", None) or []
+            before = self._jobs.get(job["id"])
             current[job["id"]] = job
-            if self._jobs.get(job["id"]) != job:
+            if before is None:
                 changed_jobs.append(job)
+                self._phist[job["id"]] = []
+            elif before != job:  # only the fields that changed (the id says whose)
+                changed_jobs.append({"id": job["id"], **{k: v for k, v in job.items() if before.get(k) != v}})
+            old = self._phist.get(job["id"], [])
+            if points != old:
+                histories[job["id"]] = window_delta(old, points)
+                self._phist[job["id"]] = points
         gone = [job_id for job_id in self._jobs if job_id not in current]
         self._jobs = current
         if changed_jobs:
             line["jobs"] = changed_jobs
+        if histories:
+            line["phist"] = histories
         if gone:
             line["gone"] = gone
             for job_id in gone:
-                for table in (self._log_totals, self._jprocs, self._outdirs):
+                for table in (self._log_totals, self._jprocs, self._outdirs, self._phist):
                     table.pop(job_id, None)
         new_logs = {}
         for job_id, (tail, total) in logs.items():

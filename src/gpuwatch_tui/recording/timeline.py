@@ -44,6 +44,7 @@ class Timeline:
         self.outdirs: dict[str, list[tuple[float, dict | None]]] = {}
         self.phase_changes: list[tuple[float, str, str]] = []  # (first tick showing it, job id, phase)
         self._views: dict[tuple[str, int], JobView] = {}
+        self._points: dict[str, list[dict]] = {}  # job -> every progress point seen, in order
         gfacts: dict[str, dict[int, dict]] = {h: {} for h in self.hosts}
         phases: dict[str, str | None] = {}
         for line in loaded.lines:
@@ -75,12 +76,26 @@ class Timeline:
                 if entries and at <= entries[-1][0]:
                     continue  # the same frame seen twice
                 entries.append((at, sample, facts))
-        for job in line.get("jobs") or ():
-            self.jobs.setdefault(job["id"], []).append((t, job))
+        histories = line.get("phist") or {}
+        changed = {job["id"]: job for job in line.get("jobs") or ()}
+        for job_id in set(changed) | set(histories):
+            entries = self.jobs.setdefault(job_id, [])
+            before = entries[-1][1] if entries and entries[-1][1] is not None else None
+            job = dict(before or {}, **changed.get(job_id, {}))  # a delta names only what changed
+            points = self._points.setdefault(job_id, [])
+            lo, hi = job.pop("_window", (len(points), len(points)))
+            if before is None:
+                lo = hi = len(points)  # a new job (or one back after it was dropped): a fresh window
+            if job_id in histories:
+                drop, add = histories[job_id]
+                points.extend(add)
+                lo, hi = min(lo + int(drop), hi), len(points)
+            job["_window"] = (lo, hi)
+            entries.append((t, job))
             phase = job.get("phase")
-            if phases.get(job["id"]) != phase:
-                phases[job["id"]] = phase
-                self.phase_changes.append((t, job["id"], phase))
+            if phases.get(job_id) != phase:
+                phases[job_id] = phase
+                self.phase_changes.append((t, job_id, phase))
         for job_id in line.get("gone") or ():
             self.jobs.setdefault(job_id, []).append((t, None))
             phases.pop(job_id, None)
@@ -116,7 +131,10 @@ class Timeline:
                 continue
             view = self._views.get((job_id, i))
             if view is None:
-                view = self._views[(job_id, i)] = JobView.from_json(entries[i - 1][1])
+                data = dict(entries[i - 1][1])
+                lo, hi = data.pop("_window")
+                data["progress_history"] = self._points.get(job_id, [])[lo:hi]
+                view = self._views[(job_id, i)] = JobView.from_json(data)
             out.append(view)
         return out
 
