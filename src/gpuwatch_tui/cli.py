@@ -401,7 +401,17 @@ async def run_doctor_verb(config: Config, as_json: bool) -> int:
 def run_dashboard(config: Config, args: argparse.Namespace) -> int:
     from .ui.run import run_dashboard as run_ui
 
-    return run_ui(config, theme=args.theme, readonly=args.readonly or config.settings.readonly)
+    readonly = args.readonly or config.settings.readonly
+    if config.settings.record:  # `[settings] record = "DIR"`: keep a rolling recording
+        from .recording.run import recording_dashboard_source
+
+        source, recorder = recording_dashboard_source(config)
+        try:
+            return run_ui(source, theme=args.theme or config.settings.theme, readonly=readonly,
+                          history=config.settings.history, themes_dir=recorder.themes_dir)
+        finally:
+            recorder.close()
+    return run_ui(config, theme=args.theme, readonly=readonly)
 
 
 if __name__ == "__main__":

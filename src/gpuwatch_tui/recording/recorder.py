@@ -37,12 +37,17 @@ class Recorder:
         self._writer: RecordingWriter | None = None
         self._task: asyncio.Task | None = None
 
-    def open(self, now: float | None = None) -> None:
+    def open(self, now: float | None = None, subscribe: bool = True) -> None:
+        """Create the file and write its header; `subscribe=False` when an owner forwards changes."""
         now = time.time() if now is None else now
         head = fmt.header(list(self.monitor.sessions), settings_json(self.monitor.settings), now,
                           source=f"gpuwatch {__version__}")
         self._writer = RecordingWriter(self.path, head)
-        self.monitor.subscribe(self._on_change)
+        if subscribe:
+            self.monitor.subscribe(self._on_change)
+
+    def on_change(self) -> None:
+        self._on_change()
 
     def _on_change(self) -> None:
         # Called after each sample or state change: keep every new sample, not only each tick's latest.
@@ -112,6 +117,8 @@ class RollingRecorder:
         self.current: Recorder | None = None
         self._opened_at = 0.0
         self._stop = asyncio.Event()
+        self._next_tick = 0.0
+        self.problem: str | None = None  # why recording stopped (the directory cannot be written)
 
     def _roll(self, now: float) -> None:
         if self.current is not None:
@@ -123,7 +130,7 @@ class RollingRecorder:
             n += 1
             path = self.directory / rolling_name(now).replace(".jsonl.gz", f"-{n}.jsonl.gz")
         self.current = Recorder(self.monitor, path)  # a fresh encoder: each file stands alone
-        self.current.open(now)
+        self.current.open(now, subscribe=False)
         self._opened_at = now
         self.prune(now)
 
@@ -147,6 +154,33 @@ class RollingRecorder:
         if self.current is None or now - self._opened_at >= self.roll_every_s:
             self._roll(now)
         self.current.tick(now)
+
+    def attach(self) -> None:
+        """Record from the Monitor's own change notifications (no task of its own): every sample as
+        it arrives, one line per sample interval. A failure to write stops recording, once, with
+        `problem` saying why; the dashboard keeps running."""
+        self.monitor.subscribe(self._on_change)
+
+    def _on_change(self) -> None:
+        if self.problem is not None:
+            return
+        try:
+            if self.current is not None:
+                self.current.on_change()
+            if time.monotonic() >= self._next_tick:
+                self._next_tick = time.monotonic() + self.monitor.settings.sample_interval
+                self.tick()
+        except (OSError, ValueError) as exc:  # disk full, directory gone: stop recording, say why
+            self.problem = f"recording to {self.directory} stopped: {exc}"
+            self.close()
+
+    def close(self) -> None:
+        if self.current is not None:
+            try:
+                self.current.close()
+            except OSError:
+                pass
+            self.current = None
 
     async def run(self) -> None:
         interval = self.monitor.settings.sample_interval

@@ -101,3 +101,17 @@ def report_from_recording(path: str, at: str | None, host: str, job: str, direct
         return EXIT_FAILED
     print(out)
     return EXIT_OK
+
+
+def recording_dashboard_source(config):
+    """The live dashboard's source with a RollingRecorder attached (`[settings] record = "DIR"`)."""
+    from ..monitor import Monitor
+    from ..ui.monitor_source import MonitorSource
+    from ..ui.run import user_themes_dir
+    from .recorder import RollingRecorder
+
+    monitor = Monitor(config)
+    recorder = RollingRecorder(monitor, config.settings.record, config.settings.record_retention)
+    recorder.themes_dir = getattr(config.settings, "themes_dir", None) or user_themes_dir()
+    recorder.attach()
+    return MonitorSource(monitor), recorder
