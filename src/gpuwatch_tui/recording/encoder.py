@@ -59,7 +59,7 @@ class TickEncoder:
         return [fmt.proc_row(self._proc_key(p), p) for p in procs]
 
     def sample(self, host: str, sample: HostSample) -> None:
-        out: dict = {"t": round(sample.time, 3), "src": sample.gpu_source,
+        out: dict = {"t": sample.time, "src": sample.gpu_source,
                      "gpus": [fmt.gpu_row(g) for g in sample.gpus]}
         if sample.gpu_error:
             out["gerr"] = sample.gpu_error
@@ -83,7 +83,7 @@ class TickEncoder:
     def tick(self, t: float, states: dict[str, dict], jobs: list[dict],
              logs: dict[str, tuple[list[str], int]], jprocs: dict[str, list[ProcInfo]],
              outdirs: dict[str, DirStat | None]) -> dict:
-        line: dict = {"t": round(t, 3)}
+        line: dict = {"t": t}
         changed_states = {}
         for host, state in states.items():
             state = {k: state.get(k) for k in fmt.STATE_KEYS}
