@@ -15,7 +15,11 @@ from .actions import registry
 from .config import Config, load_config
 from .errors import ConfigError
 from .monitor import Monitor
+from .recording.at_time import AT_HELP
 from .status_table import render_status
+
+SPEEDS = (1, 2, 5, 10, 30, 60)  # the replay's speed steps (ui/replay_source.py)
+DEMO_SPEED = 10
 
 
 # Exit codes, shared by every verb (and listed in `gpuwatch --help` and the README).
@@ -135,6 +139,38 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--dir", default=None, metavar="DIR", help="where to write (default: the state dir's reports/)")
     report.add_argument("--lines", type=positive_count, default=60, metavar="N", help="log lines to include")
     doctor.add_argument("--json", action="store_true", help="machine-readable output (schema in the README)")
+    record = sub.add_parser(
+        "record", parents=[common], help="record every host and job into FILE (.jsonl.gz) until interrupted",
+        description="Watch every host as the dashboard does and write a recording: host states, every GPU "
+        "sample, process facts, job verdicts with evidence and history, log lines as they arrived. "
+        "`gpuwatch replay FILE` opens the dashboard on it.",
+        epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    record.add_argument("file", metavar="FILE", help="a new file, e.g. night.jsonl.gz (gzip'd unless it ends otherwise)")
+    record.add_argument("--count", type=positive_count, default=None, metavar="N",
+                        help="stop after N sample intervals (default: until interrupted)")
+    replay = sub.add_parser(
+        "replay", parents=[common], help="open the dashboard on a recording (play, pause, speed, seek)",
+        description="The dashboard on a recording made by `gpuwatch record` or `[settings] record`: space "
+        "plays/pauses, +/- change the speed (1x-60x), [ ] jump a minute, { } ten minutes, < > to the "
+        "previous/next phase change (all in the help, ?). Actions on hosts are disabled.",
+        epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    replay.add_argument("file", metavar="FILE", help="a recording (.jsonl.gz)")
+    replay.add_argument("--at", default=None, metavar="TIME", help="start there: " + AT_HELP)
+    replay.add_argument("--speed", type=int, default=1, choices=SPEEDS, help="start at this speed (default: 1)")
+    replay.add_argument("--paused", action="store_true", help="start paused")
+    demo = sub.add_parser(
+        "demo", parents=[common], help="the dashboard on a bundled recording of real H200 runs (no GPU needed)",
+        description="Replays a recording bundled with gpuwatch, made on real H200 GPUs (torch.compile's first "
+        "compile, buffered stdout, a Python hang, an NCCL hang), looping. Same keys as `replay`.",
+        epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    demo.add_argument("--speed", type=int, default=DEMO_SPEED, choices=SPEEDS,
+                      help=f"replay speed (default: {DEMO_SPEED})")
+    report.add_argument("--recording", default=None, metavar="FILE",
+                        help="report from a recording instead of the live hosts (with --at)")
+    report.add_argument("--at", default=None, metavar="TIME", help="with --recording: when (" + AT_HELP + "; default: end)")
     export = sub.add_parser(
         "export", parents=[common], help="serve hosts, GPUs and job verdicts as Prometheus metrics",
         description="Watch every host as the dashboard does and serve /metrics (Prometheus text format) "
@@ -174,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(problem, file=sys.stderr)
             return EXIT_CONFIG
+    if args.verb in ("replay", "demo"):  # a recording needs no hosts file
+        from .recording.run import run_replay
+
+        return run_replay(args)
     try:
         config = load_config(args.config)
     except ConfigError as exc:
@@ -186,6 +226,17 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(run_status(config, args.json, args.window))
         except KeyboardInterrupt:  # Ctrl-C during the sampling window: the monitor has stopped
             return EXIT_INTERRUPTED
+    if args.verb == "report" and args.at and not args.recording:
+        print("gpuwatch: report: --at needs --recording FILE", file=sys.stderr)
+        return EXIT_CONFIG
+    if args.verb == "report" and args.recording:
+        from .recording.run import report_from_recording
+
+        return report_from_recording(args.recording, args.at, args.host, args.job, args.dir, args.lines)
+    if args.verb == "record":
+        from .recording.run import run_record
+
+        return asyncio.run(run_record(config, args.file, args.count))
     if args.verb == "report":
         return asyncio.run(run_report(config, args.host, args.job, args.dir, args.lines))
     if args.verb == "doctor":
@@ -350,7 +401,17 @@ async def run_doctor_verb(config: Config, as_json: bool) -> int:
 def run_dashboard(config: Config, args: argparse.Namespace) -> int:
     from .ui.run import run_dashboard as run_ui
 
-    return run_ui(config, theme=args.theme, readonly=args.readonly or config.settings.readonly)
+    readonly = args.readonly or config.settings.readonly
+    if config.settings.record:  # `[settings] record = "DIR"`: keep a rolling recording
+        from .recording.run import recording_dashboard_source
+
+        source, recorder = recording_dashboard_source(config)
+        try:
+            return run_ui(source, theme=args.theme or config.settings.theme, readonly=readonly,
+                          history=config.settings.history, themes_dir=recorder.themes_dir)
+        finally:
+            recorder.close()
+    return run_ui(config, theme=args.theme, readonly=readonly)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ class Settings:
     known_hosts: str = "~/.ssh/known_hosts"
     theme: str = "gpuwatch-dark"
     readonly: bool = False
+    record: str | None = None  # a directory: the dashboard keeps hourly recordings there
+    record_retention: float = 24 * 3600.0  # recordings older than this are deleted
 
 
 @dataclass(frozen=True)
@@ -292,7 +294,13 @@ def _parse_settings(data: dict, file: str, warnings: list[str]) -> Settings:
         known_hosts=r.string("known_hosts", d.known_hosts),
         theme=r.string("theme", d.theme),
         readonly=r.get("readonly", (bool,), "true or false", d.readonly),
+        record=r.string("record", d.record),
+        record_retention=r.duration("record_retention", d.record_retention),
     )
+    if s.record is not None and not s.record.strip():
+        raise ConfigError(file, "settings.record", "a directory path (or leave the key out)", s.record)
+    if not 60 <= s.record_retention <= 366 * 86400:
+        raise ConfigError(file, "settings.record_retention", "a duration from 1m to 366d", s.record_retention)
     r.finish()
     return s
 

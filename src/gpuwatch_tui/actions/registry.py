@@ -91,3 +91,29 @@ def cli_hint(name: str, host: str, job: str) -> str | None:
         return None
     return " ".join(["gpuwatch", verb, shlex.quote(host), shlex.quote(job)])
 
+
+
+# Replay keys (`gpuwatch replay FILE`, `gpuwatch demo`): only the replay dashboard binds them, the
+# help screen lists them there. They move the replay's clock; nothing happens on any host.
+REPLAY_ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("replay_play", "space", "Play/pause replay", "start or stop the replay's clock",
+               confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
+    ActionSpec("replay_faster", "+", "Faster", "replay speed up a step (1x 2x 5x 10x 30x 60x)",
+               confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
+    ActionSpec("replay_slower", "-", "Slower", "replay speed down a step",
+               confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
+    ActionSpec("replay_forward", "]", "+1 min", "jump one minute later in the recording",
+               confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
+    ActionSpec("replay_back", "[", "-1 min", "jump one minute earlier in the recording",
+               confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
+    ActionSpec("replay_forward_far", "}", "+10 min", "jump ten minutes later in the recording",
+               confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
+    ActionSpec("replay_back_far", "{", "-10 min", "jump ten minutes earlier in the recording",
+               confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
+    ActionSpec("replay_next_change", ">", "Next phase change", "jump to the next time a job changed phase",
+               confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
+    ActionSpec("replay_previous_change", "<", "Previous phase change",
+               "jump to the previous time a job changed phase",
+               confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
+)
+_BY_NAME.update({a.name: a for a in REPLAY_ACTIONS})

@@ -44,6 +44,7 @@ class HostBar(Themed, Widget):
         self._text: Text | None = None
         self.filter_text = ""
         self.filtering = False
+        self.time_cursor = ""  # a replay's "now" (its source's time_cursor()); empty when live
 
     def set_filter(self, text: str, editing: bool) -> None:
         """The `/` filter is typed here, on the summary line: no widget appears, nothing relayouts."""
@@ -55,8 +56,10 @@ class HostBar(Themed, Widget):
 
     def show(self, store: Store, now: float, paused: bool) -> None:
         self._store, self.paused = store, paused
+        cursor = getattr(getattr(self.app, "source", None), "time_cursor", None)
+        self.time_cursor = cursor() if cursor is not None else ""
         states, gpus, busy, watts = fleet_summary(store)
-        shown = (paused, id(self._palette), tuple(states.items()), gpus, busy, round(watts / 100))
+        shown = (self.time_cursor, paused, id(self._palette), tuple(states.items()), gpus, busy, round(watts / 100))
         if shown != self._shown:
             self._shown = shown
             self._text = None
@@ -84,6 +87,9 @@ class HostBar(Themed, Widget):
     def _build(self) -> Text:
         p = self.palette
         text = Text(no_wrap=True, overflow="ellipsis")
+        if self.time_cursor:
+            text.append(f" {self.time_cursor} ", p.style("host-warn", bold=True) + Style(reverse=True))
+            text.append("  ")
         if self.paused:
             text.append(" PAUSED ", p.style("host-warn", bold=True) + Style(reverse=True))
             text.append("  ")
