@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Callable
 
@@ -97,6 +98,23 @@ class MonitorSource:
 
     def latest_dump(self, job_id: str):
         return self.action_service().latest_dump(job_id)
+
+    async def write_report(self, job_id: str, directory=None):
+        """`e`: the job's incident report; returns its path, ReportError in words otherwise.
+        The report is rendered on this loop (the Monitor's state is only consistent here); finding
+        the latest dump and writing the file run in a thread."""
+        from ..incident_report import DEFAULT_LOG_LINES, ReportError, find_job, latest_dump, render_report, save_report
+
+        if self.monitor is None:
+            raise ReportError("not watching any host yet")
+        job = next((j for j in self.jobs() if j.id == job_id), None)
+        if job is None:
+            raise ReportError(f"no job {job_id!r}: it may have been dismissed")
+        now = self.now()
+        view = find_job(self.monitor, job.host, job_id, now)
+        dump = await asyncio.to_thread(latest_dump, view.host, view.name)
+        text = render_report(self.monitor, view, now, DEFAULT_LOG_LINES, dump)
+        return await asyncio.to_thread(save_report, text, view, now, directory)
 
     def jobs(self) -> list[JobView]:
         # Several widgets ask within one refresh, and with many hosts the store changes many
