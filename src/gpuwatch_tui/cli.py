@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--readonly", action="store_true", help="never act on processes (kill, restart, dump)")
     parser.add_argument("--theme", metavar="NAME", default=None, help=theme_help)
     verbs = registry.cli_verbs()
-    sub = parser.add_subparsers(dest="verb", metavar="{" + ",".join(["status", "watch", *verbs]) + "}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", title="verbs (without one: the dashboard)")
     status = sub.add_parser(
         "status", parents=[common], help="print one snapshot and exit",
         description="Connect to every host, sample for a short window, print one snapshot (a table, "
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stop after N objects, N >= 1 (default: run until interrupted)")
     for verb, spec in verbs.items():
         p = sub.add_parser(
-            verb, parents=[common], help=spec.description,
+            verb, parents=[common], help=cli_help(spec),
             description=f"{spec.title}: {spec.description}. Shows the plan (host, job, processes, users, the "
             "exact command) and asks on a terminal; without one it refuses unless --yes. Every attempt is "
             "recorded in the audit log.",
@@ -179,7 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--listen", type=listen_address, required=True, metavar="HOST:PORT",
                         help="address to serve on, e.g. 127.0.0.1:9808 (:9808 for every interface)")
+    sub.metavar = "{" + ",".join(sub.choices) + "}"  # every verb, in the order they are listed below
     return parser
+
+
+def cli_help(spec) -> str:
+    """An action's one line for `gpuwatch --help`: the registry's words, about a job rather than the
+    dashboard's selected one."""
+    return spec.description.replace("the selected job", "a job")
 
 
 def listen_address(text: str) -> tuple[str, int]:

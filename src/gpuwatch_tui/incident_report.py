@@ -142,11 +142,17 @@ def write_report(monitor, host: str, job: str, directory: Path | str | None = No
                  log_lines: int = DEFAULT_LOG_LINES, now: float | None = None) -> Path:
     """Write the incident report for `job` (name or id) on `host`; returns the file's path.
     Raises ReportError (no such job, or the directory cannot be written) with a clear message."""
-    from .actions.dump import _safe
-
     now = time.time() if now is None else now
     view = find_job(monitor, host, job, now)
     text = render_report(monitor, view, now, log_lines, latest_dump(view.host, view.name))
+    return save_report(text, view, now, directory)
+
+
+def save_report(text: str, view: JobView, now: float, directory: Path | str | None = None) -> Path:
+    """Write a rendered report under a name with host, job and time (never over another one).
+    Only file I/O: the dashboard runs it off its loop. Raises ReportError when it cannot write."""
+    from .actions.dump import _safe
+
     directory = Path(directory) if directory is not None else reports_dir()
     path = directory / f"{_safe(view.host)}_{_safe(view.name)}_{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}.md"
     try:

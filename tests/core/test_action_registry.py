@@ -21,13 +21,18 @@ def test_job_actions_as_specified():
     assert (dump.key, dump.confirm, dump.readonly_safe, dump.cli_verb) == ("d", True, False, "dump")
     assert (dismiss.key, dismiss.confirm, dismiss.readonly_safe, dismiss.cli_verb) == ("x", False, True, None)
     assert {a.scope for a in (kill, restart, dump, dismiss)} == {"job"}
+    # The incident report reads what gpuwatch holds and writes a local file: no confirm, kept in
+    # --readonly; `gpuwatch report` is a verb of its own, not one the action service runs.
+    report = by_name("report")
+    assert (report.key, report.confirm, report.readonly_safe, report.cli_verb, report.scope) == (
+        "e", False, True, None, "job")
     assert [by_key(k).name for k in "q?pt"] == ["quit", "help", "pause", "theme"]
     assert by_key("z") is None
 
 
 def test_readonly_allows_only_what_changes_nothing_on_a_host():
     assert allowed(False) == ACTIONS
-    assert [a.name for a in allowed(True)] == ["quit", "help", "pause", "theme", "dismiss"]
+    assert [a.name for a in allowed(True)] == ["quit", "help", "pause", "theme", "report", "dismiss"]
 
 
 def test_cli_verbs_for_the_cli():

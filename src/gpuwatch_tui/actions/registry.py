@@ -46,6 +46,10 @@ ACTIONS: tuple[ActionSpec, ...] = (
     # Confirmed: py-spy ptrace-stops the process for the moment it reads the stacks.
     ActionSpec("dump_stack", "d", "py-spy dump", "the Python stacks of every process of the selected job",
                confirm=True, readonly_safe=False, cli_verb="dump", scope="job"),
+    # Reads what gpuwatch already holds and writes a local file: read-only mode keeps it. Its CLI is
+    # `gpuwatch report HOST JOB`, a verb of its own (cli_verb is for verbs run by the action service).
+    ActionSpec("report", "e", "Incident report", "write a Markdown incident report of the selected job and show its path",
+               confirm=False, readonly_safe=True, cli_verb=None, scope="job"),
     # Local to this dashboard: nothing happens on the host, so read-only mode keeps it.
     ActionSpec("dismiss", "x", "Dismiss ended job", "drop an ended job and its final verdict from the list",
                confirm=False, readonly_safe=True, cli_verb=None, scope="job"),

@@ -11,7 +11,7 @@ from textual.binding import Binding
 from ..actions.registry import ACTIONS, ActionSpec, allowed, by_name
 from .commands import GpuwatchCommands
 from .levels import FALLBACK_VARIABLES, job_has_ended
-from .messages import ActionFinished, SourceChanged
+from .messages import ActionFinished, ReportWritten, SourceChanged
 from .palette import Palette
 from .screens.dashboard import DashboardScreen
 from .source import DashboardSource
@@ -29,6 +29,7 @@ _TEXTUAL_KEYS = {"?": "question_mark", "/": "slash"}
 # Registry actions the app runs itself; every other one is a job action (`action_job_action(name)`).
 _APP_METHODS = {
     "quit": "quit", "help": "help", "pause": "toggle_pause", "theme": "next_theme", "dismiss": "dismiss_job",
+    "report": "write_report",
 }
 
 
@@ -285,6 +286,41 @@ class GpuwatchApp(App):
             self.pop_screen()
         self.push_screen(StackViewScreen(dump))
         return True
+
+    # -- incident report (e) ------------------------------------------------------------------
+
+    def action_write_report(self) -> None:
+        """`e`: the selected job's incident report, written by a worker (file I/O off the loop)."""
+        job = self._selected_job()
+        if job is None:
+            self.notify("e: no job selected", severity="warning", timeout=3)
+            return
+        writer = getattr(self.source, "write_report", None)
+        if writer is None:
+            self.notify("incident report: this dashboard's source has no hosts to report on",
+                        severity="warning", timeout=4)
+            return
+        self.run_worker(self._write_report(writer, job), group="reports", name=f"report {job.id}",
+                        exit_on_error=False)
+
+    async def _write_report(self, writer, job) -> None:
+        from ..incident_report import ReportError
+
+        try:
+            path = await writer(job.id)
+        except ReportError as exc:
+            self.post_message(ReportWritten(job, error=str(exc)))
+        except Exception as exc:  # noqa: BLE001 - reported in a toast, never a crashed dashboard
+            self.post_message(ReportWritten(job, error=f"failed: {type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(ReportWritten(job, path=path))
+
+    def on_report_written(self, message: ReportWritten) -> None:
+        title = f"incident report · {message.job.name or message.job.id} on {message.job.host}"
+        if message.error is not None:
+            self.notify(message.error, title=title, severity="error", timeout=10)
+        else:
+            self.notify(f"written to {message.path}", title=title, timeout=15)
 
     def action_dismiss_job(self) -> None:
         """`x`: forget the selected job once it has ended (its final verdict stays until then).

@@ -23,3 +23,13 @@ class ActionFinished(Message):
         self.plan = plan
         self.outcome = outcome
         self.error = error
+
+
+class ReportWritten(Message):
+    """`e`: the incident report's worker is done; `path` where it was written, or `error` in words."""
+
+    def __init__(self, job, path=None, error: str | None = None) -> None:
+        super().__init__()
+        self.job = job
+        self.path = path
+        self.error = error

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Callable
 
@@ -30,6 +31,11 @@ class MonitorSource:
         self.paused = False
         self._jobs_cache: tuple[int, list[JobView]] | None = None
         self._actions = None  # the ActionService, built on first use
+        # Alerts: the sinks' callbacks come from the app (`enable_alerts`); the runner starts with
+        # the Monitor, when the config has [alerts] rules, and stops before it.
+        self._alert_toast: Callable | None = None
+        self._alert_write: Callable[[bytes], None] | None = None
+        self.alerts = None  # the AlertRunner while it runs
 
     def _build_monitor(self):
         if self.monitor is None:
@@ -44,6 +50,30 @@ class MonitorSource:
 
     def now(self) -> float:
         return time.time()
+
+    # -- alerts: the same rules as `watch --alerts`, plus a toast in this dashboard
+    def enable_alerts(self, toast: Callable | None, write: Callable[[bytes], None] | None = None) -> None:
+        """Send the config's alerts to `toast(event)` (the app's) and, with `write`, the bell and the
+        desktop notification. Call before `run()`; with no [alerts] rules nothing starts."""
+        self._alert_toast = toast
+        self._alert_write = write
+
+    def _start_alerts(self, monitor) -> None:
+        alerts = getattr(monitor.config, "alerts", None)
+        if self.alerts is not None or alerts is None or not alerts.enabled:
+            return
+        if self._alert_toast is None and self._alert_write is None:
+            return  # not asked for (e.g. a test of the source alone)
+        from ..alerts import AlertRunner, build_sinks
+
+        sinks = build_sinks(alerts, toast=self._alert_toast, write=self._alert_write)
+        self.alerts = AlertRunner(monitor, alerts, sinks, tick_s=min(1.0, monitor.config.settings.sample_interval))
+        self.alerts.start()
+
+    async def _stop_alerts(self) -> None:
+        runner, self.alerts = self.alerts, None
+        if runner is not None:
+            await runner.stop(drain_s=2.0)  # a hook or webhook in flight gets a moment, not the quit
 
     # -- actions (kill, restart with -u, py-spy dump): all through the one ActionService
     def action_service(self, readonly: bool = False):
@@ -68,6 +98,23 @@ class MonitorSource:
 
     def latest_dump(self, job_id: str):
         return self.action_service().latest_dump(job_id)
+
+    async def write_report(self, job_id: str, directory=None):
+        """`e`: the job's incident report; returns its path, ReportError in words otherwise.
+        The report is rendered on this loop (the Monitor's state is only consistent here); finding
+        the latest dump and writing the file run in a thread."""
+        from ..incident_report import DEFAULT_LOG_LINES, ReportError, find_job, latest_dump, render_report, save_report
+
+        if self.monitor is None:
+            raise ReportError("not watching any host yet")
+        job = next((j for j in self.jobs() if j.id == job_id), None)
+        if job is None:
+            raise ReportError(f"no job {job_id!r}: it may have been dismissed")
+        now = self.now()
+        view = find_job(self.monitor, job.host, job_id, now)
+        dump = await asyncio.to_thread(latest_dump, view.host, view.name)
+        text = render_report(self.monitor, view, now, DEFAULT_LOG_LINES, dump)
+        return await asyncio.to_thread(save_report, text, view, now, directory)
 
     def jobs(self) -> list[JobView]:
         # Several widgets ask within one refresh, and with many hosts the store changes many
@@ -111,8 +158,13 @@ class MonitorSource:
         monitor = self._build_monitor()
         for callback in self._subscribers:  # the store object changed: redraw from the new one
             callback()
-        await monitor.run()
+        self._start_alerts(monitor)
+        try:
+            await monitor.run()
+        finally:  # also when the app cancels this worker without a quit
+            await self._stop_alerts()
 
     async def stop(self) -> None:
+        await self._stop_alerts()
         if self.monitor is not None:
             await self.monitor.stop()

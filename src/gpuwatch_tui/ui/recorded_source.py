@@ -71,6 +71,11 @@ class RecordedSource:
     def latest_dump(self, job_id: str):
         return None
 
+    async def write_report(self, job_id: str):
+        from ..incident_report import ReportError
+
+        raise ReportError("incident reports are written from live hosts: this dashboard replays a recording")
+
     def _host_procs(self, host: str, at: float, now: float) -> dict[int, ProcInfo]:
         """The recorded jobs' processes on `host` as a frame at `at` would list them; CPU time is
         taken back at each process's lifetime average rate (a recording has one reading)."""

@@ -1,8 +1,9 @@
-"""Entry point for cli.py: build the app on a source and run it in this terminal."""
+"""Entry point for cli.py: build the app on a source, wire its alerts, and run it in this terminal."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from .app import GpuwatchApp
 from .source import DashboardSource
@@ -15,18 +16,19 @@ def user_themes_dir() -> Path:
     return Path(user_config_dir("gpuwatch")) / "themes"
 
 
-def run_dashboard(
+def build_app(
     source,
     *,
     theme: str | None = None,
     themes_dir: Path | None = None,
     readonly: bool = False,
     history: int | None = None,
-) -> int:
-    """Run the dashboard until the user quits; returns the process exit code.
-
-    `source` is a DashboardSource, or a loaded Config (then the live Monitor is built here).
-    """
+    alert_write: Callable[[bytes], None] | None = None,
+    min_refresh_interval: float = 0.25,
+) -> GpuwatchApp:
+    """The dashboard app on `source`: a DashboardSource, or a loaded Config (then the live Monitor
+    is built here). A live source with [alerts] rules sends them to the app's toast and, with
+    `alert_write` (the controlling terminal), to the bell and desktop notification too."""
     if not isinstance(source, DashboardSource) and hasattr(source, "hosts") and hasattr(source, "settings"):
         from .monitor_source import MonitorSource
 
@@ -35,6 +37,26 @@ def run_dashboard(
         theme = theme or getattr(config.settings, "theme", None)
         themes_dir = themes_dir or getattr(config.settings, "themes_dir", None) or user_themes_dir()
         source = MonitorSource(config=config)  # the Monitor is built after the first frame
-    app = GpuwatchApp(source, theme=theme or DEFAULT_THEME, themes_dir=themes_dir, readonly=readonly, history=history or 60)
+    app = GpuwatchApp(source, theme=theme or DEFAULT_THEME, themes_dir=themes_dir, readonly=readonly,
+                      history=history or 60, min_refresh_interval=min_refresh_interval)
+    enable_alerts = getattr(source, "enable_alerts", None)  # a recording has no alerts to raise
+    if enable_alerts is not None:
+        enable_alerts(app.show_alert, alert_write)
+    return app
+
+
+def run_dashboard(
+    source,
+    *,
+    theme: str | None = None,
+    themes_dir: Path | None = None,
+    readonly: bool = False,
+    history: int | None = None,
+) -> int:
+    """Run the dashboard until the user quits; returns the process exit code."""
+    from ..alerts import terminal_writer
+
+    app = build_app(source, theme=theme, themes_dir=themes_dir, readonly=readonly, history=history,
+                    alert_write=terminal_writer())
     result = app.run()
     return result if isinstance(result, int) else (app.return_code or 0)

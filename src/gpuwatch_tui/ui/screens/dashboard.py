@@ -105,7 +105,7 @@ class DashboardScreen(Screen):
         bar.show(source.store, now, source.paused)
         grid = self.query_one(GpuGrid)
         grid.show(source.store, jobs, now, host_filter)
-        self.query_one(JobsTable).show(jobs, now)
+        self.query_one(JobsTable).show(jobs, now, running=self.app.running_actions)
         processes = self.query_one(GpuProcessTable)
         if processes.display:
             processes.show(source.store, jobs, host_filter)

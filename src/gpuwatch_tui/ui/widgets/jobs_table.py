@@ -12,7 +12,7 @@ double click opens the job.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from rich.text import Text
 from textual.binding import Binding
@@ -24,6 +24,7 @@ from textual.strip import Strip
 from ...views import JobView, ProgressView
 from .. import formatting, levels
 from ..palette import Palette
+from .action_outcome import RUNNING_WORDS
 from .line_list import CURSOR_BINDINGS, LineList
 
 # key -> header label. Order is the order on screen.
@@ -170,6 +171,7 @@ class JobsTable(LineList, can_focus=True):
         self.cursor = 0
         self.sort_column: str | None = None
         self.sort_reverse = False
+        self._running: dict[str, str] = {}  # job id -> action name running on it (the app's state)
 
     # -- reading it (tests, the screen) ---------------------------------------------------
 
@@ -205,11 +207,16 @@ class JobsTable(LineList, can_focus=True):
 
     # -- data in ---------------------------------------------------------------------------
 
-    def _cells_for(self, job: JobView, now: float, part: str | None = None) -> dict[str, Text | str]:
+    def _cells_for(self, job: JobView, now: float, part: str | None = None,
+                   running: str | None = None) -> dict[str, Text | str]:
         p = self.palette
         progress = job.progress
         phase = job.phase or "unknown"
         phase_text = phase + (f" ({job.detail})" if job.detail else "")
+        phase_cell = Text(phase_text, p.style(levels.phase_variable(phase), bold=True))
+        if running is not None:
+            # First, so a narrow Phase column cuts the phase, not what gpuwatch is doing to the job.
+            phase_cell = Text.assemble((RUNNING_WORDS.get(running, running), "bold reverse"), " ", phase_cell)
         since = job.since
         # A job never seen running has no meaningful "since" (0 or None): show "-".
         since_text = formatting.age(now - since) if since else "-"
@@ -218,7 +225,7 @@ class JobsTable(LineList, can_focus=True):
             "job": Text.assemble(job.name or job.id, (f" ({part})", p.style("muted"))) if part
             else job.name or job.id,
             "gpus": formatting.gpus(job.gpus),
-            "phase": Text(phase_text, p.style(levels.phase_variable(phase), bold=True)),
+            "phase": phase_cell,
             "since": since_text,
             "progress": formatting.progress(progress),
             "progress:short": short_progress(progress),
@@ -227,21 +234,25 @@ class JobsTable(LineList, can_focus=True):
             "eta": formatting.duration(progress.eta_s),
         }
 
-    def show(self, jobs: list[JobView], now: float, force: bool = False) -> None:
+    def show(self, jobs: list[JobView], now: float, force: bool = False,
+             running: Mapping[str, str] | None = None) -> None:
         """Bring the table to `jobs`. Cells have one-second resolution, so with the same set of
         jobs this runs at most once a second of the source's clock; only rows on screen whose
-        cells changed are redrawn."""
+        cells changed are redrawn. `running` (job id -> action name: the app's running actions)
+        marks those rows "killing…", "restarting…", "dumping…" at once."""
         wanted = {job.id: job for job in jobs}
         same_set = wanted.keys() == self._jobs.keys()
-        if not force and same_set and 0 <= now - self._shown_at < 1.0:
+        running = dict(running or {})
+        if not force and same_set and running == self._running and 0 <= now - self._shown_at < 1.0:
             return
+        self._running = running
         self._shown_at = now
         selected = self.selected_job_id
         old_cells = self._cells
         cells = {}
         parts = distinguishing_parts(jobs)
         for job_id, job in wanted.items():
-            new = self._cells_for(job, now, parts.get(job_id))
+            new = self._cells_for(job, now, parts.get(job_id), running.get(job_id))
             old = old_cells.get(job_id)
             cells[job_id] = old if old == new else new  # an unchanged row keeps its cached strip
         self._jobs = wanted
@@ -380,7 +391,7 @@ class JobsTable(LineList, can_focus=True):
     def sort_by(self, column: str, reverse: bool = False) -> None:
         self.sort_column = column
         self.sort_reverse = reverse
-        self.show(list(self._jobs.values()), self._shown_at, force=True)
+        self.show(list(self._jobs.values()), self._shown_at, force=True, running=self._running)
         self.refresh()
         self.notify(f"Sorted by {column}{' (reversed)' if reverse else ''}", timeout=1.5)
 
