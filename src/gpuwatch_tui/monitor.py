@@ -59,7 +59,9 @@ class Monitor:
     def host_sample(self, host: str, sample: HostSample) -> None:
         self.store.apply_sample(host, sample)
         self.last_samples[host] = sample
-        if self.tracker is not None:
+        # A sample without process facts (Prometheus while SSH is down) updates the GPUs only: fed to the
+        # job engine its empty process list would end every job on the host.
+        if self.tracker is not None and sample.procs_known:
             self.tracker.update(host, sample, time.time())
             self._push_wants(host)
             if self.job_facts is not None:
