@@ -4,13 +4,14 @@ Prometheus scrapes it; gpuwatch finds the hosts and reads them. Reports the time
 (config load with host discovery -> every host connected with its GPUs), and gpuwatch's CPU and
 memory while it keeps polling. Needs the `prometheus` binary.
 
-    PYTHONPATH=src:. python benchmarks/bench_prom_source.py [--hosts 500] [--poll-seconds 60]
+    PYTHONPATH=src:. python benchmarks/bench_prom_source.py [--hosts 500] [--poll-seconds 60] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import resource
 import tempfile
 import time
@@ -33,7 +34,7 @@ def fleet_page(hosts: int) -> str:
     return "\n".join(page) + "\n"
 
 
-async def watch(config_path: Path, hosts: int, poll_seconds: float) -> None:
+async def watch(config_path: Path, hosts: int, poll_seconds: float) -> dict:
     cpu0, wall0 = time.process_time(), time.perf_counter()
     config = load_config(str(config_path))
     monitor = Monitor(config)
@@ -51,7 +52,13 @@ async def watch(config_path: Path, hosts: int, poll_seconds: float) -> None:
         wall = time.perf_counter() - wall1
         print(f"steady polling ({config.sources[0].interval:g} s interval): {100 * cpu / wall:.1f}% of one core "
               f"over {wall:.0f} s")
-        print(f"max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"max RSS: {rss:.0f} MiB")
+        return {"hosts": hosts, "gpus_per_host": 8, "hosts_found": len(config.hosts),
+                "time_to_first_frame_s": round(first, 2), "cpu_to_first_frame_s": round(cpu_first, 2),
+                "poll_interval_s": config.sources[0].interval, "steady_seconds": round(wall, 1),
+                "steady_cpu_pct_of_one_core": round(100 * cpu / wall, 2), "max_rss_mib": round(rss),
+                "cpus": "2 shared cores"}
     finally:
         await monitor.stop()
 
@@ -61,6 +68,7 @@ def main() -> None:
     ap.add_argument("--hosts", type=int, default=500)
     ap.add_argument("--poll-seconds", type=float, default=60)
     ap.add_argument("--interval", default="5s")
+    ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-prom-"))
     exporter = TextExporter(fleet_page(args.hosts)).start()
@@ -72,7 +80,9 @@ def main() -> None:
         cfg = work / "hosts.toml"
         cfg.write_text(f'[[sources]]\nkind = "prometheus"\nurl = "{prom.url}"\ninterval = "{args.interval}"\n'
                        f'backfill = 30\n')
-        asyncio.run(watch(cfg, args.hosts, args.poll_seconds))
+        result = asyncio.run(watch(cfg, args.hosts, args.poll_seconds))
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
     finally:
         prom.stop()
         exporter.stop()

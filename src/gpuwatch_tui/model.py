@@ -163,3 +163,6 @@ class HostSample:
     mem_avail_kib: int | None = None
     driver: str | None = None  # the NVIDIA driver version, when a GPU source gave one
     matches: dict[str, list[int]] = field(default_factory=dict)  # configured-job key -> pids
+    # False from a source that knows no processes (Prometheus): an empty `procs` then means "not known",
+    # never "every process has gone", so the job engine must not read it.
+    procs_known: bool = True

@@ -9,13 +9,19 @@ import asyncio
 import time
 from typing import Callable
 
-from .config import Config
+from .config import Config, HostConfig
 from .feeds.base import DEFAULT_REQUEST_TIMEOUT_S, HostFeed
 from .feeds.factory import make_feed
 from .model import HostSample
 from .requests import UNKNOWN_HOST, RequestError
 from .store import Store
 from .vocab import HOST_TERMINAL_STATES
+
+
+def _reached_over_ssh(host: HostConfig) -> bool:
+    """A host the probe reaches over SSH: one with an ssh target (alone or under a Prometheus source).
+    A Prometheus-only host and this machine need no SSH connector (nor asyncssh)."""
+    return not host.local and (host.ssh is not None or host.source is None)
 
 
 class Monitor:
@@ -28,9 +34,8 @@ class Monitor:
 
             tracker = make_tracker(config)
         self.tracker = tracker
-        needs_ssh = any(not h.local for h in config.hosts)
         self.connector = None
-        if needs_ssh:
+        if any(_reached_over_ssh(h) for h in config.hosts):
             from .transport.ssh import SshConnector  # asyncssh only when a host needs it
 
             self.connector = SshConnector(config.settings)
@@ -59,7 +64,9 @@ class Monitor:
     def host_sample(self, host: str, sample: HostSample) -> None:
         self.store.apply_sample(host, sample)
         self.last_samples[host] = sample
-        if self.tracker is not None:
+        # A sample without process facts (Prometheus while SSH is down) updates the GPUs only: fed to the
+        # job engine its empty process list would end every job on the host.
+        if self.tracker is not None and sample.procs_known:
             self.tracker.update(host, sample, time.time())
             self._push_wants(host)
             if self.job_facts is not None:

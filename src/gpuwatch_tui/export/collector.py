@@ -13,12 +13,13 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterator
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from ..store import Store
 from ..views import JobView
 from ..vocab import ENDED_PHASES, HOST_OK_STATES, PHASES
+from .families import FastGauge, LabelText
 
 MIB = 1024 * 1024
 CMD_LABEL_MAX = 200  # a command line can be kilobytes; a label is for telling jobs apart
@@ -33,16 +34,21 @@ class GpuwatchCollector(Collector):
         self.tracker = tracker
         self.ended_job_ttl = ended_job_ttl
         self.clock = clock
+        self.label_text = LabelText()  # series' label text, reused across scrapes (families.py)
 
     def describe(self) -> list[Metric]:
         return []  # the families are built at scrape time; nothing to check at registration
 
     def collect(self) -> Iterator[Metric]:
+        self.label_text.next_scrape()
         now = self.clock()
         jobs = self.exported_jobs(now)
         yield from self._hosts(now)
         yield from self._gpus(jobs)
         yield from self._jobs(jobs, now)
+
+    def _gauge(self, name: str, documentation: str, labels: list[str]) -> FastGauge:
+        return FastGauge(name, documentation, labels, self.label_text)
 
     # ------------------------------------------------------------------------------
     def exported_jobs(self, now: float) -> list[JobView]:
@@ -58,11 +64,11 @@ class GpuwatchCollector(Collector):
         return kept
 
     def _hosts(self, now: float) -> Iterator[Metric]:
-        up = GaugeMetricFamily("gpuwatch_host_up", "1 when gpuwatch has live data from the host (state connected)",
+        up = self._gauge("gpuwatch_host_up", "1 when gpuwatch has live data from the host (state connected)",
                                labels=["host"])
-        state = GaugeMetricFamily("gpuwatch_host_state", "1 for the host's current connection state",
+        state = self._gauge("gpuwatch_host_state", "1 for the host's current connection state",
                                   labels=["host", "state", "gpu_source"])
-        age = GaugeMetricFamily("gpuwatch_host_sample_age_seconds",
+        age = self._gauge("gpuwatch_host_sample_age_seconds",
                                 "Seconds since the host's last sample (for a Prometheus source: its last scrape)",
                                 labels=["host"])
         for rec in self.store.hosts.values():
@@ -74,13 +80,13 @@ class GpuwatchCollector(Collector):
         yield from (up, state, age)
 
     def _gpus(self, jobs: list[JobView]) -> Iterator[Metric]:
-        util = GaugeMetricFamily("gpuwatch_gpu_utilization_percent", "GPU utilization", labels=GPU_LABELS)
-        used = GaugeMetricFamily("gpuwatch_gpu_memory_used_bytes", "GPU memory in use", labels=GPU_LABELS)
-        total = GaugeMetricFamily("gpuwatch_gpu_memory_total_bytes", "GPU memory in all", labels=GPU_LABELS)
-        power = GaugeMetricFamily("gpuwatch_gpu_power_watts", "GPU power draw", labels=GPU_LABELS)
-        temp = GaugeMetricFamily("gpuwatch_gpu_temperature_celsius", "GPU temperature", labels=GPU_LABELS)
-        clock = GaugeMetricFamily("gpuwatch_gpu_sm_clock_hertz", "GPU SM clock", labels=GPU_LABELS)
-        proc_mem = GaugeMetricFamily(
+        util = self._gauge("gpuwatch_gpu_utilization_percent", "GPU utilization", labels=GPU_LABELS)
+        used = self._gauge("gpuwatch_gpu_memory_used_bytes", "GPU memory in use", labels=GPU_LABELS)
+        total = self._gauge("gpuwatch_gpu_memory_total_bytes", "GPU memory in all", labels=GPU_LABELS)
+        power = self._gauge("gpuwatch_gpu_power_watts", "GPU power draw", labels=GPU_LABELS)
+        temp = self._gauge("gpuwatch_gpu_temperature_celsius", "GPU temperature", labels=GPU_LABELS)
+        clock = self._gauge("gpuwatch_gpu_sm_clock_hertz", "GPU SM clock", labels=GPU_LABELS)
+        proc_mem = self._gauge(
             "gpuwatch_process_gpu_memory_bytes",
             "GPU memory held by one process, with the job gpuwatch attributes it to (empty: none)",
             labels=["host", "gpu", "pid", "job"])
@@ -103,24 +109,24 @@ class GpuwatchCollector(Collector):
         yield from (util, used, total, power, temp, clock, proc_mem)
 
     def _jobs(self, jobs: list[JobView], now: float) -> Iterator[Metric]:
-        phase = GaugeMetricFamily(
+        phase = self._gauge(
             "gpuwatch_job_phase", "1 for the job's current phase, 0 for the others (a state set); "
             "detail names what kind (e.g. nccl-spin, buffered-stdout) on the current phase",
             labels=["host", "job", "phase", "detail"])
-        since = GaugeMetricFamily("gpuwatch_job_phase_since_timestamp_seconds",
+        since = self._gauge("gpuwatch_job_phase_since_timestamp_seconds",
                                   "When the job entered its current phase (unix time)", labels=JOB_LABELS)
-        progress = GaugeMetricFamily("gpuwatch_job_progress_ratio", "Steps done / total steps, 0..1",
+        progress = self._gauge("gpuwatch_job_progress_ratio", "Steps done / total steps, 0..1",
                                      labels=JOB_LABELS)
-        quiet = GaugeMetricFamily("gpuwatch_job_seconds_since_log_line",
+        quiet = self._gauge("gpuwatch_job_seconds_since_log_line",
                                   "Seconds since the job's log last grew", labels=JOB_LABELS)
-        alive = GaugeMetricFamily("gpuwatch_job_alive", "1 while the job has a live process", labels=JOB_LABELS)
-        info = GaugeMetricFamily("gpuwatch_job_info", "Always 1: the job's log path and command line",
+        alive = self._gauge("gpuwatch_job_alive", "1 while the job has a live process", labels=JOB_LABELS)
+        info = self._gauge("gpuwatch_job_info", "Always 1: the job's log path and command line",
                                  labels=["host", "job", "log", "cmd"])
         for view in jobs:
-            key = [view.host, view.name]
+            key = (view.host, view.name)
             for name in PHASES:
                 current = name == view.phase
-                phase.add_metric([*key, name, (view.detail or "") if current else ""], 1.0 if current else 0.0)
+                phase.add_metric((*key, name, (view.detail or "") if current else ""), 1.0 if current else 0.0)
             since.add_metric(key, view.since)
             if view.progress.fraction is not None:
                 progress.add_metric(key, view.progress.fraction)

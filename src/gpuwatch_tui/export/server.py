@@ -1,6 +1,6 @@
 """A small HTTP/1.1 server on the monitor's own event loop, answering GET /metrics.
 
-The metrics text comes from prometheus-client (`generate_latest`). It runs on the loop that feeds
+The metrics text is prometheus-client's format (families.render: generate_latest's text, faster). It runs on the loop that feeds
 the store, between two sample deliveries, so a scrape reads one consistent state with no lock (a
 threaded server would read the store while the loop writes it).
 """
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
+
+from .families import render
 
 MAX_REQUEST_HEAD = 16 * 1024
 READ_TIMEOUT_S = 10.0
@@ -58,7 +60,7 @@ class MetricsServer:
                     return
                 if path == "/metrics":
                     self.scrapes += 1
-                    body = generate_latest(self.registry)
+                    body = render(self.registry)
                     await self._reply(writer, 200, body, CONTENT_TYPE_LATEST, close, head_only=method == "HEAD")
                 elif path == "/":
                     await self._reply(writer, 200, INDEX, "text/plain", close, head_only=method == "HEAD")

@@ -111,7 +111,7 @@ class HostGpus:
 
     def sample(self, at: float) -> HostSample:
         gpus = [g.sample() for _, g in sorted(self.gpus.items())]
-        return HostSample(time=at, gpu_source=GPU_SOURCE, gpus=gpus, procs={})
+        return HostSample(time=at, gpu_source=GPU_SOURCE, gpus=gpus, procs={}, procs_known=False)
 
 
 def latest_by_host(values: list[dict], stamps: list[dict]) -> dict[str, HostGpus]:
