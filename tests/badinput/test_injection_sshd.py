@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+import time
+from pathlib import Path
 
 import pytest
 
@@ -53,20 +55,43 @@ async def test_hostile_config_values_never_run_on_the_host(sshd_factory, ssh_env
         await wait_for(lambda: host_rec(monitor, a.name).state == "connected", 15, what="connected")
         await asyncio.sleep(1.5)  # several samples with every want (tails, dirs, matches) in force
         refusals: list[str] = []
+        started: list[tuple[str, dict]] = []  # (payload, spawn's reply)
         # the spawn op (what a restart sends): argv, cwd and env are data, never a shell line
         for i, v in enumerate(values):
             args = {"argv": ["/bin/echo", v], "cwd": str(tmp_path), "env": {"PATH": "/usr/bin:/bin", "X": v},
                     "stdout": str(tmp_path / f"spawn{i}.log"), "log_mode": "append", "marker": v[:40]}
             try:
-                await monitor.request(a.name, "spawn", args, timeout=10)
+                started.append((v, await monitor.request(a.name, "spawn", args, timeout=10)))
             except Exception as exc:  # refusing a value is fine; running it is not
                 assert "Traceback" not in str(exc)
                 refusals.append(str(exc))
-        await asyncio.sleep(1.0)
+        # spawn returns once the job started, not once it ended: read each file only after the
+        # wrapper recorded its exit, from the path the reply names
+        ended = [await wait_for_run_end(monitor, a.name, reply["status_file"]) for _, reply in started]
         assert host_rec(monitor, a.name).state == "connected"
     finally:
         await monitor.stop()
     assert not canary.exists(), f"an injected command ran: {canary}"
     assert not refusals or all("Traceback" not in r for r in refusals)
+    assert len(started) == len(values), refusals  # every payload is valid data: none is refused
+    wrong = []
+    for (v, reply), record in zip(started, ended):
+        # the wrapper's marker line (whitespace folded to one line), then echo's argv[1] as it was
+        expected = (" ".join(v[:40].split()) + "\n" + v + "\n").encode()
+        written = Path(reply["stdout"]).read_bytes()
+        if record.get("exit_code") != 0 or written != expected:
+            wrong.append((v, record.get("exit_code"), written))
+    assert not wrong, f"{len(wrong)} of {len(started)} spawned echoes did not write their payload literally: {wrong[:3]}"
     print(f"\n{len(values)} payloads x (job name, match, log path, output dir, env, spawn argv/cwd/env): "
-          "no canary")
+          f"no canary; {len(started)} spawned echoes wrote their payload literally")
+
+
+async def wait_for_run_end(monitor, host: str, status_file: str, timeout: float = 10.0) -> dict:
+    """The wrapper's run record once the job ended (run_status reports running=false)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        record = await monitor.request(host, "run_status", {"status_file": status_file}, timeout=10)
+        if not record.get("running"):
+            return record
+        assert time.monotonic() < deadline, f"the spawned echo still runs after {timeout}s: {record}"
+        await asyncio.sleep(0.05)
