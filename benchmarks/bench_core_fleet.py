@@ -33,7 +33,7 @@ from bench_fleet_jobs import JobFleet, send
 from gpuwatch_tui.config import load_config_file
 from gpuwatch_tui.jobs.tracker import JobTracker
 from gpuwatch_tui.monitor import Monitor
-from gpuwatch_tui.probe.frames import parse_sample
+from gpuwatch_tui.probe.frames import FactCache, parse_sample
 
 
 def record(frames: int, interval: float, lines_per_s: float) -> list[str]:
@@ -44,6 +44,7 @@ def record(frames: int, interval: float, lines_per_s: float) -> list[str]:
             time.sleep(1.0)
             probe = fleet.start_probe(interval)
             tracker = JobTracker()
+            facts = FactCache()  # the probe sends fixed process facts only when they change
             lines: list[str] = []
             sent = None
             warmup = 6  # discovery holds new jobs two frames while it asks for parents; logs follow
@@ -52,7 +53,7 @@ def record(frames: int, interval: float, lines_per_s: float) -> list[str]:
                 frame = json.loads(line)
                 if frame.get("type") != "sample":
                     continue
-                tracker.update("rec", parse_sample(frame), time.time())
+                tracker.update("rec", parse_sample(frame, facts), time.time())
                 w = tracker.wanted("rec")
                 want = {"op": "want", "pids": w.pids, "tails": w.tails, "dirs": w.dirs, "matches": w.matches}
                 if want != sent:
@@ -96,6 +97,7 @@ async def replay(lines: list[str], hosts: int, base: Path) -> dict:
         for t in json.loads(line).get("tails", []):
             rec_key_path[t["key"]] = t["path"]
     host_keys: dict[str, dict[str, str]] = {n: {} for n in names}
+    host_facts = {n: FactCache() for n in names}  # as each host session keeps one per probe run
     parse_s = sink_s = views_s = 0.0
     samples = 0
     gc.collect()
@@ -108,7 +110,7 @@ async def replay(lines: list[str], hosts: int, base: Path) -> dict:
             keys = host_keys[name]
             for t in frame.get("tails", ()):
                 t["key"] = keys.get(rec_key_path.get(t["key"], ""), "unwanted")
-            sample = parse_sample(frame)
+            sample = parse_sample(frame, host_facts[name])
             t1 = clock()
             monitor.host_sample(name, sample)
             t2 = clock()

@@ -73,10 +73,11 @@ class JobFleet:
     def tails(self) -> dict[str, str]:
         return {f"job{i}": str(p) for i, p in enumerate(self.logs)}
 
-    def start_probe(self, interval: float, gpu_source: str = "nvidia-smi") -> subprocess.Popen:
+    def start_probe(self, interval: float, gpu_source: str = "nvidia-smi", fact_deltas: bool = True) -> subprocess.Popen:
         proc = subprocess.Popen(local_argv(sys.executable), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 env=self.env())
-        proc.stdin.write(build_payload({"interval": interval, "gpu_source": gpu_source}))
+        # fact_deltas: as gpuwatch asks for it (fixed process facts only when they change)
+        proc.stdin.write(build_payload({"interval": interval, "gpu_source": gpu_source, "fact_deltas": fact_deltas}))
         proc.stdin.flush()
         return proc
 

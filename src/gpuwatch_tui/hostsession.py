@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .config import HostConfig, Settings
 from .feeds.base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
 from .feeds.pending import PendingRequests
-from .probe.frames import PROTOCOL_VERSION, parse_sample
+from .probe.frames import PROTOCOL_VERSION, FactCache, parse_sample
 from .requests import BAD_ARGS, HOST_DOWN, LINK_LOST, TIMEOUT, RequestError
 from .transport.channel import probe_channel
 from .transport.failure import ConnectFailure
@@ -97,6 +97,7 @@ class HostSession(HostFeed):
             "interval": self.settings.sample_interval,
             "gpu_source": self.host.gpu_source,
             "idle_exit_s": PROBE_IDLE_EXIT_S if not self.host.local else 0,
+            "fact_deltas": True,  # fixed process facts only when they change (FactCache fills them in)
         }
 
     # -- requests to the probe -----------------------------------------------------
@@ -243,6 +244,8 @@ class HostSession(HostFeed):
             if hello.get("v") != PROTOCOL_VERSION:
                 raise ProbeExited(None, f"probe speaks protocol {hello.get('v')}, expected {PROTOCOL_VERSION}")
             self.hello = hello
+            # A probe that announces fact deltas gets a fresh cache per run; an older one sends full frames.
+            facts = FactCache() if hello.get("fact_deltas") else None
             self.timeline["hello"] = time.monotonic()
             self._was_serving = True
             await link.send(self._want_frame)
@@ -254,7 +257,7 @@ class HostSession(HostFeed):
                     self._pending.resolve(frame)
                 elif kind == "sample":
                     try:
-                        sample = parse_sample(frame)
+                        sample = parse_sample(frame, facts)
                     except (KeyError, TypeError, ValueError) as exc:
                         # One malformed frame (a newer or broken probe) is dropped, not fatal.
                         self.bad_frames += 1

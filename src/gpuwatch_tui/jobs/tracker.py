@@ -22,6 +22,7 @@ from .discovery import gpu_pids_of, parents_to_watch
 from .match_check import note_broad_matches
 from .export import current_view
 from .grouping import JobGrouping
+from .grouping_reuse import frame_key, jobs_key
 from .interpret import LogInterpreter
 from .job_actions import ActionRecord, DumpFinding, RESTART
 from .job_state import JobState
@@ -58,6 +59,7 @@ class JobTracker:
         self._wiring = LogWiring(self.settings)
         # job id -> (pid, start ticks, facts, local time read): the top process's restart facts
         self._captures: dict[str, tuple[int, int, dict, float]] = {}
+        self._grouped: dict[str, tuple] = {}  # host -> (frame_key, jobs_key) right after its last grouping
         self._grouping = JobGrouping(self._jobs, self._specs, self._wiring, self._new_job, self._drop,
                                      on_host=self.states)
         for key, spec in self._specs.items():
@@ -216,7 +218,15 @@ class JobTracker:
         feed_dirs(self.states(host), sample.dirs, skew)
 
         self._match_reported.update((host, key) for key in sample.matches)
-        self._grouping.update(host, sample, now)
+        # Grouping a frame that matches the last one grouped (same processes, GPU pids, matches, job
+        # records) would change nothing: skip it.
+        frame = frame_key(sample)
+        last = self._grouped.get(host)
+        # A host holding a new job back counts frames: it is grouped every frame until published.
+        if (last is None or host in self._grouping.holding or last[0] != frame
+                or last[1] != self._jobs_key(host)):
+            self._grouping.update(host, sample, now)
+            self._grouped[host] = (frame, self._jobs_key(host))
         on_gpu = gpu_pids_of(sample.gpus)
         for job in self.states(host):
             if job.exit is None and job.members:
@@ -227,6 +237,9 @@ class JobTracker:
                 judge(job, now, skew)
         note_broad_matches(self.states(host), self._specs, sample)  # a `match` that takes pid 1 or others' sessions
         self._parents[host] = parents_to_watch(procs, on_gpu)
+
+    def _jobs_key(self, host: str) -> tuple:
+        return jobs_key(self.states(host), len(self._grouping.dismissed), host in self._grouping.holding)
 
     def _new_job(self, host: str, name: str, job_id: str, now: float, spec: JobSpec | None = None) -> JobState:
         self._serial += 1

@@ -365,6 +365,53 @@ class ProcCache(object):
                 del self.static[key]
 
 
+# Facts of a process that change rarely or never: with fact deltas on, a frame carries each of them
+# only when it is new or changed for that (pid, start) (see FactDeltas).
+ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_reason", "is_python",
+              "env_readable", "uid", "user")
+CHILD_FACTS = ("cmdline", "uid", "user")
+FACT_RESEND_S = 30.0  # every fact is sent in full this often anyway: a client that dropped a frame recovers
+
+
+class FactDeltas(object):
+    """Drops from a sample's process list the fixed facts the client already has.
+
+    The client keeps the last value of each fact per (pid, start) and fills missing ones in. Both
+    sides keep exactly the processes of the latest frame, so one that leaves and comes back is sent
+    in full again.
+    """
+
+    def __init__(self):
+        self.roots = {}  # (pid, start_ticks) -> [{fact: value last sent}, sent in full at]
+        self.children = {}
+
+    def _strip(self, entry, names, sent, kept, now):
+        key = (entry["pid"], entry["start_ticks"])
+        last = sent.get(key)
+        if last is None or (now - last[1] >= FACT_RESEND_S and key not in kept):
+            sent[key] = [dict((name, entry[name]) for name in names), now]
+        else:
+            values = last[0]
+            for name in names:
+                value = entry[name]
+                if values[name] == value:
+                    del entry[name]
+                else:
+                    values[name] = value
+        kept[key] = True
+
+    def apply(self, procs, now):
+        roots, children = {}, {}
+        for proc in procs:
+            self._strip(proc, ROOT_FACTS, self.roots, roots, now)
+            for child in proc["children"]:
+                self._strip(child, CHILD_FACTS, self.children, children, now)
+        if len(roots) != len(self.roots):
+            self.roots = dict((k, v) for k, v in self.roots.items() if k in roots)
+        if len(children) != len(self.children):
+            self.children = dict((k, v) for k, v in self.children.items() if k in children)
+
+
 def proc_info(stat, cache, descendants, now, refresh):
     facts = cache.static_facts(stat.pid, stat.start)
     slow = cache.slow_facts(stat.pid, stat.start, now, refresh)
@@ -949,6 +996,9 @@ class Probe(object):
         self.match_pids = {}
         self.many_threads = True  # until a sample shows otherwise: walk /proc
         self.seen_keys = set()  # (pid, start) of the processes the last sample reported
+        # Send fixed process facts only when they change: the client asks for it at start (an
+        # older client never does and gets every fact every frame).
+        self.deltas = FactDeltas() if options.get("fact_deltas") else None
         self.gpu = NoGpu()
         self.host_cpu = HostCpu()
         # A client that vanished without closing our stdin (a blackholed link) is noticed by its
@@ -1111,6 +1161,8 @@ class Probe(object):
             if current.get(pid) != start:
                 gone.append({"pid": pid, "start_time": start, "seen_gone_at": now})
         self.watched_keys = current
+        if self.deltas is not None:
+            self.deltas.apply(procs, now)
         frame["procs"] = procs
         frame["gone"] = gone
         frame["matches"] = self.match_pids
@@ -1145,7 +1197,8 @@ class Probe(object):
         emit({"type": "hello", "pid": os.getpid(), "python": sys.version.split()[0],
               "hostname": os.uname()[1], "gpu_source": self.gpu.name,
               "gpu_error": self.gpu.error, "cpu_count": os.cpu_count(), "boot_time": BOOT_TIME,
-              "clk_tck": CLK_TCK, "ops": sorted(ops), "op_errors": op_errors})
+              "clk_tck": CLK_TCK, "ops": sorted(ops), "op_errors": op_errors,
+              "fact_deltas": self.deltas is not None})
         reader = threading.Thread(target=dispatcher.read_requests,
                                   args=(sys.stdin.buffer, self.heard_from_client, lambda: shutdown(0)))
         reader.daemon = True

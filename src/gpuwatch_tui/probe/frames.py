@@ -45,6 +45,49 @@ def parse_gpu(raw: dict) -> GpuSample:
     )
 
 
+ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_reason", "is_python",
+              "env_readable", "uid", "user")
+CHILD_FACTS = ("cmdline", "uid", "user")
+
+
+class FactCache:
+    """The last fixed facts of every process of one probe, for a probe that sends them only when
+    they change (its hello says `fact_deltas`). One per probe run: a new hello starts a new one.
+
+    It fills the facts a frame left out back into the raw process dicts, so every reader sees the
+    same `ProcInfo` as from a full frame. Like the probe, it keeps only the latest frame's processes.
+    """
+
+    def __init__(self) -> None:
+        self.roots: dict[tuple[int, int], dict] = {}
+        self.children: dict[tuple[int, int], dict] = {}
+
+    @staticmethod
+    def _fill(entry: dict, names: tuple[str, ...], cache: dict, seen: dict) -> None:
+        key = (entry["pid"], entry.get("start_ticks", 0))
+        known = cache.get(key)
+        if known is None:
+            known = cache[key] = {}
+        for name in names:
+            if name in entry:
+                known[name] = entry[name]
+            elif name in known:
+                entry[name] = known[name]
+        seen[key] = True
+
+    def fill(self, procs: list[dict]) -> None:
+        roots: dict = {}
+        children: dict = {}
+        for proc in procs:
+            self._fill(proc, ROOT_FACTS, self.roots, roots)
+            for child in proc.get("children") or ():
+                self._fill(child, CHILD_FACTS, self.children, children)
+        if len(roots) != len(self.roots):
+            self.roots = {k: v for k, v in self.roots.items() if k in roots}
+        if len(children) != len(self.children):
+            self.children = {k: v for k, v in self.children.items() if k in children}
+
+
 def parse_proc(raw: dict) -> ProcInfo:
     return ProcInfo(
         pid=int(raw["pid"]),
@@ -78,9 +121,13 @@ def parse_proc(raw: dict) -> ProcInfo:
     )
 
 
-def parse_sample(frame: dict) -> HostSample:
+def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:
+    """A sample frame as a `HostSample`. `facts`: the cache of a probe that sends fact deltas."""
     procs = {}
-    for raw in frame.get("procs", []):
+    raw_procs = frame.get("procs", [])
+    if facts is not None:
+        facts.fill(raw_procs)
+    for raw in raw_procs:
         info = parse_proc(raw)
         procs[info.pid] = info
     return HostSample(

@@ -1,0 +1,34 @@
+"""When a host's frame would group its processes exactly as the last one did, grouping is skipped.
+
+Grouping reads the process set (pids with start times, parent links, children), which pids are on a
+GPU, the probe's match lists, the facts log wiring and output dirs read (stdout/stderr, cwd, cmdline),
+and the host's job records (alive or ended, members, dismissed, held back). When all of these equal
+what they were right after the last grouping of the host, it would change nothing: skip it.
+"""
+
+from __future__ import annotations
+
+from ..model import HostSample
+from .job_state import JobState
+
+
+def _fd(target) -> tuple | None:
+    return None if target is None else (target.path, target.kind)  # not its size: that grows with the log
+
+
+def frame_key(sample: HostSample) -> tuple:
+    """Everything of a frame that grouping reads."""
+    procs = tuple(
+        (p.pid, p.start_time, p.ppid, p.state == "Z", p.cmdline, p.cwd, _fd(p.stdout), _fd(p.stderr),
+         p.is_python, tuple((c.pid, c.start_ticks) for c in p.children))
+        for p in sample.procs.values()
+    )
+    gpus = tuple(tuple(gp.pid for gp in g.processes) for g in sample.gpus)
+    matches = tuple(sorted((k, tuple(v)) for k, v in sample.matches.items()))
+    return procs, gpus, matches
+
+
+def jobs_key(jobs: list[JobState], dismissed: int, holding: bool) -> tuple:
+    """The host's job records as far as grouping reads them."""
+    return (dismissed, holding, tuple((j.id, j.exit is None, tuple(j.members.items()), j.root, j.output_dir)
+                                      for j in jobs))
