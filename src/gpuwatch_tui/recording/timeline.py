@@ -33,6 +33,7 @@ class Timeline:
         self.hosts: list[str] = list(loaded.header["hosts"])
         settings = loaded.header.get("settings") or {}
         self.sample_interval = float(settings.get("sample_interval") or 1.0)
+        self.history = int(settings.get("history") or 120)  # GPU samples the recorded dashboard kept
         self.ticks: list[float] = []
         self.pdefs: dict[str, dict] = {}
         self.states: dict[str, list[tuple[float, dict]]] = {h: [] for h in self.hosts}

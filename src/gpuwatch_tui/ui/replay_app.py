@@ -64,7 +64,7 @@ def run_replay_app(timeline, *, theme: str | None = None, speed: int = 1, playin
     from .run import user_themes_dir
     from .theme_files import DEFAULT_THEME
 
-    history = int((timeline.header.get("settings") or {}).get("history") or 120)
+    history = timeline.history
     source = ReplaySource(timeline, history=history, speed=speed, playing=playing, loop=loop, start=start)
     app = ReplayApp(source, theme=theme or DEFAULT_THEME, themes_dir=user_themes_dir(), readonly=False,
                     history=history)
