@@ -21,7 +21,7 @@ from tests.ui.helpers import lines_of, notifications
 
 def live_view(monitor: Monitor, now: float) -> dict:
     """What the live dashboard reads at `now`: the store, every job view, its log and processes."""
-    views = monitor.tracker.views(now)
+    views = sorted(monitor.tracker.views(now), key=lambda v: v.id)  # the order of the list is no contract
     return {
         "snapshot": monitor.store.snapshot(now, [v.to_json() for v in views]),
         "logs": {v.id: (monitor.tracker.log_lines(v.id), monitor.tracker.log_total(v.id)) for v in views},
@@ -32,7 +32,7 @@ def live_view(monitor: Monitor, now: float) -> dict:
 
 
 def replay_view(source: ReplaySource, now: float) -> dict:
-    jobs = source.jobs()
+    jobs = sorted(source.jobs(), key=lambda j: j.id)
     return {
         "snapshot": source.store.snapshot(now, [j.to_json() for j in jobs]),
         "logs": {j.id: (source.job_log(j.id), source.job_log_total(j.id)) for j in jobs},
