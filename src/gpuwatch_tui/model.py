@@ -98,6 +98,9 @@ class ProcInfo:
     start_ticks: int = 0  # start time in clock ticks since boot (exact; start_time is rounded)
     uid: int | None = None  # the owner, as the host reports it
     user: str | None = None  # its login name on the host (None: unknown uid)
+    # Compiler processes (gcc, cc1plus, ptxas...) the probe saw below this one between two samples:
+    # short compiler runs that no sample would catch alive.
+    compilers_seen: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[int, float]:
@@ -163,3 +166,6 @@ class HostSample:
     mem_avail_kib: int | None = None
     driver: str | None = None  # the NVIDIA driver version, when a GPU source gave one
     matches: dict[str, list[int]] = field(default_factory=dict)  # configured-job key -> pids
+    # Processes that are jobs before they use a GPU: pid -> why ("torch": libraries mapped and stdout to
+    # a file; "launcher": started by torchrun / accelerate / deepspeed).
+    candidates: dict[int, str] = field(default_factory=dict)

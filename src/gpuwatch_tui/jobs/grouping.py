@@ -150,7 +150,7 @@ class JobGrouping:
         self.holding.discard(host)
         for key in [k for k in self._held if k[0] == host and k[1] not in procs]:
             del self._held[key]
-        for group in discover(procs, sample.gpus, claimed):
+        for group in discover(procs, sample.gpus, claimed, sample.candidates):
             if (host, group.root, group.root_start) in self.dismissed:
                 continue
             keys = {(pid, procs[pid].start_time) for pid in group.main}
@@ -162,7 +162,7 @@ class JobGrouping:
                     job = j
                     break
             if job is None and _parent_unknown(procs[group.root], procs):
-                held = [(host, pid, procs[pid].start_time) for pid in group.gpu_pids]
+                held = [(host, pid, procs[pid].start_time) for pid in group.gpu_pids or group.main]
                 frames = max(self._held.get(k, 0) for k in held)
                 if frames < HOLD_NEW_FRAMES:
                     for k in held:

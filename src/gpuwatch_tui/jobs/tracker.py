@@ -220,7 +220,7 @@ class JobTracker:
             elif job.spec is not None:
                 judge(job, now, skew)
         note_broad_matches(self.states(host), self._specs, sample)  # a `match` that takes pid 1 or others' sessions
-        self._parents[host] = parents_to_watch(procs, on_gpu)
+        self._parents[host] = parents_to_watch(procs, [*on_gpu, *sample.candidates])
 
     def _new_job(self, host: str, name: str, job_id: str, now: float, spec: JobSpec | None = None) -> JobState:
         self._serial += 1
