@@ -217,8 +217,13 @@ def discover(procs: dict[int, ProcInfo], gpus: list[GpuSample], claimed: Iterabl
         launcher = None
         for p in g["main"]:
             launcher = launcher or launcher_kind(procs[p])
-        ranks = [procs[p] for p in sorted(g["gpu_pids"] or g["seeds"])]
-        name = script_name(ranks[0].cmdline) if launcher and ranks else script_name(rp.cmdline)
+        ranks = [procs[p] for p in sorted(g["gpu_pids"] or g["seeds"]) if not launcher_kind(procs[p])]
+        if launcher and ranks:
+            name = script_name(ranks[0].cmdline)
+        elif launcher:  # the launcher seen before its ranks: the script it will run
+            name = next((_base(a) for a in rp.cmdline[1:] if a.endswith(".py")), script_name(rp.cmdline))
+        else:
+            name = script_name(rp.cmdline)
         ordered = [rp] + [procs[p] for p in g["main"] if p != root]
         out.append(JobGroup(root, rp.start_time, tuple(g["main"]), tuple(sorted(g["gpu_pids"])),
                             tuple(sorted(g["gpus"])), name, launcher, log_paths(ordered)))
