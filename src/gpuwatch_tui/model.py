@@ -98,6 +98,9 @@ class ProcInfo:
     start_ticks: int = 0  # start time in clock ticks since boot (exact; start_time is rounded)
     uid: int | None = None  # the owner, as the host reports it
     user: str | None = None  # its login name on the host (None: unknown uid)
+    # Compiler processes (gcc, cc1plus, ptxas...) the probe saw below this one between two samples:
+    # short compiler runs that no sample would catch alive.
+    compilers_seen: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[int, float]:
@@ -166,3 +169,6 @@ class HostSample:
     # False from a source that knows no processes (Prometheus): an empty `procs` then means "not known",
     # never "every process has gone", so the job engine must not read it.
     procs_known: bool = True
+    # Processes that are jobs before they use a GPU: pid -> why ("torch": libraries mapped and stdout to
+    # a file; "launcher": started by torchrun / accelerate / deepspeed).
+    candidates: dict[int, str] = field(default_factory=dict)

@@ -359,6 +359,10 @@ class ActionService:
             return sample is not None and any(gp.pid in old_pids for g in sample.gpus for gp in g.processes)
 
         report = await restart_job(request, plan.restart, still_held, settings=self.settings)
+        if report.spawned and report.pid is not None:
+            # A discovered job keeps its identity: the new process joins it, not a new job.
+            tracker.expect_successor(plan.job_id, plan.host, report.pid, report.start_ticks or 0,
+                                     report.wrapper_pid, time.time())
         if report.spawned and report.status_file:
             tracker.set_restart_status_file(plan.job_id, record, report.status_file)
             if self.monitor.job_facts is not None:

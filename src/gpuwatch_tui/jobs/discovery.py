@@ -193,23 +193,28 @@ def log_paths(procs: Iterable[ProcInfo], limit: int = 2) -> tuple[str, ...]:
     return tuple(out[:limit])
 
 
-def discover(procs: dict[int, ProcInfo], gpus: list[GpuSample], claimed: Iterable[int] = ()) -> list[JobGroup]:
-    """Group the host's GPU processes into jobs, skipping pids already claimed (configured jobs)."""
+def discover(procs: dict[int, ProcInfo], gpus: list[GpuSample], claimed: Iterable[int] = (),
+             candidates: Iterable[int] = ()) -> list[JobGroup]:
+    """Group the host's GPU processes, and the probe's job candidates (Python processes with torch
+    loaded and stdout to a file, or started by a launcher: jobs before they open a CUDA context),
+    into jobs, skipping pids already claimed (configured jobs)."""
     claimed = set(claimed)
     on_gpu = gpu_pids_of(gpus)
     groups: dict[int, dict] = {}
-    for pid in sorted(on_gpu):
+    for pid in sorted(set(on_gpu) | set(candidates)):
         if pid in claimed or pid not in procs:
             continue
         root, chain = chain_root(pid, procs)
         if root in claimed:
             continue
-        g = groups.setdefault(root, {"main": [], "gpu_pids": [], "gpus": set()})
+        g = groups.setdefault(root, {"main": [], "gpu_pids": [], "gpus": set(), "seeds": []})
         for p in reversed(chain):
             if p not in g["main"]:
                 g["main"].append(p)
-        g["gpu_pids"].append(pid)
-        g["gpus"].update(on_gpu[pid])
+        g["seeds"].append(pid)
+        if pid in on_gpu:
+            g["gpu_pids"].append(pid)
+            g["gpus"].update(on_gpu[pid])
     # A GPU process below another GPU process of the same tree (a DataLoader worker touching CUDA)
     # is part of its job already through the walk above.
     out = []
@@ -218,8 +223,13 @@ def discover(procs: dict[int, ProcInfo], gpus: list[GpuSample], claimed: Iterabl
         launcher = None
         for p in g["main"]:
             launcher = launcher or launcher_kind(procs[p])
-        ranks = [procs[p] for p in sorted(g["gpu_pids"])]
-        name = script_name(ranks[0].cmdline) if launcher and ranks else script_name(rp.cmdline)
+        ranks = [procs[p] for p in sorted(g["gpu_pids"] or g["seeds"]) if not launcher_kind(procs[p])]
+        if launcher and ranks:
+            name = script_name(ranks[0].cmdline)
+        elif launcher:  # the launcher seen before its ranks: the script it will run
+            name = next((_base(a) for a in rp.cmdline[1:] if a.endswith(".py")), script_name(rp.cmdline))
+        else:
+            name = script_name(rp.cmdline)
         ordered = [rp] + [procs[p] for p in g["main"] if p != root]
         out.append(JobGroup(root, rp.start_time, tuple(g["main"]), tuple(sorted(g["gpu_pids"])),
                             tuple(sorted(g["gpus"])), name, launcher, log_paths(ordered)))

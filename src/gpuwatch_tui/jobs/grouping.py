@@ -8,6 +8,7 @@ until its parent chain is known, and merges jobs that turn out to be one tree.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from ..model import HostSample, ProcInfo
@@ -42,6 +43,8 @@ class JobGrouping:
         self.dismissed: set[tuple[str, int, float]] = set()  # (host, root pid, root start) hidden by a person
         self._held: dict[tuple[str, int, float], int] = {}  # (host, gpu pid, start) -> frames held back
         self.holding: set[str] = set()  # hosts with a new job held back this frame
+        # host -> the runs a restart started, still to be adopted by the job they restart
+        self.successors: dict[str, list[Successor]] = {}
 
     def _on(self, host: str) -> list[JobState]:
         if self._on_host is not None:
@@ -154,7 +157,9 @@ class JobGrouping:
         self.holding.discard(host)
         for key in [k for k in self._held if k[0] == host and k[1] not in procs]:
             del self._held[key]
-        for group in discover(procs, sample.gpus, claimed):
+        expected = self.successors.get(host, [])
+        seeds = [*sample.candidates, *(s.pid for s in expected if s.pid in procs)]
+        for group in discover(procs, sample.gpus, claimed, seeds):
             if (host, group.root, group.root_start) in self.dismissed:
                 continue
             keys = {(pid, procs[pid].start_time) for pid in group.main}
@@ -165,8 +170,10 @@ class JobGrouping:
                 ):
                     job = j
                     break
+            if job is None:
+                job = self._adopt_successor(host, group, procs, now)
             if job is None and _parent_unknown(procs[group.root], procs):
-                held = [(host, pid, procs[pid].start_time) for pid in group.gpu_pids]
+                held = [(host, pid, procs[pid].start_time) for pid in group.gpu_pids or group.main]
                 frames = max(self._held.get(k, 0) for k in held)
                 if frames < HOLD_NEW_FRAMES:
                     for k in held:
@@ -195,6 +202,27 @@ class JobGrouping:
                         break
         self._merge(host)
 
+    def _adopt_successor(self, host: str, group, procs: dict[int, ProcInfo], now: float) -> JobState | None:
+        """The run a restart started is the restarted job: same id, name and history (the restart is in
+        its actions), a fresh record for the new run (exit facts, samples, logs)."""
+        pending = self.successors.get(host, [])
+        chain = set(group.main) | {procs[group.root].ppid}
+        for succ in pending:
+            mine = (succ.pid in group.main and procs[succ.pid].start_ticks in (0, succ.start_ticks)) or (
+                succ.wrapper_pid is not None and succ.wrapper_pid in chain)
+            if not mine:
+                continue
+            pending.remove(succ)
+            old = self._jobs.get(succ.job_id)
+            if old is None:
+                return None
+            history, name, actions, launcher = old.history, old.name, old.actions, old.launcher
+            self._drop(old.id)
+            job = self._new_job(host, name, old.id, now=now)
+            job.history, job.actions, job.launcher = history, actions, launcher
+            return job
+        return None
+
     def _merge(self, host: str) -> None:
         """Jobs whose root moved up may now share processes: merge each into the older one."""
         live = sorted((j for j in self._on(host) if j.spec is None and j.exit is None), key=lambda j: j.first_seen)
@@ -212,6 +240,17 @@ class JobGrouping:
                     self._drop(newer.id)
                     if newer.root is not None:
                         self.dismissed.discard((host, *newer.root))
+
+
+@dataclass(frozen=True)
+class Successor:
+    """A run that a restart of `job_id` started: its process (pid, start ticks) and the wrapper above it."""
+
+    job_id: str
+    pid: int
+    start_ticks: int
+    wrapper_pid: int | None
+    expires_at: float  # local time after which it is no longer expected
 
 
 def descendants_of(roots: set[int], procs: dict[int, ProcInfo]) -> set[int]:

@@ -1,7 +1,7 @@
 """When a host's frame would group its processes exactly as the last one did, grouping is skipped.
 
 Grouping reads the process set (pids with start times, parent links, children), which pids are on a
-GPU, the probe's match lists, the facts log wiring and output dirs read (stdout/stderr, cwd, cmdline),
+GPU, the probe's match lists and job candidates, the facts log wiring and output dirs read (stdout/stderr, cwd, cmdline),
 and the host's job records (alive or ended, members, dismissed, held back). When all of these equal
 what they were right after the last grouping of the host, it would change nothing: skip it.
 """
@@ -25,7 +25,8 @@ def frame_key(sample: HostSample) -> tuple:
     )
     gpus = tuple(tuple(gp.pid for gp in g.processes) for g in sample.gpus)
     matches = tuple(sorted((k, tuple(v)) for k, v in sample.matches.items()))
-    return procs, gpus, matches
+    candidates = tuple(sorted(sample.candidates.items()))  # jobs before they use a GPU
+    return procs, gpus, matches, candidates
 
 
 def jobs_key(jobs: list[JobState], dismissed: int, holding: bool) -> tuple:

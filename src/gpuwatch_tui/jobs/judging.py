@@ -79,7 +79,8 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
             gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
             gpu_indices.add(g.index)
     job.gpus = tuple(sorted(gpu_indices))
-    compilers = tuple(sorted({c.name for c in children.values() if c.name in COMPILER_NAMES}))
+    compilers = tuple(sorted({c.name for c in children.values() if c.name in COMPILER_NAMES}
+                             | {n for p in procs for n in p.compilers_seen}))
     workers = sum(1 for c in children.values() if COMPILE_WORKER_MARK in " ".join(c.cmdline))
     if workers and job.compile_worker_since is None:
         job.compile_worker_since = now

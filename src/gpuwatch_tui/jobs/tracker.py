@@ -21,7 +21,7 @@ from ..views import JobView
 from .discovery import gpu_pids_of, parents_to_watch
 from .match_check import note_broad_matches
 from .export import current_view
-from .grouping import JobGrouping
+from .grouping import JobGrouping, Successor
 from .grouping_reuse import frame_key, jobs_key
 from .interpret import LogInterpreter
 from .job_actions import ActionRecord, DumpFinding, RESTART
@@ -34,6 +34,7 @@ from .rules import Rule, RuleSet
 from .settings import JobSettings, JobSpec
 
 TAIL_AFTER_EXIT_S = 30.0  # keep reading the log after exit: buffered stdout is flushed at exit
+SUCCESSOR_WAIT_S = 120.0  # a restart's new run is adopted by the old job if it shows up this soon
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,18 @@ class JobTracker:
             if r is record:
                 job.actions[i] = dataclasses.replace(record, status_file=status_file)
 
+    def expect_successor(self, job_id: str, host: str, pid: int, start_ticks: int, wrapper_pid: int | None,
+                         now: float, within_s: float = SUCCESSOR_WAIT_S) -> None:
+        """A restart of `job_id` started pid (start ticks, under the wrapper `wrapper_pid`): when that
+        process shows up it is the same job (id, name, history kept, the restart in its events), not a new
+        discovered job. Configured jobs need no hint (their match finds the new run)."""
+        job = self._jobs.get(job_id)
+        if job is None or job.spec is not None:
+            return
+        pending = self._grouping.successors.setdefault(host, [])
+        pending[:] = [s for s in pending if s.job_id != job_id]
+        pending.append(Successor(job_id, int(pid), int(start_ticks), wrapper_pid, now + within_s))
+
     def record_dump(self, job_id: str, finding: DumpFinding) -> None:
         """The latest py-spy dump's reading joins the job's evidence (see job_actions.annotate)."""
         job = self._jobs.get(job_id)
@@ -189,6 +202,7 @@ class JobTracker:
     # ------------------------------------------------------------------ what to ask the probe
     def wanted(self, host: str) -> ProbeWants:
         pids: set[int] = set(self._parents.get(host, ()))
+        pids.update(s.pid for s in self._grouping.successors.get(host, ()))  # a restart's new run
         tails: dict[str, str] = {}
         dirs: dict[str, str] = {}
         matches: dict[str, dict] = {}
@@ -218,12 +232,15 @@ class JobTracker:
         feed_dirs(self.states(host), sample.dirs, skew)
 
         self._match_reported.update((host, key) for key in sample.matches)
-        # Grouping a frame that matches the last one grouped (same processes, GPU pids, matches, job
-        # records) would change nothing: skip it.
+        pending = self._grouping.successors.get(host)
+        if pending:
+            pending[:] = [s for s in pending if s.expires_at > now]
+        # Grouping a frame that matches the last one grouped (same processes, GPU pids, candidates,
+        # matches, job records) would change nothing: skip it. Never while a restart's new run is
+        # awaited, nor while a new job is held back (the hold counts frames).
         frame = frame_key(sample)
         last = self._grouped.get(host)
-        # A host holding a new job back counts frames: it is grouped every frame until published.
-        if (last is None or host in self._grouping.holding or last[0] != frame
+        if (pending or last is None or host in self._grouping.holding or last[0] != frame
                 or last[1] != self._jobs_key(host)):
             self._grouping.update(host, sample, now)
             self._grouped[host] = (frame, self._jobs_key(host))
@@ -236,7 +253,7 @@ class JobTracker:
             elif job.spec is not None:
                 judge(job, now, skew)
         note_broad_matches(self.states(host), self._specs, sample)  # a `match` that takes pid 1 or others' sessions
-        self._parents[host] = parents_to_watch(procs, on_gpu)
+        self._parents[host] = parents_to_watch(procs, [*on_gpu, *sample.candidates])
 
     def _jobs_key(self, host: str) -> tuple:
         return jobs_key(self.states(host), len(self._grouping.dismissed), host in self._grouping.holding)

@@ -216,14 +216,16 @@ def all_pids():
 
 
 def read_parent(pid):
-    """(ppid, start) from /proc/PID/stat, parsing no more than the scan needs."""
+    """(ppid, start, comm) from /proc/PID/stat, parsing no more than the scan needs."""
     raw = read_raw("/proc/%d/stat" % pid)
     if raw is None:
         return None
-    fields = raw[raw.rfind(b")") + 2:].split(None, 20)
+    rpar = raw.rfind(b")")
+    fields = raw[rpar + 2:].split(None, 20)
     if len(fields) < 21 or fields[0] == b"Z":
         return None  # a zombie has exited already
-    return int(fields[1]), round(BOOT_TIME + int(fields[19]) / float(CLK_TCK), 2)
+    comm = raw[raw.find(b"(") + 1:rpar].decode("utf-8", "replace")
+    return int(fields[1]), round(BOOT_TIME + int(fields[19]) / float(CLK_TCK), 2), comm
 
 
 def fd_target(pid, fd):
@@ -412,7 +414,161 @@ class FactDeltas(object):
             self.children = dict((k, v) for k, v in self.children.items() if k in children)
 
 
-def proc_info(stat, cache, descendants, now, refresh):
+# A job is seen from its first sample, not only once it opens a CUDA context (seconds later): a Python
+# process whose stdout goes to a file and that has the torch / CUDA / NCCL libraries mapped, or one a
+# launcher started, is reported as a job candidate.
+CANDIDATE_LIBS = (b"libtorch", b"libcudart", b"libnccl")
+LAUNCHER_COMMS = frozenset(("pt_elastic", "torchrun", "accelerate", "deepspeed"))
+CANDIDATE_YOUNG_S = 30.0  # libraries load late (import torch takes seconds): re-check while this young
+CANDIDATE_CHECKS = 40  # ... at most this many times, one per sample
+
+
+def maps_have(pid, needles):
+    """Whether /proc/PID/maps names one of `needles` (read in blocks; stops at the first hit)."""
+    try:
+        fd = os.open("/proc/%d/maps" % pid, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        tail = b""
+        while True:
+            block = os.read(fd, 65536)
+            if not block:
+                return False
+            chunk = tail + block
+            for needle in needles:
+                if needle in chunk:
+                    return True
+            tail = chunk[-64:]
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+class JobCandidates(object):
+    """Python processes that are jobs before they touch a GPU, judged once per (pid, start), and
+    re-judged every sample while young and undecided (libraries load late).
+
+    The full /proc scan hands over every process; between scans each sample lists /proc and reads
+    the stat of new pids only, so a job is found at the sample after it starts."""
+
+    def __init__(self):
+        self.judged = {}  # (pid, start) -> [reason or None, checks, final]
+        self.seen = {}  # pid -> (ppid, start, comm) of every process known
+        self.found = {}  # pid -> reason
+
+    def scan(self, seen, now):
+        """`seen`: {pid: (ppid, start, comm)} from the full scan."""
+        self.seen = seen
+        for key in list(self.judged):
+            if key[0] not in seen or seen[key[0]][1] != key[1]:
+                del self.judged[key]
+        self.found = {}
+        for pid in seen:
+            self.consider(pid, now)
+
+    def poll(self, now):
+        """New pids since the last look, and young undecided ones again. Returns {pid: reason}."""
+        try:
+            pids = all_pids()
+        except OSError:
+            return self.found
+        me = os.getpid()
+        for pid in pids:
+            if pid not in self.seen and pid != me:
+                parent = read_parent(pid)
+                if parent is not None:
+                    self.seen[pid] = parent
+                    self.consider(pid, now)
+        for (pid, start), state in list(self.judged.items()):
+            if not state[2]:
+                self.consider(pid, now)
+        return self.found
+
+    def consider(self, pid, now):
+        ppid, start, comm = self.seen[pid]
+        if not comm.startswith("python") and comm != "pypy3":
+            return
+        key = (pid, start)
+        state = self.judged.get(key)
+        if state is None:
+            state = self.judged[key] = [None, 0, False]
+        if not state[2]:
+            state[0] = self.judge(pid, ppid, self.seen)
+            state[1] += 1
+            young = now - start < CANDIDATE_YOUNG_S
+            state[2] = state[0] is not None or not young or state[1] >= CANDIDATE_CHECKS
+        if state[0] is not None:
+            self.found[pid] = state[0]
+
+    @staticmethod
+    def judge(pid, ppid, seen):
+        parent = seen.get(ppid)
+        if parent is not None and parent[2] in LAUNCHER_COMMS:
+            return "launcher"
+        try:
+            out = os.readlink("/proc/%d/fd/1" % pid)
+        except OSError:
+            return None
+        # A terminal is someone's interactive session; a pipe or /dev/null cannot be followed.
+        if not out.startswith("/") or out.startswith("/dev/"):
+            return None
+        if maps_have(pid, CANDIDATE_LIBS):
+            return "torch"
+        return None
+
+
+# A first compile can take 3 s and its compiler runs (g++, cc1plus, ptxas) less than one sample
+# interval each: between samples the watched processes' children are polled a few times, and any
+# compiler seen is reported with the next frame.
+COMPILER_COMMS = frozenset(("gcc", "cc", "cc1", "cc1plus", "g++", "c++", "clang", "clang++", "ld", "as",
+                            "collect2", "ptxas", "nvcc", "cicc", "nvlink", "fatbinary", "ninja"))
+COMPILER_POLL_TARGETS = 64  # at most this many processes polled between samples
+
+
+class CompilerWatch(object):
+    """Compiler processes started below the watched processes since the last frame."""
+
+    def __init__(self):
+        self.targets = {}  # pid polled -> the watched process it belongs to
+        self.known = set()  # child pids already looked at
+        self.seen = {}  # watched pid -> set of compiler names
+
+    def set_targets(self, tree):
+        """`tree`: {watched pid: [Stat of the watched process and its Python descendants]}."""
+        targets = {}
+        for top, stats in tree.items():
+            for s in stats:
+                if len(targets) < COMPILER_POLL_TARGETS and (s.pid == top or s.comm.startswith("python")):
+                    targets[s.pid] = top
+        self.targets = targets
+
+    def poll(self):
+        for pid, top in list(self.targets.items()):
+            raw = read_raw("/proc/%d/task/%d/children" % (pid, pid))
+            if not raw:
+                continue
+            for child in raw.split():
+                c = int(child)
+                if c in self.known:
+                    continue
+                self.known.add(c)
+                comm = read_raw("/proc/%d/comm" % c)
+                name = comm.strip().decode("utf-8", "replace") if comm else ""
+                if name in COMPILER_COMMS:
+                    self.seen.setdefault(top, set()).add(name)
+
+    def take(self, pid):
+        return sorted(self.seen.pop(pid, ()))
+
+    def frame_done(self):
+        self.seen = {}
+        if len(self.known) > 4096:
+            self.known = set()
+
+
+def proc_info(stat, cache, descendants, now, refresh, compilers_seen=()):
     facts = cache.static_facts(stat.pid, stat.start)
     slow = cache.slow_facts(stat.pid, stat.start, now, refresh)
     cmdline = facts["cmdline"]
@@ -441,6 +597,7 @@ def proc_info(stat, cache, descendants, now, refresh):
         "children": children, "stdout": slow["stdout"], "stderr": slow["stderr"],
         "unbuffered": unbuffered, "unbuffered_reason": reason, "is_python": py,
         "env_readable": facts["env_readable"], "uid": facts["uid"], "user": facts["user"],
+        "compilers_seen": list(compilers_seen),
     }
 
 
@@ -994,11 +1151,13 @@ class Probe(object):
         self.last_scan = 0.0
         self.watched_keys = {}  # pid -> start of processes reported last frame
         self.match_pids = {}
-        self.many_threads = True  # until a sample shows otherwise: walk /proc
-        self.seen_keys = set()  # (pid, start) of the processes the last sample reported
         # Send fixed process facts only when they change: the client asks for it at start (an
         # older client never does and gets every fact every frame).
         self.deltas = FactDeltas() if options.get("fact_deltas") else None
+        self.candidates = JobCandidates()
+        self.compiler_watch = CompilerWatch()
+        self.compiler_polls = int(options.get("compiler_polls", 3))  # between two samples
+        self.candidate_pids = {}  # pid -> why it is a job before it uses a GPU (last scan)
         self.gpu = NoGpu()
         self.host_cpu = HostCpu()
         # A client that vanished without closing our stdin (a blackholed link) is noticed by its
@@ -1043,12 +1202,15 @@ class Probe(object):
             matches = dict(self.matches)
         matched = dict((key, []) for key in matches)
         me = os.getpid()
+        seen = {}
         for pid in all_pids():
             parent = read_parent(pid)
             if parent is None:
                 continue
-            ppid, start = parent
+            ppid, start, comm = parent
             live[pid] = start
+            if pid != me:
+                seen[pid] = (ppid, start, comm)
             children_of.setdefault(ppid, []).append(pid)
             for key, (rx, _) in matches.items():
                 if rx is None or pid == me:
@@ -1066,17 +1228,10 @@ class Probe(object):
                     pass
         self.children_of = children_of
         self.match_pids = matched
+        self.candidates.scan(seen, now)
         self.last_scan = now
         self.scanned_procs = len(live)
         self.cache.forget_except(set(live.items()))
-
-    def skip_scan(self, now):
-        """No /proc walk when it would add nothing: no cmdline matches, and every watched process
-        and descendant has few enough threads that `live_children` asks each of its threads."""
-        self.children_of = {}  # links from an old walk would grow stale: none at all
-        self.match_pids = {}
-        self.last_scan = now
-        self.cache.forget_except(self.seen_keys)
 
     def live_children(self, s):
         """Children of one process right now, from /proc/PID/task/TID/children.
@@ -1130,32 +1285,30 @@ class Probe(object):
             want = set(self.want_pids)
             tails = list(self.tails.values())
             dirs = dict(self.dirs)
-            need_scan = bool(self.matches)
         gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         watched = gpu_pids | want
-        if (watched or need_scan) and now - self.last_scan >= self.scan_interval:
-            if need_scan or self.many_threads:
-                self.scan(now)
-            else:
-                self.skip_scan(now)
+        # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
+        if now - self.last_scan >= self.scan_interval:
+            self.scan(now)
         for pids in self.match_pids.values():
             watched |= set(pids)
+        self.candidate_pids = self.candidates.poll(now)
+        watched |= set(self.candidate_pids)
         procs = []
         current = {}
-        many_threads = False
-        seen = set()
+        poll_tree = {}
         for pid in sorted(watched):
             s = read_stat(pid, self.files)
             if s is None or s.state == "Z":
                 continue  # a zombie has exited; only its parent has not collected it yet
             current[pid] = s.start
-            tree = self.descendants(s)
-            for t in [s] + tree:
-                seen.add((t.pid, t.start))
-                many_threads = many_threads or t.threads > SMALL_THREAD_COUNT
-            procs.append(proc_info(s, self.cache, tree, now, self.slow_refresh))
-        self.many_threads = many_threads
-        self.seen_keys = seen
+            below = self.descendants(s)
+            # Polled children of the last interval (CompilerWatch.poll) plus the ones alive now.
+            seen_between = self.compiler_watch.take(pid)
+            procs.append(proc_info(s, self.cache, below, now, self.slow_refresh, seen_between))
+            poll_tree[pid] = [s] + below
+        self.compiler_watch.frame_done()
+        self.compiler_watch.set_targets(poll_tree)
         gone = []
         for pid, start in self.watched_keys.items():
             if current.get(pid) != start:
@@ -1167,6 +1320,9 @@ class Probe(object):
         frame["gone"] = gone
         frame["matches"] = self.match_pids
         self.files.end_sample()
+        known = self.candidates.seen
+        frame["candidates"] = dict((str(pid), why) for pid, why in self.candidate_pids.items()
+                                   if pid in current and known.get(pid, (0, None))[1] == current[pid])
         frame["tails"] = [t.poll() for t in tails]
         frame["dirs"] = [dir_stat(k, p) for k, p in sorted(dirs.items())]
         t = os.times()
@@ -1213,7 +1369,11 @@ class Probe(object):
             if delay < 0:
                 next_tick = time.time()  # fell behind (suspended?): don't burst
                 delay = 0
-            time.sleep(delay)
+            polls = self.compiler_polls if self.compiler_watch.targets else 0
+            for _ in range(polls):
+                time.sleep(delay / (polls + 1))
+                self.compiler_watch.poll()
+            time.sleep(max(0.0, next_tick - time.time()))
 
 
 def main():

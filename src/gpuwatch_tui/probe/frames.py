@@ -118,6 +118,7 @@ def parse_proc(raw: dict) -> ProcInfo:
         start_ticks=int(raw.get("start_ticks", 0)),
         uid=_opt_int(raw.get("uid")),
         user=raw.get("user"),
+        compilers_seen=tuple(str(n) for n in raw.get("compilers_seen") or ()),
     )
 
 
@@ -160,4 +161,5 @@ def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:
         mem_avail_kib=frame.get("mem_avail_kib"),
         driver=frame.get("driver"),
         matches={str(k): [int(p) for p in v] for k, v in (frame.get("matches") or {}).items()},
+        candidates={int(k): str(v) for k, v in (frame.get("candidates") or {}).items()},
     )
