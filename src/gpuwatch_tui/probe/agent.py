@@ -420,7 +420,8 @@ class FactDeltas(object):
 CANDIDATE_LIBS = (b"libtorch", b"libcudart", b"libnccl")
 LAUNCHER_COMMS = frozenset(("pt_elastic", "torchrun", "accelerate", "deepspeed"))
 CANDIDATE_YOUNG_S = 30.0  # libraries load late (import torch takes seconds): re-check while this young
-CANDIDATE_CHECKS = 40  # ... at most this many times, one per sample
+CANDIDATE_CHECKS = 20  # ... at most this many times
+CANDIDATE_RECHECK_S = 1.0  # ... at most this often
 
 
 def maps_have(pid, needles):
@@ -457,6 +458,7 @@ class JobCandidates(object):
         self.judged = {}  # (pid, start) -> [reason or None, checks, final]
         self.seen = {}  # pid -> (ppid, start, comm) of every process known
         self.found = {}  # pid -> reason
+        self.rechecked_at = 0.0
 
     def scan(self, seen, now):
         """`seen`: {pid: (ppid, start, comm)} from the full scan."""
@@ -481,9 +483,11 @@ class JobCandidates(object):
                 if parent is not None:
                     self.seen[pid] = parent
                     self.consider(pid, now)
-        for (pid, start), state in list(self.judged.items()):
-            if not state[2]:
-                self.consider(pid, now)
+        if now - self.rechecked_at >= CANDIDATE_RECHECK_S:  # a maps read is the costly part: not every sample
+            self.rechecked_at = now
+            for (pid, start), state in list(self.judged.items()):
+                if not state[2]:
+                    self.consider(pid, now)
         return self.found
 
     def consider(self, pid, now):
