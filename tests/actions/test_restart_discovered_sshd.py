@@ -70,3 +70,55 @@ async def test_restart_of_a_discovered_job_keeps_its_id_name_and_history(sshd_fa
         assert view(monitor, job.id).to_json()["phase"] == "crashed"
     finally:
         await monitor.stop()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+@pytest.mark.timeout(180)
+async def test_a_restart_by_another_gpuwatch_is_seen_as_the_same_job(sshd_factory, ssh_env, tmp_path, procs):
+    """`gpuwatch restart` from a shell while a dashboard watches: the watcher never hears of the action,
+    yet the old run ends crashed/killed (not `finished` when the new run writes into the same log) and the
+    new run carries the job on, from the restart's marker line in the shared log."""
+    started, extra = procs
+    (host,) = sshd_factory(1)
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("torch_buffered_job.py", "buffered_job.py"):
+        shutil.copy(SCRIPTS / name, work / name)
+    log = work / "train.log"
+    env = dict(os.environ)
+    env.pop("PYTHONUNBUFFERED", None)
+    with open(log, "wb") as out:
+        old = subprocess.Popen([sys.executable, str(work / "torch_buffered_job.py")], cwd=work, env=env,
+                               stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    started.append(old)
+    watcher = monitor_for(ssh_env, host, [])
+    actor = monitor_for(ssh_env, host, [])
+    await watcher.start()
+    await actor.start()
+
+    def job_with(monitor, pid):
+        return next((v for v in monitor.tracker.views() if pid in v.pids), None)
+
+    try:
+        await wait_for(lambda: job_with(watcher, old.pid) and job_with(actor, old.pid), 60, what="both see the job")
+        watched = job_with(watcher, old.pid)
+        service = service_for(actor, tmp_path)
+        acting = job_with(actor, old.pid)
+        await wait_for(lambda: service.facts_ready(acting.id), 15, what="restart facts captured")
+        outcome = await service.execute(service.plan(acting.id, "restart_unbuffered"))
+        assert outcome.ok, outcome.summary()
+        new_pid = outcome.report.pid
+        extra.append(new_pid)
+        await actor.stop()
+
+        await wait_for(lambda: (v := view(watcher, watched.id)) is not None and v.alive and new_pid in v.pids, 60,
+                       what="the watcher carries the job on into the new run")
+        again = view(watcher, watched.id)
+        assert any(e.startswith(f"restarted with -u by {USER} via gpuwatch") for e in again.events), again.events
+        phases = [h["phase"] for h in again.to_json()["history"]]
+        assert "finished" not in phases, phases  # the old run's end is not read as a clean exit
+        assert [v.id for v in watcher.tracker.views() if new_pid in v.pids] == [watched.id]
+    finally:
+        await actor.stop()
+        await watcher.stop()

@@ -16,13 +16,14 @@ from typing import Iterable
 
 from ..model import GpuSample, ProcInfo
 
-# Parents that end the walk up: shells, session managers, schedulers, init.
+RESTART_WRAPPER = "gpuwatch-run"  # the comm of the wrapper a restart starts the job under (probe/ops_spawn.py)
+# Parents that end the walk up: shells, session managers, schedulers, init, gpuwatch's restart wrapper.
 STOP_NAMES = frozenset(
     {"bash", "sh", "dash", "zsh", "fish", "ksh", "tcsh", "csh", "sshd", "tmux", "tmux: server", "screen",
      "SCREEN", "systemd", "init", "login", "su", "sudo", "nohup", "setsid", "srun", "slurmstepd",
      "containerd-shim", "containerd-shim-runc-v2", "docker-init", "tini", "dumb-init", "supervisord",
      "runsv", "cron", "nvidia-smi", "timeout", "env", "conda", "uv", "make",
-     "gpuwatch-run"}  # gpuwatch-run: the wrapper a restart starts the job under (probe/ops_spawn.py)
+     RESTART_WRAPPER}
 )
 # Python programs that host many unrelated GPU processes: a job never spans one of them.
 _HOSTS = re.compile(r"jupyter|ipykernel|ray::|raylet|vllm\.entrypoints|gunicorn|uvicorn")

@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..model import HostSample, ProcInfo
-from .discovery import configured_groups, discover, is_python, launcher_kind, output_dir_from_cmdline
+from .discovery import (
+    RESTART_WRAPPER,
+    configured_groups,
+    discover,
+    is_python,
+    launcher_kind,
+    log_paths,
+    output_dir_from_cmdline,
+)
+from .job_actions import RESTART, ActionRecord
 from .job_state import JobState
 from .log_wiring import LogWiring
 from .settings import JobSpec
@@ -21,6 +30,9 @@ from .settings import JobSpec
 # for) is held back this many frames while its parent chain is fetched: the ranks of a torchrun job
 # are then published as one job from the start, not one job per rank merged a frame later.
 HOLD_NEW_FRAMES = 2
+# A run that another gpuwatch's restart started is carried on as the job it replaces if the old run
+# ended at most this long before the new one is seen.
+ADOPT_MARKED_RESTART_S = 120.0
 
 NewJob = Callable[..., JobState]  # (host, name, job_id, now, spec=None) -> the registered JobState
 
@@ -171,7 +183,8 @@ class JobGrouping:
                     job = j
                     break
             if job is None:
-                job = self._adopt_successor(host, group, procs, now)
+                job = self._adopt_successor(host, group, procs, now) or self._adopt_marked_restart(
+                    host, group, procs, now)
             if job is None and _parent_unknown(procs[group.root], procs):
                 held = [(host, pid, procs[pid].start_time) for pid in group.gpu_pids or group.main]
                 frames = max(self._held.get(k, 0) for k in held)
@@ -216,12 +229,36 @@ class JobGrouping:
             old = self._jobs.get(succ.job_id)
             if old is None:
                 return None
-            history, name, actions, launcher = old.history, old.name, old.actions, old.launcher
-            self._drop(old.id)
-            job = self._new_job(host, name, old.id, now=now)
-            job.history, job.actions, job.launcher = history, actions, launcher
-            return job
+            return self._carry_on(host, old, now)
         return None
+
+    def _adopt_marked_restart(self, host: str, group, procs: dict[int, ProcInfo], now: float) -> JobState | None:
+        """A run another gpuwatch restarted (`gpuwatch restart` from a shell while this one watches): its
+        top process runs under the restart wrapper and writes to the log of a job that ended here moments
+        ago, whose log's marker line names that job's pid. It is that job, as for our own restarts."""
+        parent = procs.get(procs[group.root].ppid)
+        if parent is None or parent.name != RESTART_WRAPPER:
+            return None
+        paths = set(log_paths([procs[p] for p in group.main]))
+        for old in self._on(host):
+            if old.spec is not None or old.exit is None or now - old.exit.ended_at > ADOPT_MARKED_RESTART_S:
+                continue
+            marker = old.interp.restart_marker if old.interp is not None else None
+            if marker is None or marker.old_pid not in old.members or not paths & set(old.logs):
+                continue
+            record = ActionRecord(RESTART, marker.user, marker.when, old.serial)
+            return self._carry_on(host, old, now, extra_action=record)
+        return None
+
+    def _carry_on(self, host: str, old: JobState, now: float, extra_action: ActionRecord | None = None) -> JobState:
+        """A fresh record for a job's new run under the same id: name, history and actions kept."""
+        history, name, actions, launcher = old.history, old.name, old.actions, old.launcher
+        self._drop(old.id)
+        job = self._new_job(host, name, old.id, now=now)
+        job.history, job.actions, job.launcher = history, actions, launcher
+        if extra_action is not None:
+            job.actions.append(extra_action)
+        return job
 
     def _merge(self, host: str) -> None:
         """Jobs whose root moved up may now share processes: merge each into the older one."""

@@ -8,6 +8,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .progress import ProgressTracker
+from .restart_marker import RestartMarker, parse_marker
 from .rules import LineMatch, RuleSet
 
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s?")
@@ -68,6 +69,7 @@ class LogInterpreter:
     last_progress_at: float | None = None
     last_match: LineMatch | None = None
     recent_rules: deque = field(default_factory=lambda: deque(maxlen=20))
+    restart_marker: RestartMarker | None = None  # a gpuwatch restart's marker line (restart_marker.py)
     _open: dict = field(default_factory=dict)  # rank -> _OpenTraceback
     _in_root_cause: bool = False
     _last_live: str = ""
@@ -76,6 +78,8 @@ class LogInterpreter:
     # -- feeding -------------------------------------------------------------------
     def feed_line(self, text: str, now: float) -> LineMatch:
         self.seq += 1
+        if text.startswith("=== gpuwatch: "):
+            self.restart_marker = parse_marker(text) or self.restart_marker
         m = self.rules.match(text)
         self._track_traceback(text, m, now)
         self._apply(m, text, now, complete=True)

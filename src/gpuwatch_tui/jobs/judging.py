@@ -146,8 +146,20 @@ def observation(job: JobState, skew: float) -> JobObservation:
         output=out,
         has_gpus=bool(job.gpus),
         compile_worker_since=job.compile_worker_since,
-        killed_by=ended_by(job.actions, job.serial, job.exit.ended_at) if job.exit is not None else None,
+        killed_by=_killed_by(job),
     )
+
+
+def _killed_by(job: JobState) -> str | None:
+    """Who ended this run through gpuwatch: this gpuwatch's own record, else a restart's marker line in
+    the log that names one of the run's pids (a restart done by another gpuwatch)."""
+    if job.exit is None:
+        return None
+    mine = ended_by(job.actions, job.serial, job.exit.ended_at)
+    marker = job.interp.restart_marker if job.interp is not None else None
+    if mine is None and marker is not None and marker.old_pid in job.members:
+        return marker.text()
+    return mine
 
 
 def judge(job: JobState, now: float, skew: float) -> None:
