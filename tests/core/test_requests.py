@@ -7,6 +7,7 @@ import os
 import signal
 import time
 
+import psutil
 import pytest
 
 from gpuwatch_tui.config import parse_config
@@ -188,9 +189,12 @@ async def test_local_probe_killed_fails_pending_then_the_restarted_one_answers(t
         await settled_connected(monitor, ["me"])
         probe_pid = monitor.sessions["me"].link.proc.pid
         os.kill(probe_pid, signal.SIGSTOP)  # frozen: the request waits
+        await wait_for(lambda: psutil.Process(probe_pid).status() == psutil.STATUS_STOPPED, 5,
+                       what="the probe stopped")  # the stop lands asynchronously: wait for it
+        assert monitor.sessions["me"].link.proc.pid == probe_pid  # the request goes to the frozen probe
         waiting = asyncio.ensure_future(monitor.request("me", "ping", timeout=60))
         await asyncio.sleep(0.3)
-        assert not waiting.done()
+        assert not waiting.done(), waiting.result() if not waiting.exception() else waiting.exception()
         os.kill(probe_pid, signal.SIGKILL)
         with pytest.raises(RequestError) as err:
             await asyncio.wait_for(waiting, 5)

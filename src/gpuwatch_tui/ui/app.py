@@ -144,7 +144,8 @@ class GpuwatchApp(App):
     def _refresh_screen(self) -> None:
         self._refresh_timer = None
         self._last_refresh = time.monotonic()
-        if self.source.paused:
+        # A refresh queued by the source may land after the app has begun to close (no screen left).
+        if self.source.paused or not self.screen_stack:
             return
         refresh = getattr(self.screen, "refresh_from_source", None)
         if refresh is not None:
