@@ -19,6 +19,7 @@ import pytest
 from gpuwatch_tui.actions.dump import DumpFailed, DumpTarget, dump_job, upload_pyspy
 from gpuwatch_tui.actions.pyspy_binary import local_pyspy
 from gpuwatch_tui.actions.stack_analysis import phase_hint
+from tests.support.procs import stop_and_wait
 from tests.actions.pyspy_helpers import (
     AS_NOBODY,
     OpHost,
@@ -113,7 +114,7 @@ async def test_a_process_py_spy_leaves_stopped_is_continued(blocked, tmp_path):
 
 async def test_an_already_stopped_process_stays_stopped(blocked):
     proc = blocked("sleep")
-    os.kill(proc.pid, signal.SIGSTOP)
+    stop_and_wait(proc.pid)  # the stop lands asynchronously: the dump must see state T
     try:
         async with OpHost(env_with_pyspy()) as host:
             report = await dump_job(host.request, [target(proc)], timeout_s=10, save=False)

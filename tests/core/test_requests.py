@@ -217,8 +217,11 @@ async def test_stop_fails_what_is_still_waiting():
         await settled_connected(monitor, ["me"])
         probe_pid = monitor.sessions["me"].link.proc.pid
         os.kill(probe_pid, signal.SIGSTOP)
+        await wait_for(lambda: psutil.Process(probe_pid).status() == psutil.STATUS_STOPPED, 5,
+                       what="the probe stopped")  # else it may still answer the ping below
         waiting = asyncio.ensure_future(monitor.request("me", "ping", timeout=60))
         await asyncio.sleep(0.2)
+        assert not waiting.done()
         t0 = time.monotonic()
         await monitor.stop()
         stopped = True
