@@ -101,6 +101,9 @@ class ProcInfo:
     # Compiler processes (gcc, cc1plus, ptxas...) the probe saw below this one between two samples:
     # short compiler runs that no sample would catch alive.
     compilers_seen: tuple[str, ...] = ()
+    # The run/rank variables of its exec-time environment (SLURM_JOB_ID, TORCHELASTIC_RUN_ID,
+    # MASTER_ADDR/PORT, RANK, LOCAL_RANK, WORLD_SIZE, ...) as sorted (name, value) pairs.
+    dist: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> tuple[int, float]:

@@ -121,6 +121,58 @@ def finite_or_none(x: float | None) -> float | None:
 
 
 @dataclass(frozen=True)
+class RankView:
+    """One rank of a job that spans hosts: where it runs, what its process and GPU do, when its host's
+    log last grew. `culprit` marks the rank that holds the others up, `note` says why."""
+
+    host: str
+    pid: int
+    start_ticks: int = 0
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+    node_rank: int | None = None  # GROUP_RANK / NODE_RANK / SLURM_NODEID
+    gpus: tuple[int, ...] = ()
+    util_pct: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    state: str = ""  # R, S, D, T, Z, or "gone"
+    last_log_at: float | None = None
+    culprit: bool = False
+    note: str = ""
+    job_id: str = ""  # the per-host job this rank belongs to
+
+    @property
+    def ref(self) -> ProcessRef:
+        return ProcessRef(self.host, self.pid, self.start_ticks)
+
+    def to_json(self) -> dict:
+        return {"host": self.host, "pid": self.pid, "start_ticks": self.start_ticks, "rank": self.rank,
+                "local_rank": self.local_rank, "world_size": self.world_size, "node_rank": self.node_rank,
+                "gpus": list(self.gpus), "util_pct": self.util_pct, "power_w": self.power_w,
+                "power_limit_w": self.power_limit_w, "state": self.state,
+                "last_log_at": self.last_log_at, "culprit": self.culprit, "note": self.note, "job_id": self.job_id}
+
+    @classmethod
+    def from_json(cls, data: dict, what: str) -> RankView:
+        def opt_int(key: str) -> int | None:
+            value = data.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"{what}: rank {key!r} should be an integer or null, got {value!r}")
+            return value
+
+        return cls(
+            host=_need(data, "host", str, what), pid=_need(data, "pid", int, what),
+            start_ticks=int(data.get("start_ticks") or 0), rank=opt_int("rank"), local_rank=opt_int("local_rank"),
+            world_size=opt_int("world_size"), node_rank=opt_int("node_rank"),
+            gpus=tuple(int(g) for g in data.get("gpus") or ()), util_pct=_number(data.get("util_pct")),
+            power_w=_number(data.get("power_w")), power_limit_w=_number(data.get("power_limit_w")), state=str(data.get("state") or ""),
+            last_log_at=_number(data.get("last_log_at")), culprit=bool(data.get("culprit", False)),
+            note=str(data.get("note") or ""), job_id=str(data.get("job_id") or ""),
+        )
+
+
+@dataclass(frozen=True)
 class JobView:
     """One job as every reader sees it. `processes` are the job's main processes as
     (host, pid, start ticks): what an action must name, never a bare pid."""
@@ -155,8 +207,25 @@ class JobView:
     processes: tuple[ProcessRef, ...] = ()
     root: ProcessRef | None = None  # the top of the tree (a launcher when there is one)
     events: tuple[str, ...] = ()  # what gpuwatch did to the job, oldest first ("killed by ana via gpuwatch at ...")
+    # A job over several hosts (jobs/multinode.py): every host, every rank, the per-host jobs it joins
+    # (their ids, for actions and logs) and what ties them together ("slurm job 42"). Empty otherwise.
+    hosts: tuple[str, ...] = ()
+    ranks: tuple[RankView, ...] = ()
+    parts: tuple[str, ...] = ()
+    run_key: str | None = None
+
+    @property
+    def multi_node(self) -> bool:
+        return len(self.hosts) > 1
 
     def to_json(self) -> dict:
+        out = self._base_json()
+        if self.parts:  # additive: a single-host job's JSON is unchanged
+            out.update(hosts=list(self.hosts), ranks=[r.to_json() for r in self.ranks], parts=list(self.parts),
+                       run_key=self.run_key)
+        return out
+
+    def _base_json(self) -> dict:
         return {
             "id": self.id,
             "name": self.name,
@@ -245,4 +314,8 @@ class JobView:
             processes=tuple(ref(p) for p in data.get("processes") or ()),
             root=ref(data["root"]) if data.get("root") else None,
             events=tuple(str(e) for e in data.get("events") or ()),
+            hosts=tuple(str(h) for h in data.get("hosts") or ()),
+            ranks=tuple(RankView.from_json(r, what) for r in data.get("ranks") or ()),
+            parts=tuple(str(p) for p in data.get("parts") or ()),
+            run_key=data.get("run_key"),
         )

@@ -20,6 +20,7 @@ from ..model import DirStat, HostSample, ProcInfo
 from ..views import JobView
 from .discovery import gpu_pids_of, parents_to_watch
 from .match_check import note_broad_matches
+from .multinode import MultiNodeJobs
 from .export import current_view
 from .grouping import JobGrouping, Successor
 from .grouping_reuse import frame_key, jobs_key
@@ -61,15 +62,22 @@ class JobTracker:
         # job id -> (pid, start ticks, facts, local time read): the top process's restart facts
         self._captures: dict[str, tuple[int, int, dict, float]] = {}
         self._grouped: dict[str, tuple] = {}  # host -> (frame_key, jobs_key) right after its last grouping
+        self._gpus: dict[str, tuple] = {}  # host -> its GPUs in the latest frame (ranks' GPUs, multinode.py)
+        self.multinode = MultiNodeJobs()  # per-host jobs of one run on several hosts read as one job
         self._grouping = JobGrouping(self._jobs, self._specs, self._wiring, self._new_job, self._drop,
                                      on_host=self.states)
         for key, spec in self._specs.items():
             self._new_job(spec.host, spec.name, key, spec=spec, now=0.0)
 
     # ------------------------------------------------------------------ reading
-    def views(self, now: float | None = None) -> list[JobView]:
-        """Every job as a frozen view; `now` dates the phase history text (default: last frame)."""
-        return [current_view(j, now) for j in self._jobs.values()]
+    def views(self, now: float | None = None, joined: bool = True) -> list[JobView]:
+        """Every job as a frozen view; `now` dates the phase history text (default: last frame).
+        A run over several hosts is one view (multinode.py); `joined=False` gives its per-host parts."""
+        views = [current_view(j, now) for j in self._jobs.values()]
+        return self.multinode.join(views, self, now) if joined else views
+
+    def host_gpus(self, host: str) -> tuple:
+        return self._gpus.get(host, ())
 
     def to_json(self, now: float | None = None) -> list[dict]:
         return [view.to_json() for view in self.views(now)]
@@ -83,21 +91,29 @@ class JobTracker:
     def state(self, job_id: str) -> JobState | None:
         return self._jobs.get(job_id)
 
-    def log_lines(self, job_id: str, n: int | None = None) -> list[str]:
+    def _record(self, job_id: str) -> JobState | None:
+        """A job's record; for a multi-node job, its lead part's (rank 0's host: the log people read)."""
         job = self._jobs.get(job_id)
+        if job is None:
+            parts = self.multinode.parts_of(job_id)
+            job = self._jobs.get(parts[0]) if parts else None
+        return job
+
+    def log_lines(self, job_id: str, n: int | None = None) -> list[str]:
+        job = self._record(job_id)
         return log_lines(job, n) if job else []
 
     def log_total(self, job_id: str) -> int:
-        job = self._jobs.get(job_id)
+        job = self._record(job_id)
         log = job.primary_log if job else None
         return log.total_lines if log else 0
 
     def procs(self, job_id: str) -> list[ProcInfo]:
-        job = self._jobs.get(job_id)
+        job = self._record(job_id)
         return list(job.procs) if job else []
 
     def outdir(self, job_id: str) -> DirStat | None:
-        job = self._jobs.get(job_id)
+        job = self._record(job_id)
         return job.outdir if job else None
 
     def ready(self, host: str) -> bool:
@@ -117,6 +133,9 @@ class JobTracker:
 
     def dismiss(self, job_id: str) -> bool:
         """Forget a job. A live discovered job stays hidden; a configured job starts over."""
+        parts = self.multinode.parts_of(job_id)
+        if parts and job_id not in self._jobs:  # a multi-node job: all of its per-host parts
+            return all([self.dismiss(part) for part in parts])
         job = self._jobs.get(job_id)
         if job is None:
             return False
@@ -133,6 +152,9 @@ class JobTracker:
                       status_file: str | None = None) -> ActionRecord:
         """Note on the job that `user` took `action` at `when` (local time): a kill makes the run end as
         crashed/killed with who and when; a restart's `status_file` gives the next run its exit status."""
+        parts = self.multinode.parts_of(job_id)
+        if parts and job_id not in self._jobs:  # a multi-node job: the action is on every part
+            return [self.record_action(part, action, user, when, status_file) for part in parts][0]
         job = self._jobs.get(job_id)
         if job is None:
             raise KeyError(f"no job {job_id!r}")
@@ -245,6 +267,7 @@ class JobTracker:
             self._grouping.update(host, sample, now)
             self._grouped[host] = (frame, self._jobs_key(host))
         on_gpu = gpu_pids_of(sample.gpus)
+        self._gpus[host] = tuple(sample.gpus)
         for job in self.states(host):
             if job.exit is None and job.members:
                 track_members(job, procs, gone, skew, now)

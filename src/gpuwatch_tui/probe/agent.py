@@ -310,6 +310,14 @@ def user_name(uid):
     return _USER_NAMES[uid]
 
 
+# The variables that tie the processes of one run together across hosts (a Slurm allocation, a
+# torchrun rendezvous) and give each its rank: the only part of a job's environment the probe sends.
+DIST_ENV = frozenset((b"SLURM_JOB_ID", b"SLURM_PROCID", b"SLURM_NODEID", b"TORCHELASTIC_RUN_ID",
+                      b"MASTER_ADDR", b"MASTER_PORT", b"RANK", b"LOCAL_RANK", b"WORLD_SIZE",
+                      b"GROUP_RANK", b"NODE_RANK", b"LOCAL_WORLD_SIZE"))
+DIST_VALUE_MAX = 256
+
+
 class ProcCache(object):
     """Facts that do not change while a process lives, keyed by (pid, start)."""
 
@@ -327,6 +335,7 @@ class ProcCache(object):
             except (OSError, IOError):
                 facts["cmdline"] = []
             environ = None
+            dist = {}
             try:
                 raw = open("/proc/%d/environ" % pid, "rb").read()
                 environ = {}
@@ -334,10 +343,13 @@ class ProcCache(object):
                     k, _, v = item.partition(b"=")
                     if k in (b"PYTHONUNBUFFERED",):
                         environ[k.decode()] = v.decode("utf-8", "replace")
+                    elif k in DIST_ENV:
+                        dist[k.decode()] = v[:DIST_VALUE_MAX].decode("utf-8", "replace")
             except (OSError, IOError):
                 pass
             facts["env_readable"] = environ is not None
             facts["environ"] = environ
+            facts["dist"] = dist or None
             # The owner never changes while the process lives (setuid happens before exec in
             # practice): read once per (pid, start), so a sample pays nothing for it.
             try:
@@ -370,7 +382,7 @@ class ProcCache(object):
 # Facts of a process that change rarely or never: with fact deltas on, a frame carries each of them
 # only when it is new or changed for that (pid, start) (see FactDeltas).
 ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_reason", "is_python",
-              "env_readable", "uid", "user")
+              "env_readable", "uid", "user", "dist")
 CHILD_FACTS = ("cmdline", "uid", "user")
 FACT_RESEND_S = 30.0  # every fact is sent in full this often anyway: a client that dropped a frame recovers
 
@@ -601,6 +613,7 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=()):
         "children": children, "stdout": slow["stdout"], "stderr": slow["stderr"],
         "unbuffered": unbuffered, "unbuffered_reason": reason, "is_python": py,
         "env_readable": facts["env_readable"], "uid": facts["uid"], "user": facts["user"],
+        "dist": facts["dist"],
         "compilers_seen": list(compilers_seen),
     }
 

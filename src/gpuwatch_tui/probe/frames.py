@@ -46,7 +46,7 @@ def parse_gpu(raw: dict) -> GpuSample:
 
 
 ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_reason", "is_python",
-              "env_readable", "uid", "user")
+              "env_readable", "uid", "user", "dist")
 CHILD_FACTS = ("cmdline", "uid", "user")
 
 
@@ -119,7 +119,15 @@ def parse_proc(raw: dict) -> ProcInfo:
         uid=_opt_int(raw.get("uid")),
         user=raw.get("user"),
         compilers_seen=tuple(str(n) for n in raw.get("compilers_seen") or ()),
+        dist=_dist(raw.get("dist")),
     )
+
+
+def _dist(raw) -> tuple[tuple[str, str], ...]:
+    """The run/rank variables as sorted (name, value) pairs; anything but an object of strings is dropped."""
+    if not isinstance(raw, dict):
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in raw.items() if isinstance(v, str)))
 
 
 def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:

@@ -110,6 +110,8 @@ def proc_from_row(row: list, static: dict) -> ProcInfo:
                                   child_cpu[i] if i < len(child_cpu) else 0.0, start_ticks, uid, user))
     if "compilers_seen" in fields:  # JSON gives a list; the model holds a tuple
         fields["compilers_seen"] = tuple(fields["compilers_seen"])
+    if "dist" in fields:
+        fields["dist"] = tuple(tuple(kv) for kv in fields["dist"] or ())
     fields.update(cmdline=tuple(fields["cmdline"]), stdout=_fd(fields.get("stdout")), stderr=_fd(fields.get("stderr")),
                   children=tuple(children), cpu_s=cpu_s, cpu_children_s=cpu_children_s, rss_bytes=rss,
                   state=state, threads=threads)

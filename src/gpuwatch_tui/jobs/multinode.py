@@ -1,0 +1,237 @@
+"""One job across hosts: per-host jobs of the same run joined into one view, judged over all its ranks.
+
+Each host's tracker part sees only its own processes. Processes of one run on different hosts share
+their launcher's variables: the same SLURM_JOB_ID, the same TORCHELASTIC_RUN_ID, or the same
+MASTER_ADDR + MASTER_PORT (unless that address means "this host": localhost / 127.x / ::1, which every
+single-host torchrun uses). Per-host jobs that share any of these keys, on two hosts or more, become
+one `JobView` with `hosts`, `ranks` and `parts`; its phase is the worst of its parts, and the rank that
+holds the others up is named in the evidence (culprit.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..model import GpuSample, ProcInfo
+from ..views import JobView, PhaseEntry, RankView
+from ..vocab import PHASE_URGENCY
+from .culprit import Culprit, find_culprit
+from .discovery import launcher_kind
+from .job_actions import DUMP, KILL
+
+STOPPED_GRACE_S = 3.0  # a rank stopped this long is no passing py-spy pause: the job is stalled
+MAX_HISTORY = 200
+
+
+def is_this_host(addr: str) -> bool:
+    """A MASTER_ADDR that names the host it is read on: it ties nothing across hosts."""
+    a = addr.strip().lower()
+    return a in ("", "localhost", "::1", "0.0.0.0", "ip6-localhost") or a.startswith("127.") or a.endswith(
+        ".localhost")
+
+
+def run_keys(dist: dict[str, str]) -> set[str]:
+    """What ties a process to the other processes of its run, on any host."""
+    keys = set()
+    if dist.get("SLURM_JOB_ID"):
+        keys.add(f"slurm job {dist['SLURM_JOB_ID']}")
+    run_id = dist.get("TORCHELASTIC_RUN_ID")
+    if run_id and run_id != "none":  # torchrun's default id: the same for every unnamed run
+        keys.add(f"torchrun run {run_id}")
+    addr, port = dist.get("MASTER_ADDR"), dist.get("MASTER_PORT")
+    if addr and port and not is_this_host(addr):
+        keys.add(f"rendezvous {addr}:{port}")
+    return keys
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class PartFacts:
+    """What the join reads of one per-host job: its view, its processes, its host's GPUs, its log."""
+
+    view: JobView
+    procs: tuple[ProcInfo, ...]  # its processes as last seen (an ended job's last live ones)
+    live: frozenset[int]  # pids alive in the latest frame
+    gpus: tuple[GpuSample, ...]
+    last_log_at: float | None
+
+
+def part_keys(procs: Iterable[ProcInfo]) -> set[str]:
+    keys: set[str] = set()
+    for p in procs:
+        if p.dist:
+            keys |= run_keys(dict(p.dist))
+    return keys
+
+
+def rank_processes(procs: Iterable[ProcInfo]) -> list[ProcInfo]:
+    """The rank processes of a per-host job: those with a RANK (or SLURM_PROCID) that are not a launcher
+    agent (a launcher may carry a stale RANK from its own environment)."""
+    procs = [p for p in procs if launcher_kind(p) is None]
+    with_rank = [p for p in procs if dict(p.dist).get("RANK") is not None]
+    return with_rank or [p for p in procs if dict(p.dist).get("SLURM_PROCID") is not None]
+
+
+def ranks_of(part: PartFacts) -> list[RankView]:
+    """Every rank of one per-host job, with its GPU(s) and state."""
+    v = part.view
+    out = []
+    for p in rank_processes(part.procs):
+        env = dict(p.dist)
+        mine = {p.pid, *(c.pid for c in p.children)}
+        gpus = [g for g in part.gpus if any(gp.pid in mine for gp in g.processes)]
+        utils = [g.util_pct for g in gpus if g.util_pct is not None]
+        powers = [g.power_w for g in gpus if g.power_w is not None]
+        limits = [g.power_limit_w for g in gpus if g.power_limit_w is not None]
+        state = p.state if v.alive and p.pid in part.live else "gone"
+        out.append(RankView(
+            host=v.host, pid=p.pid, start_ticks=p.start_ticks,
+            rank=_int(env.get("RANK") or env.get("SLURM_PROCID")), local_rank=_int(env.get("LOCAL_RANK")),
+            world_size=_int(env.get("WORLD_SIZE")),
+            node_rank=_int(env.get("GROUP_RANK") or env.get("NODE_RANK") or env.get("SLURM_NODEID")),
+            gpus=tuple(g.index for g in gpus), util_pct=max(utils) if utils else None,
+            power_w=sum(powers) if powers else None,
+            power_limit_w=sum(limits) if limits and len(limits) == len(powers) else None, state=state, last_log_at=part.last_log_at, job_id=v.id,
+        ))
+    return out
+
+
+def group_parts(parts: list[PartFacts]) -> list[tuple[str, list[PartFacts]]]:
+    """Per-host jobs joined by shared run keys (transitively); only groups over two hosts or more."""
+    keyed = [(part, part_keys(part.procs)) for part in parts]
+    groups: list[tuple[set[str], list[PartFacts]]] = []
+    for part, keys in keyed:
+        if not keys:
+            continue
+        joined = [g for g in groups if g[0] & keys]
+        merged_keys, members = set(keys), [part]
+        for g in joined:
+            merged_keys |= g[0]
+            members = g[1] + members
+            groups.remove(g)
+        groups.append((merged_keys, members))
+    out = []
+    for keys, members in groups:
+        if len({m.view.host for m in members}) > 1:
+            out.append((min(keys, key=_key_order), members))
+    return out
+
+
+def _key_order(key: str) -> tuple[int, str]:
+    return (0 if key.startswith("slurm") else 1 if key.startswith("torchrun") else 2, key)
+
+
+class MultiNodeJobs:
+    """Joins per-host job views into multi-node views. Keeps what a view alone cannot say: since when a
+    rank has been stopped, and each joined job's phase history."""
+
+    def __init__(self) -> None:
+        self.joined: dict[str, str] = {}  # per-host job id -> the multi-node job's id (as of the last join)
+        self._stopped_since: dict[tuple[str, int, int], float] = {}
+        self._history: dict[str, list[tuple[str, float]]] = {}
+        self._since: dict[str, tuple[str, float]] = {}
+
+    def join(self, views: list[JobView], tracker, now: float | None) -> list[JobView]:
+        """The tracker's per-host views with the parts of each multi-node run replaced by one view."""
+        parts = []
+        for v in views:
+            job = tracker.state(v.id)
+            procs = tuple(job.procs or job.last_procs) if job is not None else ()
+            if job is None or not any(p.dist for p in procs):
+                parts.append(PartFacts(v, (), frozenset(), (), None))
+                continue
+            last_log = max((b.last_growth for b in job.logs.values() if b.last_growth is not None), default=None)
+            parts.append(PartFacts(v, procs, frozenset(p.pid for p in job.procs), tracker.host_gpus(v.host),
+                                   last_log))
+        if now is None:
+            now = max((j.last_seen for j in tracker.states()), default=0.0)
+        views, self.joined = self.combine(parts, now)
+        return views
+
+    def combine(self, parts: list[PartFacts], now: float) -> tuple[list[JobView], dict[str, str]]:
+        """(the views every reader gets, per-host job id -> the joined job's id)."""
+        groups = group_parts(parts)
+        if not groups:
+            self._stopped_since.clear()
+            return [p.view for p in parts], {}
+        joined: dict[str, str] = {}
+        views: list[JobView] = []
+        stopped_seen: set[tuple[str, int, int]] = set()
+        for key, members in groups:
+            view = self._join(key, members, now, stopped_seen)
+            views.append(view)
+            joined.update((m.view.id, view.id) for m in members)
+        for k in [k for k in self._stopped_since if k not in stopped_seen]:
+            del self._stopped_since[k]
+        rest = [p.view for p in parts if p.view.id not in joined]
+        return rest + views, joined
+
+    def _join(self, key: str, members: list[PartFacts], now: float, stopped_seen: set) -> JobView:
+        ranks = [r for m in members for r in ranks_of(m)]
+        ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.host, r.pid))
+        for r in ranks:
+            if r.state == "T":
+                k = (r.host, r.pid, r.start_ticks)
+                stopped_seen.add(k)
+                self._stopped_since.setdefault(k, now)
+        culprit = find_culprit(ranks, now)
+        if culprit is not None:
+            ranks = [dataclasses.replace(r, culprit=True, note=culprit.notes[i]) if i in culprit.notes else r
+                     for i, r in enumerate(ranks)]
+        # Rank 0's host leads (its log is the one people read); parts in rank order after it.
+        order = {r.job_id: i for i, r in reversed(list(enumerate(ranks)))}
+        members = sorted(members, key=lambda m: (order.get(m.view.id, len(order)), m.view.host))
+        lead = members[0].view
+        worst = min(members, key=lambda m: PHASE_URGENCY.get(m.view.phase, 3)).view
+        all_ended = all(not m.view.alive for m in members)
+        phase, detail, since = worst.phase, worst.detail, worst.since
+        confidence, advice, actions = worst.confidence, worst.advice, worst.actions
+        evidence = [f"{worst.host}: {e}" for e in worst.evidence]
+        if culprit is not None and not all_ended:
+            evidence = [culprit.summary, *evidence]
+            stopped_at = [self._stopped_since[(r.host, r.pid, r.start_ticks)] for r in ranks
+                          if r.culprit and r.state == "T"]
+            if stopped_at and phase not in ("crashed", "stalled") and now - min(stopped_at) >= STOPPED_GRACE_S:
+                # One stopped rank stops every collective: the run cannot move, whatever the others show.
+                phase, detail, since, confidence = "stalled", "rank-stopped", min(stopped_at), 0.9
+            if phase == "stalled":
+                advice = culprit.advice
+                actions = tuple(dict.fromkeys((*culprit.actions, *actions)))
+        if not all_ended:
+            actions = tuple(dict.fromkeys((*actions, KILL, DUMP))) if phase != "crashed" or any(
+                m.view.alive for m in members) else actions
+        job_id = f"multi:{key}"
+        history = self._note_phase(job_id, phase, since)
+        hosts = tuple(dict.fromkeys(m.view.host for m in members))
+        return dataclasses.replace(
+            lead, id=job_id, name=lead.name, phase=phase, detail=detail, since=since, confidence=confidence,
+            evidence=tuple(evidence), advice=advice, actions=actions,
+            alive=any(m.view.alive for m in members),
+            ended_at=None if not all_ended else max((m.view.ended_at or 0.0) for m in members),
+            exit_code=worst.exit_code, exit_signal=worst.exit_signal,
+            history=tuple(PhaseEntry(p, s) for p, s in history),
+            events=tuple(e for m in members for e in m.view.events),
+            hosts=hosts, ranks=tuple(ranks), parts=tuple(m.view.id for m in members), run_key=key,
+        )
+
+    def parts_of(self, job_id: str) -> list[str]:
+        """The per-host job ids a multi-node job joins (as of the last join); [] for any other id."""
+        return [part for part, joined in self.joined.items() if joined == job_id]
+
+    def _note_phase(self, job_id: str, phase: str, since: float) -> list[tuple[str, float]]:
+        history = self._history.setdefault(job_id, [])
+        if not history or history[-1][0] != phase:
+            history.append((phase, since))
+            del history[:-MAX_HISTORY]
+        return history
+
+
+__all__ = ["MultiNodeJobs", "PartFacts", "run_keys", "is_this_host", "group_parts", "ranks_of", "Culprit"]
