@@ -182,8 +182,12 @@ class SshdHost:
         extra_config: Sequence[str] = (),
         login_grace_time: int = 60,
         isolated_home: bool = True,
+        command_prefix: Sequence[str] = (),
     ):
         self.address = check_loopback(address)
+        # Run sshd under this (e.g. `unshare --pid --fork --mount-proc --kill-child`: a "node" that sees
+        # only its own processes, all of which die with it).
+        self.command_prefix = list(command_prefix)
         self.name = name or f"host{address.rsplit('.', 1)[1]}"
         self.client_keys = client_keys
         self.user = current_user()
@@ -401,7 +405,7 @@ class SshdHost:
         self._logf.flush()
         preexec = _die_with_parent if threading.current_thread() is threading.main_thread() else None
         self._proc = subprocess.Popen(
-            [SSHD_PATH, "-D", "-e", "-f", str(self.config_path), "-E", str(self.log_path)],
+            [*self.command_prefix, SSHD_PATH, "-D", "-e", "-f", str(self.config_path), "-E", str(self.log_path)],
             stdin=subprocess.DEVNULL,
             stdout=self._logf,
             stderr=self._logf,
@@ -818,7 +822,7 @@ class SshdFactory:
 
     ``factory(n=1, **host_kwargs) -> list[SshdHost]`` (started) and
     ``factory.create(name=None, start=True, **host_kwargs) -> SshdHost``.
-    host_kwargs: max_sessions, env, fake_nvidia_smi, scenario, path_dirs, extra_config, port.
+    host_kwargs: max_sessions, env, fake_nvidia_smi, scenario, path_dirs, extra_config, port, command_prefix.
     Set ``check_leaks = False`` to turn the teardown leak check off for one test.
     """
 

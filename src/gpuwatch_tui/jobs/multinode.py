@@ -20,6 +20,7 @@ from ..vocab import PHASE_URGENCY
 from .culprit import Culprit, find_culprit
 from .discovery import launcher_kind
 from .job_actions import DUMP, KILL
+from .phase import format_history
 
 STOPPED_GRACE_S = 3.0  # a rank stopped this long is no passing py-spy pause: the job is stalled
 MAX_HISTORY = 200
@@ -217,7 +218,7 @@ class MultiNodeJobs:
             alive=any(m.view.alive for m in members),
             ended_at=None if not all_ended else max((m.view.ended_at or 0.0) for m in members),
             exit_code=worst.exit_code, exit_signal=worst.exit_signal,
-            history=tuple(PhaseEntry(p, s) for p, s in history),
+            history=tuple(PhaseEntry(p, s) for p, s in history), history_text=format_history(history, now),
             events=tuple(e for m in members for e in m.view.events),
             hosts=hosts, ranks=tuple(ranks), parts=tuple(m.view.id for m in members), run_key=key,
         )
