@@ -11,6 +11,10 @@ import time
 
 import pytest
 
+from gpuwatch_tui.actions.audit import AuditLog
+from gpuwatch_tui.actions.service import ActionService
+from gpuwatch_tui.actions.settings import ActionSettings
+
 from tests.core.helpers import wait_for
 from tests.multinode import cluster
 
@@ -61,6 +65,25 @@ def test_one_job_over_two_nodes_names_the_stopped_rank(nodes, ssh_env, tmp_path)
             assert [r.rank for r in job.ranks if r.culprit] == [1], job.ranks
             assert "rank 0 waiting" in job.evidence[0], job.evidence
             print(f"culprit named {named_after:.2f} s after the stop: {job.evidence[0]}")
+
+            # py-spy dumps every rank on both hosts; analysed together, the stopped rank is the suspect.
+            service = ActionService(monitor, ActionSettings(kill_grace_s=1.0, kill_wait_s=2.0),
+                                    AuditLog(tmp_path / "state" / "audit.jsonl"), False, "ana")
+            plan = service.plan(job.id, "dump_stack")
+            assert {p.host for p in plan.parts} == {"node-a", "node-b"}, plan
+            dumped = await service.execute(plan)
+            report = dumped.report
+            assert report is not None and {p.rank for p in report.processes} >= {0, 1}, dumped.summary()
+            assert [s.rank for s in report.analysis.suspects] == [1], dumped.summary()
+            assert victim.state() == "stopped"  # left as it was found
+
+            # Kill from gpuwatch: every rank and agent on both hosts ends, each through its own host.
+            plan = service.plan(job.id, "kill")
+            assert {p.host for p in plan.parts} == {"node-a", "node-b"}
+            killed = await service.execute(plan)
+            assert killed.ok, killed.summary()
+            await wait_for(lambda: not any(r.alive() for r in ranks) and not cluster.all_processes(nodes), 10, 0.1,
+                           "both ranks gone")
             return named_after
         finally:
             await monitor.stop()

@@ -26,6 +26,7 @@ from .audit import AuditError, AuditLog
 from .dump import DEFAULT_DUMP_TIMEOUT_S, DumpFailed, DumpReport, DumpTarget, dump_job
 from .job_tree import JobTree
 from .kill import KillReport, kill_job
+from .multinode import execute_parts, plan_parts
 from .restart import RestartPlan, RestartReport, build_restart, restart_job
 from .settings import ActionSettings
 from .stack_analysis import phase_hint
@@ -69,6 +70,8 @@ class ActionPlan:
     tree: JobTree | None = field(default=None, repr=False, compare=False)
     restart: RestartPlan | None = field(default=None, repr=False, compare=False)
     native: bool = False
+    # A job over several hosts: one plan per host (actions/multinode.py), all run by execute().
+    parts: tuple[ActionPlan, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -210,6 +213,8 @@ class ActionService:
             raise ActionRefused(f"read-only mode: {spec.title.lower()} is disabled (--readonly or settings.readonly)")
         if view is None:
             raise ActionRefused(f"no job {job_id!r}: it may have been dismissed")
+        if view.parts:
+            return plan_parts(self, view, spec, native, ActionRefused)
         if not view.alive:
             raise ActionRefused(f"job {view.name} on {view.host} has ended: nothing to act on")
         rec = self.monitor.store.hosts.get(view.host)
@@ -316,6 +321,8 @@ class ActionService:
                               command=plan.command, result="started", local_user=self.local_user)
         except AuditError as exc:
             raise ActionRefused(f"{exc}: the action was not taken (every action must be recorded)") from None
+        if plan.parts:
+            return self._audit_result(plan, await execute_parts(self, plan))
         tracker = self.monitor.tracker
         now = time.time()
         request = self._request(plan.host)
@@ -329,6 +336,9 @@ class ActionService:
             outcome = await self._restart(plan, now, request)
         else:
             outcome = await self._dump(plan, now, request)
+        return self._audit_result(plan, outcome)
+
+    def _audit_result(self, plan: ActionPlan, outcome: ActionOutcome) -> ActionOutcome:
         try:
             self.audit.record(host=plan.host, job=plan.job, action=plan.action, pids=plan.pids,
                               command=plan.command, result=outcome.status, local_user=self.local_user,

@@ -198,8 +198,9 @@ def _frame_key(f: Frame) -> tuple[str, str, int]:
     return (f.name, f.short_filename or _base(f), f.line)
 
 
-def _rank_diff(dumps: Sequence[ProcessDump]) -> dict[int, tuple[bool, ...]]:
-    stacks = {d.pid: d.main_thread.frames for d in dumps if d.ok and d.main_thread is not None}
+def _rank_diff(dumps: Sequence[ProcessDump]) -> dict[tuple[int, int | None], tuple[bool, ...]]:
+    # Keyed by (pid, rank): ranks on different hosts may share a pid.
+    stacks = {(d.pid, d.rank): d.main_thread.frames for d in dumps if d.ok and d.main_thread is not None}
     if len(stacks) < 2:
         return {pid: tuple(False for _ in frames) for pid, frames in stacks.items()}
     keysets = {pid: {_frame_key(f) for f in frames} for pid, frames in stacks.items()}
@@ -217,14 +218,14 @@ def analyse(dumps: Sequence[ProcessDump]) -> StackAnalysis:
     verdicts = [classify_process(d) for d in dumps]
     launchers = [v for v in verdicts if v.kind == "launcher"]
     diff = _rank_diff([d for d, v in zip(dumps, verdicts) if v.kind != "launcher"])
-    verdicts = [_with_diff(v, diff.get(v.pid, ())) for v in verdicts]
+    verdicts = [_with_diff(v, diff.get((v.pid, v.rank), ())) for v in verdicts]
     ranks = [v for v in verdicts if v.kind != "launcher"]
     waiting = [v for v in ranks if v.kind in ("collective", "torch")]
     outside = [v for v in ranks if v.kind in OUTSIDE_KINDS]
     if len(ranks) >= 2 and waiting and outside and not any(v.kind == "compiling" for v in ranks):
-        waiting_pids = {v.pid for v in waiting}
-        verdicts = [_as_waiting(v) if v.pid in waiting_pids else v for v in verdicts]
-        waiting = [v for v in verdicts if v.pid in waiting_pids]
+        waiting_pids = {(v.pid, v.rank) for v in waiting}
+        verdicts = [_as_waiting(v) if (v.pid, v.rank) in waiting_pids else v for v in verdicts]
+        waiting = [v for v in verdicts if (v.pid, v.rank) in waiting_pids]
         summary = _hang_summary(outside, waiting)
         return StackAnalysis(tuple(verdicts), "collective-hang", tuple(outside), summary)
     kinds = {v.kind for v in ranks} or {v.kind for v in launchers}
