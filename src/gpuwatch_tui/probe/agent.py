@@ -400,6 +400,7 @@ class FactDeltas(object):
         self.children = {}
 
     def _strip(self, entry, names, sent, kept, now):
+        names = [name for name in names if name in entry]  # a fact this frame does not carry is not sent
         key = (entry["pid"], entry["start_ticks"])
         last = sent.get(key)
         if last is None or (now - last[1] >= FACT_RESEND_S and key not in kept):
@@ -408,7 +409,7 @@ class FactDeltas(object):
             values = last[0]
             for name in names:
                 value = entry[name]
-                if values[name] == value:
+                if name in values and values[name] == value:
                     del entry[name]
                 else:
                     values[name] = value
