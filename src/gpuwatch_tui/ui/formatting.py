@@ -50,6 +50,15 @@ def loss(p: ProgressView | None) -> str:
     return f"{p.loss:.4g}"
 
 
+def hosts_by_gpus(job) -> str:
+    """A job over several hosts: "2x8" (hosts x GPUs per host), "2x1-2" when hosts differ."""
+    per_host: dict[str, set[int]] = {h: set() for h in job.hosts}
+    for r in job.ranks:
+        per_host.setdefault(r.host, set()).update(r.gpus)
+    counts = sorted({len(g) for g in per_host.values()})
+    return f"{len(per_host)}x{counts[0] if len(counts) == 1 else f'{counts[0]}-{counts[-1]}'}"
+
+
 def gpus(indices: tuple[int, ...] | list[int] | None) -> str:
     if not indices:
         return "-"

@@ -20,6 +20,7 @@ from ..widgets.log_view import LogView
 from ..widgets.outdir_line import OutdirLine
 from ..widgets.phase_history import PhaseHistory
 from ..widgets.process_table import ProcessTable
+from ..widgets.rank_table import RankTable
 from ..widgets.verdict_panel import VerdictPanel
 
 
@@ -64,6 +65,7 @@ class JobScreen(Screen):
         yield Input(placeholder="search the log (enter: find, n/N: next/previous, esc: close)", id="log-search")
         yield ActionOutcomeTable(id="action-outcome")
         yield StacksLine(id="stacks-line")
+        yield RankTable(id="ranks")
         yield ProcessTable(id="procs")
         yield OutdirLine(id="outdir")
         yield Footer()
@@ -71,6 +73,7 @@ class JobScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#log-search", Input).display = False
         self.query_one("#new-lines").display = False
+        self.query_one(RankTable).display = False
         self.query_one(LogView).focus()
         self.refresh_from_source()
 
@@ -90,10 +93,12 @@ class JobScreen(Screen):
             self.refresh_bindings()
         title = Text()
         title.append(job.name or self.job_id, "bold")
-        title.append(f" on {job.host}")
-        if job.gpus:
+        title.append(f" on {', '.join(job.hosts) if job.multi_node else job.host}")
+        if job.multi_node:  # GPUs and pids per host: the rank table has them
+            title.append(f" · {len(job.ranks)} ranks · {job.run_key}")
+        elif job.gpus:
             title.append(f" · GPUs {','.join(str(i) for i in job.gpus)}")
-        if job.pids:
+        if job.pids and not job.multi_node:
             title.append(f" · pid {','.join(str(p) for p in job.pids)}")
         if job.log:
             title.append(f" · {job.log}")
@@ -113,6 +118,10 @@ class JobScreen(Screen):
             log.set_total(total)
         host = source.store.hosts.get(job.host)
         sampled_at = host.last_sample_time if host is not None else None
+        ranks = self.query_one(RankTable)
+        ranks.display = bool(job.ranks)  # a job over several hosts: one row per rank
+        if job.ranks:
+            ranks.show(job.ranks, now)
         self.query_one(ProcessTable).show(source.job_procs(self.job_id), now, sampled_at)
         self.query_one(OutdirLine).show(source.job_outdir(self.job_id), now)
 

@@ -221,10 +221,10 @@ class JobsTable(LineList, can_focus=True):
         # A job never seen running has no meaningful "since" (0 or None): show "-".
         since_text = formatting.age(now - since) if since else "-"
         return {
-            "host": job.host,
+            "host": f"{job.host} +{len(job.hosts) - 1}" if job.multi_node else job.host,
             "job": Text.assemble(job.name or job.id, (f" ({part})", p.style("muted"))) if part
             else job.name or job.id,
-            "gpus": formatting.gpus(job.gpus),
+            "gpus": formatting.hosts_by_gpus(job) if job.multi_node else formatting.gpus(job.gpus),
             "phase": phase_cell,
             "since": since_text,
             "progress": formatting.progress(progress),

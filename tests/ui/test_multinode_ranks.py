@@ -1,0 +1,59 @@
+"""A job over two hosts in the dashboard: one row in the jobs table (hosts x GPUs), a rank table in the
+job pane with the culprit rank marked."""
+
+from __future__ import annotations
+
+from gpuwatch_tui.ui.screens.job_screen import JobScreen
+from gpuwatch_tui.ui.widgets.jobs_table import JobsTable
+from gpuwatch_tui.ui.widgets.rank_table import RankTable
+from gpuwatch_tui.views import JobView, RankView
+
+NOW = 1764500000.0
+JOB_ID = "multi:slurm job 4242"
+
+
+def multi_node_job() -> JobView:
+    ranks = tuple(
+        RankView(host=host, pid=4100 + i, start_ticks=900 + i, rank=i, local_rank=i % 2, world_size=4,
+                 node_rank=i // 2, gpus=(i % 2,), util_pct=0.0 if i == 3 else 100.0,
+                 power_w=124.0 if i == 3 else 128.0, power_limit_w=700.0, state="T" if i == 3 else "R",
+                 last_log_at=NOW - 95, culprit=i == 3, note="process stopped (T)" if i == 3 else "",
+                 job_id=f"{host}:4000:1")
+        for i, host in enumerate(("trainer-a", "trainer-a", "trainer-b", "trainer-b")))
+    return JobView(
+        id=JOB_ID, name="pretrain.py", host="trainer-a", phase="stalled", detail="rank-stopped", since=NOW - 60,
+        confidence=0.9, evidence=("rank 3 on trainer-b: process stopped (T); ranks 0-2 waiting (state R)",),
+        advice="a stopped rank holds every collective: send it SIGCONT, or kill the job", actions=("kill", "dump_stack"),
+        pids=(4000, 4100, 4101), gpus=(0, 1), hosts=("trainer-a", "trainer-b"), ranks=ranks,
+        parts=("trainer-a:4000:1", "trainer-b:4000:1"), run_key="slurm job 4242")
+
+
+async def test_one_row_over_both_hosts_and_a_rank_table(app, source):
+    source._jobs.append(multi_node_job())
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one(JobsTable)
+        assert table.job_ids.count(JOB_ID) == 1
+        assert str(table.get_cell(JOB_ID, "host")) == "trainer-a +1"
+        assert str(table.get_cell(JOB_ID, "gpus")) == "2x2"
+        app.open_job(JOB_ID)
+        await pilot.pause()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, JobScreen)
+        ranks = screen.query_one(RankTable)
+        assert ranks.display and ranks.row_count == 4
+        key = "trainer-b:4103:903"
+        assert ranks.get_cell(key, "state") == "T stopped" and ranks.get_cell(key, "util") == "0% 124W"
+        assert "process stopped (T)" in str(ranks.get_cell(key, "note"))
+        assert str(ranks.get_cell("trainer-a:4100:900", "note")) == ""
+        assert ranks.get_cell(key, "log") == "1m35s ago"
+
+
+async def test_a_single_host_job_shows_no_rank_table(app):
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_job("trainer-b:30100")
+        await pilot.pause()
+        await pilot.pause()
+        assert not app.screen.query_one(RankTable).display
+
