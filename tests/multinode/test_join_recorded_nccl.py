@@ -73,3 +73,29 @@ def test_two_hosts_one_job_and_the_idle_gpu_rank_is_named():
     assert data["hosts"] == ["node-a", "node-b"] and len(data["ranks"]) == 2
     back = JobView.from_json(json.loads(json.dumps(data)))
     assert back.ranks == job.ranks and back.parts == job.parts
+
+
+def test_one_dead_rank_makes_the_job_crashed_with_the_rank_named():
+    from gpuwatch_tui.model import ExitInfo
+
+    tracker = JobTracker(JobSettings(stall_after_s=30.0))
+    t0 = 2_000_000.0
+    for i in range(12):
+        now = t0 + i
+        for r, host in enumerate(("node-a", "node-b")):
+            procs = {101: rank_proc(r, cpu=2.0 * i)}
+            gone = []
+            if host == "node-b" and i >= 8:  # rank 1 killed (SIGKILL): its host's part ends
+                procs = {}
+                gone = [ExitInfo(101, procs_start(r), now - 0.5, None, 9)] if i == 8 else []
+            tracker.update(host, sample(now, procs, [gpu(0, [101] if procs else [], 95.0, 600.0)], gone=gone), now)
+    (job,) = tracker.views(t0 + 11)
+    assert job.multi_node and job.alive, job
+    assert job.phase == "crashed", (job.phase, job.evidence)
+    assert job.evidence[0].startswith("rank 1 on node-b: process gone; rank 0 waiting"), job.evidence
+    assert [(r.rank, r.state) for r in job.ranks] == [(0, "S"), (1, "gone")]
+    assert "kill" in job.actions  # rank 0 still runs on node-a: it can be ended from here
+
+
+def procs_start(r: int) -> float:
+    return rank_proc(r, cpu=0.0).start_time

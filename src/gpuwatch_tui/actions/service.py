@@ -182,7 +182,7 @@ class ActionService:
 
     def find_job(self, host: str, name_or_id: str) -> JobView | None:
         """A job on `host` by the name `status` shows, or by its id."""
-        views = [v for v in self.monitor.tracker.views() if v.host == host]
+        views = [v for v in self.monitor.tracker.views() if v.host == host or host in v.hosts]
         by_id = next((v for v in views if v.id == name_or_id), None)
         if by_id is not None:
             return by_id
