@@ -218,6 +218,17 @@ class JobView:
     def multi_node(self) -> bool:
         return len(self.hosts) > 1
 
+    @property
+    def gpu_slots(self) -> tuple[tuple[str, int], ...]:
+        """Every (host, GPU index) the job uses: its ranks' on every host, or its GPUs on its host."""
+        slots = [(self.host, g) for g in self.gpus] + [(r.host, g) for r in self.ranks for g in r.gpus]
+        return tuple(dict.fromkeys(slots))
+
+    @property
+    def pid_slots(self) -> tuple[tuple[str, int], ...]:
+        """Every (host, pid) of the job's main processes: its ranks' on every host, or its pids on its host."""
+        return tuple(dict.fromkeys([(self.host, p) for p in self.pids] + [(r.host, r.pid) for r in self.ranks]))
+
     def to_json(self) -> dict:
         out = self._base_json()
         if self.parts:  # additive: a single-host job's JSON is unchanged

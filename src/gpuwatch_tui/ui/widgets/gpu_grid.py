@@ -111,13 +111,13 @@ class GpuGrid(LineList, can_focus=True):
         self._store = store
         self._now = now
         self._host_filter = host_filter
-        jobs_key = tuple((j.id, j.name, j.phase, j.host, j.gpus) for j in jobs)
+        jobs_key = tuple((j.id, j.name, j.phase, j.host, j.gpu_slots) for j in jobs)
         if jobs_key != self._jobs_key:
             self._jobs_key = jobs_key
             self._jobs = {}
             for job in jobs:
-                for index in job.gpus:
-                    self._jobs[(job.host, index)] = JobRef(job.id, job.name, job.phase or "unknown")
+                for slot in job.gpu_slots:  # a job over several hosts: its GPUs on each
+                    self._jobs[slot] = JobRef(job.id, job.name, job.phase or "unknown")
         if self._relayout():
             self.refresh()
             return

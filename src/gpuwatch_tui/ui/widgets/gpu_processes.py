@@ -63,8 +63,8 @@ SORT_KEYS: dict[str, Callable[[GpuProcessRow], Any]] = {
 def gpu_process_rows(store: Store, jobs: list[JobView], host_filter: set[str] | None = None) -> list[GpuProcessRow]:
     """One row per (GPU, process) the GPU sources report; the job is the one whose processes
     include the pid, else the one the GPU belongs to."""
-    by_pid = {(j.host, pid): j for j in jobs for pid in j.pids}
-    by_gpu = {(j.host, g): j for j in jobs for g in j.gpus}
+    by_pid = {slot: j for j in jobs for slot in j.pid_slots}
+    by_gpu = {slot: j for j in jobs for slot in j.gpu_slots}
     rows = []
     for host in store.hosts.values():
         if host_filter is not None and host.name not in host_filter:
