@@ -47,7 +47,9 @@ def render_status(snapshot: dict) -> str:
             step = f"{prog.get('step')}/{prog.get('total')}" if prog.get("step") is not None else "-"
             phase = j["phase"] + (f" ({j['detail']})" if j.get("detail") else "")
             since = fmt_age(snapshot["time"] - j["since"]) if j.get("since") else "-"
-            rows.append([j["host"], j["name"], ",".join(map(str, j.get("pids", []))), phase, since, step,
+            hosts = j.get("hosts") or ()
+            host = f"{j['host']} +{len(hosts) - 1}" if len(hosts) > 1 else j["host"]  # a job over several hosts
+            rows.append([host, j["name"], ",".join(map(str, j.get("pids", []))), phase, since, step,
                          "; ".join(j.get("evidence", []))[:120]])
         lines.append("")
         lines += _table(rows)
