@@ -63,6 +63,7 @@ class PartFacts:
     live: frozenset[int]  # pids alive in the latest frame
     gpus: tuple[GpuSample, ...]
     last_log_at: float | None
+    keys: frozenset[str] = frozenset()  # its run keys (part_keys of procs)
 
 
 def part_keys(procs: Iterable[ProcInfo]) -> set[str]:
@@ -107,7 +108,7 @@ def ranks_of(part: PartFacts) -> list[RankView]:
 
 def group_parts(parts: list[PartFacts]) -> list[tuple[str, list[PartFacts]]]:
     """Per-host jobs joined by shared run keys (transitively); only groups over two hosts or more."""
-    keyed = [(part, part_keys(part.procs)) for part in parts]
+    keyed = [(part, part.keys or (part_keys(part.procs) if part.procs else frozenset())) for part in parts]
     groups: list[tuple[set[str], list[PartFacts]]] = []
     for part, keys in keyed:
         if not keys:
@@ -136,6 +137,7 @@ class MultiNodeJobs:
 
     def __init__(self) -> None:
         self.joined: dict[str, str] = {}  # per-host job id -> the multi-node job's id (as of the last join)
+        self._keys: dict[str, tuple] = {}  # job id -> (its process list, its run keys)
         self._stopped_since: dict[tuple[str, int, int], float] = {}
         self._history: dict[str, list[tuple[str, float]]] = {}
         self._since: dict[str, tuple[str, float]] = {}
@@ -143,15 +145,25 @@ class MultiNodeJobs:
     def join(self, views: list[JobView], tracker, now: float | None) -> list[JobView]:
         """The tracker's per-host views with the parts of each multi-node run replaced by one view."""
         parts = []
+        keys_seen: dict[str, tuple] = {}
         for v in views:
             job = tracker.state(v.id)
-            procs = tuple(job.procs or job.last_procs) if job is not None else ()
-            if job is None or not any(p.dist for p in procs):
+            procs_list = (job.procs or job.last_procs) if job is not None else []
+            # The keys of a job change only with its process list (a new list each frame of its host).
+            cached = self._keys.get(v.id)
+            keys = cached[1] if cached is not None and cached[0] is procs_list else frozenset(part_keys(procs_list))
+            keys_seen[v.id] = (procs_list, keys)
+            if not keys:
                 parts.append(PartFacts(v, (), frozenset(), (), None))
                 continue
             last_log = max((b.last_growth for b in job.logs.values() if b.last_growth is not None), default=None)
-            parts.append(PartFacts(v, procs, frozenset(p.pid for p in job.procs), tracker.host_gpus(v.host),
-                                   last_log))
+            parts.append(PartFacts(v, tuple(procs_list), frozenset(p.pid for p in job.procs),
+                                   tracker.host_gpus(v.host), last_log, keys))
+        self._keys = keys_seen
+        if not any(p.keys for p in parts):  # the common case: nothing to join
+            self.joined = {}
+            self._stopped_since.clear()
+            return views
         if now is None:
             now = max((j.last_seen for j in tracker.states()), default=0.0)
         views, self.joined = self.combine(parts, now)
