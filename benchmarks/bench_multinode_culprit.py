@@ -95,6 +95,7 @@ async def main_async(args) -> dict:
             nodes = cluster.start_nodes(factory, work)
             runs = [await one_run(factory, nodes, work, args.interval, args.stall_after) for _ in range(args.runs)]
         finally:
+            cluster.stop_nodes(factory.hosts)
             factory.teardown()
     named = [r["named_s"] for r in runs]
     stalled = [r["stalled_s"] for r in runs]

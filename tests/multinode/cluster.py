@@ -154,6 +154,18 @@ def all_processes(nodes: list[SshdHost]) -> list[psutil.Process]:
     return out
 
 
+def stop_nodes(nodes: list[SshdHost]) -> None:
+    """End each node at once: SIGKILL its unshare process (by pid), which takes its sshd (the namespace's
+    pid 1) and so every process of that node with it. unshare ignores SIGTERM while it waits for its
+    child, so the sshd host's own stop() would wait its full timeout for each node."""
+    for node in nodes:
+        proc = node._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        node.stop()
+
+
 def stop_run(nodes: list[SshdHost]) -> None:
     """SIGKILL what is left of the run, by pid (SIGCONT first: a stopped process keeps its signals)."""
     for p in all_processes(nodes):
@@ -165,4 +177,4 @@ def stop_run(nodes: list[SshdHost]) -> None:
 
 
 __all__ = ["MARKER_ENV", "Rank", "launch", "monitor_for", "nodes_unavailable", "ranks", "start_nodes",
-           "steps_logged", "stop_run", "all_processes"]
+           "steps_logged", "stop_nodes", "stop_run", "all_processes"]

@@ -218,9 +218,9 @@ class MultiNodeJobs:
             if phase == "stalled":
                 advice = culprit.advice
                 actions = tuple(dict.fromkeys((*culprit.actions, *actions)))
-        if not all_ended:
-            actions = tuple(dict.fromkeys((*actions, KILL, DUMP))) if phase != "crashed" or any(
-                m.view.alive for m in members) else actions
+        if phase == "crashed" and not all_ended:
+            # One host's part has died; the others wait for it until their watchdog fires: end them.
+            actions = tuple(dict.fromkeys((KILL, *actions)))
         job_id = f"multi:{key}"
         history = self._note_phase(job_id, phase, since)
         hosts = tuple(dict.fromkeys(m.view.host for m in members))
