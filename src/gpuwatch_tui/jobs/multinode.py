@@ -140,7 +140,6 @@ class MultiNodeJobs:
         self._keys: dict[str, tuple] = {}  # job id -> (its process list, its run keys)
         self._stopped_since: dict[tuple[str, int, int], float] = {}
         self._history: dict[str, list[tuple[str, float]]] = {}
-        self._since: dict[str, tuple[str, float]] = {}
 
     def join(self, views: list[JobView], tracker, now: float | None) -> list[JobView]:
         """The tracker's per-host views with the parts of each multi-node run replaced by one view."""
@@ -184,6 +183,8 @@ class MultiNodeJobs:
             joined.update((m.view.id, view.id) for m in members)
         for k in [k for k in self._stopped_since if k not in stopped_seen]:
             del self._stopped_since[k]
+        for k in [k for k in self._history if k not in set(joined.values())]:
+            del self._history[k]  # a run no longer joined (dismissed, or down to one host)
         rest = [p.view for p in parts if p.view.id not in joined]
         return rest + views, joined
 
