@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -114,3 +115,70 @@ def test_a_log_that_did_not_grow_reads_nothing_and_then_its_new_bytes(probe_ns, 
     import base64
     assert base64.b64decode(tail.poll()["data"]) == b"two\n"
     tail.close()
+
+
+def test_the_pid_cursor_moves_when_a_process_is_started(probe_ns, spawn):
+    cursor = probe_ns["PidCursor"]()
+    assert cursor.fd is not None  # /proc/loadavg follows pid allocation on this kernel
+    cursor.changed()
+    proc = spawn("import time; time.sleep(60)")
+    assert proc.pid > 0
+    assert cursor.changed()  # a new pid was handed out: the caller must look
+
+
+def test_a_pid_cursor_that_cannot_tell_always_says_changed(probe_ns):
+    cursor = probe_ns["PidCursor"]()
+    cursor.fd = None  # as where /proc/loadavg is virtualised and its last pid never moves
+    assert cursor.changed() and cursor.changed()
+
+
+def test_a_short_compiler_run_is_caught_by_the_polls_between_samples(probe_ns, spawn, tmp_path):
+    """Polls skipped while no pid is handed out must not hide a child started after them."""
+    gcc = tmp_path / "gcc"  # a process's name is its program's file name
+    shutil.copy("/bin/sleep", gcc)
+    parent = spawn("import subprocess, sys, time\n"
+                   "print('ready', flush=True); time.sleep(1.0)\n"
+                   "subprocess.Popen([sys.argv[1], '0.3']).wait(); time.sleep(60)\n".replace("sys.argv[1]", repr(str(gcc))))
+    assert parent.stdout.readline().strip() == "ready"
+    watch = probe_ns["CompilerWatch"]()
+    watch.set_targets({parent.pid: [probe_ns["read_stat"](parent.pid)]})
+    deadline = time.time() + 5
+    while time.time() < deadline and not watch.seen:
+        watch.poll()  # quiet polls first (no new pid: skipped), then the one after the start
+        time.sleep(0.05)
+    assert watch.take(parent.pid) == ["gcc"]
+
+
+def test_a_young_job_whose_size_did_not_change_is_not_reread_and_is_found_once_torch_maps(probe_ns, tmp_path):
+    lib = tmp_path / "libtorch_cpu.so"
+    lib.write_bytes(b"\0" * 65536)
+    go, ready = tmp_path / "go", tmp_path / "ready"
+    program = ("import mmap, os, time\n"
+               "open(%r, 'w').close()\n"
+               "while not os.path.exists(%r): time.sleep(0.02)\n"
+               "f = open(%r, 'rb'); m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n"  # as a dlopen maps it
+               "open(%r + '.mapped', 'w').close(); time.sleep(60)\n") % (str(ready), str(go), str(lib), str(ready))
+    with open(tmp_path / "out.log", "w") as log:
+        job = subprocess.Popen([sys.executable, "-c", program], stdout=log)
+    try:
+        deadline = time.time() + 10
+        while not ready.exists() and time.time() < deadline:
+            time.sleep(0.02)
+        cands = probe_ns["JobCandidates"]()
+        reads = []
+        maps_have = probe_ns["maps_have"]
+        probe_ns["maps_have"] = lambda pid, needles: reads.append(pid) or maps_have(pid, needles)
+        now = time.time()
+        seen = {job.pid: (os.getpid(), probe_ns["read_parent"](job.pid)[1], "python3")}
+        cands.scan(seen, now)
+        assert cands.found == {} and reads == [job.pid]  # judged once: not a job yet
+        cands.consider(job.pid, now)
+        assert reads == [job.pid]  # same address space: the maps are not read again
+        go.touch()
+        while not (tmp_path / "ready.mapped").exists() and time.time() < deadline:
+            time.sleep(0.02)
+        cands.consider(job.pid, now)
+        assert cands.found == {job.pid: "torch"} and len(reads) == 2
+    finally:
+        job.kill()
+        job.wait()

@@ -21,7 +21,6 @@ import time
 PROTOCOL_VERSION = 1
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-O_APPEND = 0o2000
 TAIL_CAP_BYTES = 256 * 1024  # at most this much of one log per frame; the rest waits (see Tail)
 DIR_ENTRY_CAP = 2000
 SMALL_THREAD_COUNT = 16  # processes with at most this many threads have every thread's children read
@@ -215,6 +214,47 @@ def all_pids():
     return out
 
 
+class PidCursor(object):
+    """Tells, for the price of one pread of /proc/loadavg, whether any process or thread was
+    created since the last look: its last field is the pid the kernel handed out last.
+
+    Where that field does not follow pid allocation (a virtualised /proc/loadavg in a container),
+    starting a thread at construction shows it, and the cursor then always answers "changed"."""
+
+    PATH = "/proc/loadavg"
+
+    def __init__(self):
+        self.fd = None
+        self.last = None
+        try:
+            self.fd = os.open(self.PATH, os.O_RDONLY)
+        except OSError:
+            return
+        before = self.read()
+        t = threading.Thread(target=lambda: None)  # takes a pid from the same counter
+        t.start()
+        t.join()
+        if before is None or self.read() == before:
+            os.close(self.fd)
+            self.fd = None
+
+    def read(self):
+        try:
+            return os.pread(self.fd, 128, 0).rsplit(None, 1)[-1]
+        except (OSError, IndexError):
+            return None
+
+    def changed(self):
+        """True when a pid was handed out since the last call (or when that cannot be known)."""
+        if self.fd is None:
+            return True
+        now = self.read()
+        if now is None:
+            return True
+        moved, self.last = now != self.last, now
+        return moved
+
+
 def read_parent(pid):
     """(ppid, start, comm) from /proc/PID/stat, parsing no more than the scan needs."""
     raw = read_raw("/proc/%d/stat" % pid)
@@ -228,39 +268,21 @@ def read_parent(pid):
     return int(fields[1]), round(BOOT_TIME + int(fields[19]) / float(CLK_TCK), 2), comm
 
 
+_OPS_BASE = []
+
+
 def fd_target(pid, fd):
-    base = "/proc/%d/fd/%d" % (pid, fd)
+    """ops_base.fd_target (one helper for the sampler and the capture op); None if unreadable."""
+    if not _OPS_BASE:
+        try:
+            _OPS_BASE.append(load_shipped_module("ops_base"))  # always in the bundle
+        except ImportError:
+            # The probe's code run from a checkout with no bundle (as the tests load it).
+            _OPS_BASE.append(importlib.import_module("gpuwatch_tui.probe.ops_base"))
     try:
-        path = os.readlink(base)
+        return _OPS_BASE[0].fd_target(pid, fd)
     except OSError:
         return None
-    append = False
-    try:
-        for line in read_text("/proc/%d/fdinfo/%d" % (pid, fd)).splitlines():
-            if line.startswith("flags:"):
-                append = bool(int(line.split()[1], 8) & O_APPEND)
-    except (OSError, IOError, ValueError):
-        pass
-    size = None
-    if path.startswith("pipe:"):
-        kind = "pipe"
-    elif path.startswith("socket:"):
-        kind = "socket"
-    elif path == "/dev/null":
-        kind = "null"
-    elif path.startswith("/dev/pts/") or path.startswith("/dev/tty") or path == "/dev/console":
-        kind = "tty"
-    elif path.endswith(" (deleted)"):
-        kind = "deleted"
-    elif path.startswith("/"):
-        kind = "file"
-        try:
-            size = os.stat(base).st_size
-        except OSError:
-            pass
-    else:
-        kind = "other"
-    return {"path": path, "kind": kind, "append": append, "size": size}
 
 
 def python_unbuffered(cmdline, environ):
@@ -424,6 +446,15 @@ CANDIDATE_CHECKS = 20  # ... at most this many times
 CANDIDATE_RECHECK_S = 1.0  # ... at most this often
 
 
+def read_vsize(pid):
+    """The size of a process's address space (bytes, /proc/PID/stat), or None if it is gone."""
+    raw = read_raw("/proc/%d/stat" % pid)
+    if not raw:
+        return None
+    fields = raw[raw.rfind(b")") + 2:].split(None, 21)
+    return int(fields[20]) if len(fields) > 20 else None
+
+
 def maps_have(pid, needles):
     """Whether /proc/PID/maps names one of `needles` (read in blocks; stops at the first hit)."""
     try:
@@ -455,10 +486,11 @@ class JobCandidates(object):
     the stat of new pids only, so a job is found at the sample after it starts."""
 
     def __init__(self):
-        self.judged = {}  # (pid, start) -> [reason or None, checks, final]
+        self.judged = {}  # (pid, start) -> [reason or None, checks, final, vsize at the last maps read]
         self.seen = {}  # pid -> (ppid, start, comm) of every process known
         self.found = {}  # pid -> reason
         self.rechecked_at = 0.0
+        self.new_pids = PidCursor()  # /proc is listed again only when a pid was handed out
 
     def scan(self, seen, now):
         """`seen`: {pid: (ppid, start, comm)} from the full scan."""
@@ -473,7 +505,7 @@ class JobCandidates(object):
     def poll(self, now):
         """New pids since the last look, and young undecided ones again. Returns {pid: reason}."""
         try:
-            pids = all_pids()
+            pids = all_pids() if self.new_pids.changed() else ()
         except OSError:
             return self.found
         me = os.getpid()
@@ -497,9 +529,9 @@ class JobCandidates(object):
         key = (pid, start)
         state = self.judged.get(key)
         if state is None:
-            state = self.judged[key] = [None, 0, False]
+            state = self.judged[key] = [None, 0, False, None]
         if not state[2]:
-            state[0] = self.judge(pid, ppid, self.seen)
+            state[0] = self.judge(pid, ppid, self.seen, state)
             state[1] += 1
             young = now - start < CANDIDATE_YOUNG_S
             state[2] = state[0] is not None or not young or state[1] >= CANDIDATE_CHECKS
@@ -507,7 +539,7 @@ class JobCandidates(object):
             self.found[pid] = state[0]
 
     @staticmethod
-    def judge(pid, ppid, seen):
+    def judge(pid, ppid, seen, state):
         parent = seen.get(ppid)
         if parent is not None and parent[2] in LAUNCHER_COMMS:
             return "launcher"
@@ -518,6 +550,12 @@ class JobCandidates(object):
         # A terminal is someone's interactive session; a pipe or /dev/null cannot be followed.
         if not out.startswith("/") or out.startswith("/dev/"):
             return None
+        # Loading a library maps it, which grows the address space: while the size is the one
+        # of the last maps read, the maps cannot have gained torch (a read costs ~100x the stat).
+        vsize = read_vsize(pid)
+        if vsize is not None and vsize == state[3]:
+            return None
+        state[3] = vsize
         if maps_have(pid, CANDIDATE_LIBS):
             return "torch"
         return None
@@ -538,6 +576,7 @@ class CompilerWatch(object):
         self.targets = {}  # pid polled -> the watched process it belongs to
         self.known = set()  # child pids already looked at
         self.seen = {}  # watched pid -> set of compiler names
+        self.new_pids = PidCursor()  # no pid handed out since the last poll: no new child to look at
 
     def set_targets(self, tree):
         """`tree`: {watched pid: [Stat of the watched process and its Python descendants]}."""
@@ -549,6 +588,8 @@ class CompilerWatch(object):
         self.targets = targets
 
     def poll(self):
+        if not self.new_pids.changed():
+            return
         for pid, top in list(self.targets.items()):
             raw = read_raw("/proc/%d/task/%d/children" % (pid, pid))
             if not raw:
