@@ -71,6 +71,46 @@ BOOT_TIME = boot_time()
 
 # ---------------------------------------------------------------- host facts
 
+class KeptFile(object):
+    """A host-wide /proc file read every sample through one descriptor kept open: one pread()
+    instead of open+read+close. After a sleep of a second every syscall runs on cold caches and
+    costs several times what it does in a tight loop, so their number is what a 1 Hz sample pays."""
+
+    def __init__(self, path, size=4096):
+        self.path = path
+        self.size = size
+        self.fd = None
+
+    def read(self):
+        """The file's first `size` bytes, or None if it cannot be read."""
+        for _ in range(2):
+            if self.fd is None:
+                try:
+                    self.fd = os.open(self.path, os.O_RDONLY)
+                except OSError:
+                    return None
+            try:
+                return os.pread(self.fd, self.size, 0)
+            except OSError:
+                os.close(self.fd)
+                self.fd = None  # try a fresh descriptor once
+        return None
+
+
+PROC_STAT = KeptFile("/proc/stat")
+PROC_MEMINFO = KeptFile("/proc/meminfo", 1024)  # MemTotal and MemAvailable are in the first lines
+PROC_LOADAVG = KeptFile("/proc/loadavg", 128)
+
+
+def load1():
+    """The 1-minute load average, from the kept /proc/loadavg (None where unreadable)."""
+    data = PROC_LOADAVG.read()
+    try:
+        return float(data.split(None, 1)[0])
+    except (AttributeError, IndexError, ValueError):
+        return None
+
+
 class HostCpu(object):
     """Busy share of all CPUs between two samples, from the first line of /proc/stat (a few us)."""
 
@@ -78,7 +118,7 @@ class HostCpu(object):
         self.last = None
 
     def percent(self):
-        data = read_raw("/proc/stat")
+        data = PROC_STAT.read()
         if not data:
             return None
         fields = data.split(b"\n", 1)[0].split()[1:]
@@ -96,7 +136,7 @@ class HostCpu(object):
 
 def read_meminfo():
     """(total, available) in KiB from /proc/meminfo; (None, None) where it cannot be read."""
-    data = read_raw("/proc/meminfo")
+    data = PROC_MEMINFO.read()
     total = avail = None
     for line in (data or b"").split(b"\n")[:8]:  # both are in the first three lines
         if line.startswith(b"MemTotal:"):
@@ -444,6 +484,7 @@ LAUNCHER_COMMS = frozenset(("pt_elastic", "torchrun", "accelerate", "deepspeed")
 CANDIDATE_YOUNG_S = 30.0  # libraries load late (import torch takes seconds): re-check while this young
 CANDIDATE_CHECKS = 20  # ... at most this many times
 CANDIDATE_RECHECK_S = 1.0  # ... at most this often
+WALK_AT_LEAST_S = 60.0  # /proc is walked this often even when no pid was handed out
 
 
 def read_vsize(pid):
@@ -534,7 +575,7 @@ class JobCandidates(object):
             state[0] = self.judge(pid, ppid, self.seen, state)
             state[1] += 1
             young = now - start < CANDIDATE_YOUNG_S
-            state[2] = state[0] is not None or not young or state[1] >= CANDIDATE_CHECKS
+            state[2] = state[2] or state[0] is not None or not young or state[1] >= CANDIDATE_CHECKS
         if state[0] is not None:
             self.found[pid] = state[0]
 
@@ -546,9 +587,12 @@ class JobCandidates(object):
         try:
             out = os.readlink("/proc/%d/fd/1" % pid)
         except OSError:
+            state[2] = True  # gone, or another user's we may not look into: no use asking again
             return None
         # A terminal is someone's interactive session; a pipe or /dev/null cannot be followed.
+        # Where stdout goes is settled at start: such a process is not asked again.
         if not out.startswith("/") or out.startswith("/dev/"):
+            state[2] = True
             return None
         # Loading a library maps it, which grows the address space: while the size is the one
         # of the last maps read, the maps cannot have gained torch (a read costs ~100x the stat).
@@ -1193,7 +1237,10 @@ class Probe(object):
         self.files = ProcFiles()
         self.children_of = {}
         self.scanned_procs = 0
-        self.last_scan = 0.0
+        self.last_scan = 0.0  # when a walk was last due (0: one is due now)
+        self.last_walk = 0.0  # when /proc was last walked
+        self.walk_pids = PidCursor()
+        self.cpu_count = os.cpu_count()
         self.watched_keys = {}  # pid -> start of processes reported last frame
         self.match_pids = {}
         # Send fixed process facts only when they change: the client asks for it at start (an
@@ -1274,7 +1321,8 @@ class Probe(object):
         self.children_of = children_of
         self.match_pids = matched
         self.candidates.scan(seen, now)
-        self.last_scan = now
+        self.last_scan = self.last_walk = now
+        self.cpu_count = os.cpu_count()
         self.scanned_procs = len(live)
         self.cache.forget_except(set(live.items()))
 
@@ -1333,8 +1381,15 @@ class Probe(object):
         gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
+        # A walk only finds something new when a pid was handed out since the last one (processes
+        # only leave otherwise, and the per-sample reads notice that); one at least every
+        # WALK_AT_LEAST_S all the same.
         if now - self.last_scan >= self.scan_interval:
-            self.scan(now)
+            moved = self.walk_pids.changed()  # asked every time, so it always covers one interval
+            if moved or self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S:
+                self.scan(now)
+            else:
+                self.last_scan = now
         for pids in self.match_pids.values():
             watched |= set(pids)
         self.candidate_pids = self.candidates.poll(now)
@@ -1373,13 +1428,12 @@ class Probe(object):
         t = os.times()
         frame["probe_cpu_s"] = round(t[0] + t[1], 3)  # our own cost, for the overhead figure
         frame["scanned_procs"] = self.scanned_procs
-        try:
-            frame["load1"] = os.getloadavg()[0]
-        except OSError:
-            pass
+        load = load1()
+        if load is not None:
+            frame["load1"] = load
         # What top shows first: host CPU busy %, RAM used/total; and the driver beside the GPU model.
         frame["cpu_pct"] = self.host_cpu.percent()
-        frame["cpu_count"] = os.cpu_count()
+        frame["cpu_count"] = self.cpu_count  # read again at each /proc walk (CPUs rarely come and go)
         frame["mem_total_kib"], frame["mem_avail_kib"] = read_meminfo()
         frame["driver"] = getattr(self.gpu, "driver", None)
         return frame
