@@ -150,8 +150,11 @@ def test_a_short_compiler_run_is_caught_by_the_polls_between_samples(probe_ns, s
 
 
 def test_a_young_job_whose_size_did_not_change_is_not_reread_and_is_found_once_torch_maps(probe_ns, tmp_path):
+    """A Python process too small to hold torch is not read at all; its maps are read once it has
+    grown past the size torch needs, and found as a job then."""
     lib = tmp_path / "libtorch_cpu.so"
-    lib.write_bytes(b"\0" * 65536)
+    with open(lib, "wb") as f:
+        f.truncate(420 << 20)  # as big as the real one (sparse: no disk used); mapped, not read
     go, ready = tmp_path / "go", tmp_path / "ready"
     program = ("import mmap, os, time\n"
                "open(%r, 'w').close()\n"
@@ -171,14 +174,27 @@ def test_a_young_job_whose_size_did_not_change_is_not_reread_and_is_found_once_t
         now = time.time()
         seen = {job.pid: (os.getpid(), probe_ns["read_parent"](job.pid)[1], "python3")}
         cands.scan(seen, now)
-        assert cands.found == {} and reads == [job.pid]  # judged once: not a job yet
         cands.consider(job.pid, now)
-        assert reads == [job.pid]  # same address space: the maps are not read again
+        assert cands.found == {} and reads == []  # a plain Python: far too small to hold torch
         go.touch()
         while not (tmp_path / "ready.mapped").exists() and time.time() < deadline:
             time.sleep(0.02)
         cands.consider(job.pid, now)
-        assert cands.found == {job.pid: "torch"} and len(reads) == 2
+        assert cands.found == {job.pid: "torch"} and reads == [job.pid]
     finally:
         job.kill()
         job.wait()
+
+
+def test_a_child_started_after_a_sample_is_in_the_next_one_though_lists_are_kept(probe_ns, spawn):
+    parent = spawn("import subprocess, sys, time\n"
+                   "print('up', flush=True); time.sleep(0.5)\n"
+                   "p = subprocess.Popen(['sleep', '60']); print(p.pid, flush=True); time.sleep(60)\n")
+    assert parent.stdout.readline().strip() == "up"
+    probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600})
+    probe.want_pids = {parent.pid}
+    probe.sample()
+    probe.scan = lambda now: None  # no walk: the kept children lists alone must see the newcomer
+    assert child_pids(probe.sample(), parent.pid) == set()
+    child = int(parent.stdout.readline())
+    assert child in child_pids(probe.sample(), parent.pid)

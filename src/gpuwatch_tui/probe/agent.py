@@ -484,7 +484,8 @@ LAUNCHER_COMMS = frozenset(("pt_elastic", "torchrun", "accelerate", "deepspeed")
 CANDIDATE_YOUNG_S = 30.0  # libraries load late (import torch takes seconds): re-check while this young
 CANDIDATE_CHECKS = 20  # ... at most this many times
 CANDIDATE_RECHECK_S = 1.0  # ... at most this often
-WALK_AT_LEAST_S = 60.0  # /proc is walked this often even when no pid was handed out
+CANDIDATE_MIN_VSIZE = 256 << 20  # address space below which torch cannot be loaded (libtorch_cpu: 400+ MiB)
+WALK_AT_LEAST_S = 60.0  # every process's stat is read again this often (new pids only in between)
 
 
 def read_vsize(pid):
@@ -595,9 +596,11 @@ class JobCandidates(object):
             state[2] = True
             return None
         # Loading a library maps it, which grows the address space: while the size is the one
-        # of the last maps read, the maps cannot have gained torch (a read costs ~100x the stat).
+        # of the last maps read, the maps cannot have gained torch; and libtorch_cpu alone maps
+        # over 400 MiB, so a smaller process has not loaded it. (A maps read costs ~100x the stat:
+        # a torch process's maps run to thousands of lines.)
         vsize = read_vsize(pid)
-        if vsize is not None and vsize == state[3]:
+        if vsize is not None and (vsize == state[3] or vsize < CANDIDATE_MIN_VSIZE):
             return None
         state[3] = vsize
         if maps_have(pid, CANDIDATE_LIBS):
@@ -617,10 +620,11 @@ class CompilerWatch(object):
     """Compiler processes started below the watched processes since the last frame."""
 
     def __init__(self):
-        self.targets = {}  # pid polled -> the watched process it belongs to
+        self.targets = {}  # pid polled -> (the watched process it belongs to, its start ticks)
         self.known = set()  # child pids already looked at
         self.seen = {}  # watched pid -> set of compiler names
         self.new_pids = PidCursor()  # no pid handed out since the last poll: no new child to look at
+        self.files = ProcFiles()  # the targets' children files, kept open between polls
 
     def set_targets(self, tree):
         """`tree`: {watched pid: [Stat of the watched process and its Python descendants]}."""
@@ -628,14 +632,14 @@ class CompilerWatch(object):
         for top, stats in tree.items():
             for s in stats:
                 if len(targets) < COMPILER_POLL_TARGETS and (s.pid == top or s.comm.startswith("python")):
-                    targets[s.pid] = top
+                    targets[s.pid] = (top, s.ticks)
         self.targets = targets
 
     def poll(self):
         if not self.new_pids.changed():
             return
-        for pid, top in list(self.targets.items()):
-            raw = read_raw("/proc/%d/task/%d/children" % (pid, pid))
+        for pid, (top, ticks) in list(self.targets.items()):
+            raw = self.files.read("/proc/%d/task/%d/children" % (pid, pid), ticks)
             if not raw:
                 continue
             for child in raw.split():
@@ -653,6 +657,7 @@ class CompilerWatch(object):
 
     def frame_done(self):
         self.seen = {}
+        self.files.end_sample()  # closes the files of processes no longer polled
         if len(self.known) > 4096:
             self.known = set()
 
@@ -1236,9 +1241,15 @@ class Probe(object):
         self.cache = ProcCache()
         self.files = ProcFiles()
         self.children_of = {}
+        # The kernel's children lists of the last sample, kept while no pid is handed out (a process
+        # adopted by a watched subreaper meanwhile waits for the next pid or walk).
+        self.child_lists = {}  # (pid, start ticks) -> [child pids]
+        self.child_lists_used = {}
+        self.sample_pids = PidCursor()
+        self.pids_handed_out = True
         self.scanned_procs = 0
         self.last_scan = 0.0  # when a walk was last due (0: one is due now)
-        self.last_walk = 0.0  # when /proc was last walked
+        self.last_walk = 0.0  # when every process's stat was last read (a full walk)
         self.walk_pids = PidCursor()
         self.cpu_count = os.cpu_count()
         self.watched_keys = {}  # pid -> start of processes reported last frame
@@ -1286,8 +1297,13 @@ class Probe(object):
         self.last_input = time.time()
 
     # sampling -------------------------------------------------------
-    def scan(self, now):
-        """Full /proc walk: parent links (for descendants) and cmdline matches."""
+    def scan(self, now, full=True):
+        """/proc walk: parent links (for descendants) and cmdline matches.
+
+        `full`: every process's stat is read. Otherwise only pids not seen before are (a pid's
+        parent, start and name stay as they were while it lives): a pid reused within one walk
+        interval, or a process adopted by another, is seen right at the next full walk."""
+        known = {} if full else self.candidates.seen
         children_of = {}
         live = {}
         with self.lock:
@@ -1296,7 +1312,7 @@ class Probe(object):
         me = os.getpid()
         seen = {}
         for pid in all_pids():
-            parent = read_parent(pid)
+            parent = known.get(pid) or read_parent(pid)
             if parent is None:
                 continue
             ppid, start, comm = parent
@@ -1321,8 +1337,10 @@ class Probe(object):
         self.children_of = children_of
         self.match_pids = matched
         self.candidates.scan(seen, now)
-        self.last_scan = self.last_walk = now
-        self.cpu_count = os.cpu_count()
+        self.last_scan = now
+        if full:
+            self.last_walk = now
+            self.cpu_count = os.cpu_count()
         self.scanned_procs = len(live)
         self.cache.forget_except(set(live.items()))
 
@@ -1333,6 +1351,11 @@ class Probe(object):
         that, so each sample also asks the kernel directly. A process with many threads (the
         training process itself) is asked through its main thread only, to keep a sample cheap.
         """
+        key = (s.pid, s.ticks)
+        known = self.child_lists.get(key)
+        self.child_lists_used[key] = known
+        if known is not None and not self.pids_handed_out:
+            return known  # no process was started since the last sample: none can be new here
         tids = [s.pid]
         if 1 < s.threads <= SMALL_THREAD_COUNT:
             try:
@@ -1344,6 +1367,7 @@ class Probe(object):
             raw = self.files.read("/proc/%d/task/%d/children" % (s.pid, tid), s.ticks)
             if raw:
                 out.extend(int(c) for c in raw.split())
+        self.child_lists_used[key] = out
         return out
 
     def descendants(self, root):
@@ -1378,16 +1402,18 @@ class Probe(object):
             want = set(self.want_pids)
             tails = list(self.tails.values())
             dirs = dict(self.dirs)
+        self.pids_handed_out = self.sample_pids.changed()
         gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
         # A walk only finds something new when a pid was handed out since the last one (processes
-        # only leave otherwise, and the per-sample reads notice that); one at least every
-        # WALK_AT_LEAST_S all the same.
+        # only leave otherwise, and the per-sample reads notice that), and then it reads the stat
+        # of new pids only; every WALK_AT_LEAST_S one reads them all.
         if now - self.last_scan >= self.scan_interval:
             moved = self.walk_pids.changed()  # asked every time, so it always covers one interval
-            if moved or self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S:
-                self.scan(now)
+            full = self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S
+            if moved or full:
+                self.scan(now, full)
             else:
                 self.last_scan = now
         for pids in self.match_pids.values():
@@ -1407,6 +1433,7 @@ class Probe(object):
             seen_between = self.compiler_watch.take(pid)
             procs.append(proc_info(s, self.cache, below, now, self.slow_refresh, seen_between))
             poll_tree[pid] = [s] + below
+        self.child_lists, self.child_lists_used = self.child_lists_used, {}
         self.compiler_watch.frame_done()
         self.compiler_watch.set_targets(poll_tree)
         gone = []
