@@ -7,8 +7,8 @@ On a GPU host, as gpuwatch runs it (local transport), 8 watched jobs, 4 of them 
 Anywhere:           python benchmarks/bench_probe_cost.py --fleet [--jobs 8] [--gpus 8] [--json OUT]
   --fleet: 8 GPUs from the nvidia-smi stand-in and 8 real jobs (each with a child, stdout to a
   log the probe tails), as gpuwatch asks for them; CPU per sample at 20 Hz and at 1 Hz, and
-  one spawn of the stand-in (a Python script: NOT the real nvidia-smi, which costs 35.5 ms of
-  CPU on an H200, results/probe-cost-h200.json).
+  one spawn of the stand-in (a Python script: NOT the real nvidia-smi, which costs 24.3 ms of
+  CPU on an H200, results/probe-cost-h200-8watched.json).
 The probe runs as gpuwatch runs it (bootstrap + shipped bundle over stdin, NVML path), sampling
 every 50 ms so that its per-sample cost dominates; the processes it watches are real processes.
 Both costs are read from /proc (utime+stime), the spawn cost with getrusage(RUSAGE_CHILDREN).
@@ -30,6 +30,7 @@ from gpuwatch_tui.probe.bundle import build_payload, local_argv  # noqa: E402
 
 from bench_fleet_jobs import JobFleet, send  # noqa: E402
 
+REAL_H200_SPAWN_MS = 24.257  # one real nvidia-smi --query-gpu spawn on an H200 (results/probe-cost-h200-8watched.json)
 QUERY = ("--query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total,temperature.gpu,"
          "power.draw,power.limit,clocks.sm")
 
@@ -129,11 +130,11 @@ def fleet_main(args) -> dict:
             os.environ.update(fleet.env())
             result["stand_in_spawn"] = spawn_cost(args.spawns)
             result["stand_in_spawn"]["note"] = ("the stand-in is a Python script; the real nvidia-smi "
-                                                "costs 35.5 ms CPU per spawn on an H200")
+                                                "costs 24.3 ms CPU per spawn on an H200 (results/probe-cost-h200-8watched.json)")
         finally:
             fleet.stop()
     probe_ms = result["probe_1hz"]["cpu_ms_per_sample_median"]
-    result["ratio_real_h200_spawn_vs_probe_1hz"] = round(35.548 / max(probe_ms, 1e-6), 1)
+    result["ratio_real_h200_spawn_vs_probe_1hz"] = round(REAL_H200_SPAWN_MS / max(probe_ms, 1e-6), 1)
     result["ratio_stand_in_spawn_vs_probe_1hz"] = round(
         result["stand_in_spawn"]["cpu_ms_per_sample"] / max(probe_ms, 1e-6), 1)
     return result
