@@ -276,11 +276,19 @@ def host_main(args) -> dict:
     result: dict = {"what": "probe CPU per sample through the local transport, all its threads "
                             "(/proc/PID/task/*/schedstat ns), with 8 watched real jobs (4 on the GPU)",
                     "host_cpus": os.cpu_count()}
+    import signal
+
+    # A `timeout` around us sends SIGTERM: leave through `finally`, so the jobs are stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="gpuwatch-probe-cost-") as tmp:
         jobs = HostJobs(tmp, args.jobs, args.torch_jobs)
         try:
             result["jobs_ready_after_s"] = jobs.wait_ready(90)
             for name, samples, interval in (("probe_20hz", args.samples, 0.05), ("probe_1hz", args.slow_samples, 1.0)):
+                if interval == 1.0:
+                    # Steady state: past the probe's young-job window (CANDIDATE_YOUNG_S, 30 s), when
+                    # a job's libraries are no longer looked for.
+                    time.sleep(max(0.0, jobs.started + 35 - time.time()))
                 runs = []
                 for _ in range(args.repeats):
                     print(f"stage {name}...", file=sys.stderr, flush=True)
