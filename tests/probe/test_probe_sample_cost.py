@@ -198,3 +198,20 @@ def test_a_child_started_after_a_sample_is_in_the_next_one_though_lists_are_kept
     assert child_pids(probe.sample(), parent.pid) == set()
     child = int(parent.stdout.readline())
     assert child in child_pids(probe.sample(), parent.pid)
+
+
+def test_a_walk_between_full_ones_still_finds_a_new_matching_process(probe_ns, spawn):
+    marker = "gpuwatch-walk-%d" % os.getpid()
+    probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 0})
+    probe.set_wants({"pids": [], "tails": {}, "dirs": {}, "matches": {"m": {"regex": marker}}})
+    assert probe.sample()["matches"]["m"] == []
+    full_walk_at = probe.last_walk
+    job = spawn("import time, sys; time.sleep(60)  # " + marker)
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        frame = probe.sample()
+        if frame["matches"]["m"]:
+            break
+        time.sleep(0.05)
+    assert frame["matches"]["m"] == [job.pid]
+    assert probe.last_walk == full_walk_at  # found by a walk that read the new pids only
