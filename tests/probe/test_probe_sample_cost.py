@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -114,3 +115,103 @@ def test_a_log_that_did_not_grow_reads_nothing_and_then_its_new_bytes(probe_ns, 
     import base64
     assert base64.b64decode(tail.poll()["data"]) == b"two\n"
     tail.close()
+
+
+def test_the_pid_cursor_moves_when_a_process_is_started(probe_ns, spawn):
+    cursor = probe_ns["PidCursor"]()
+    assert cursor.fd is not None  # /proc/loadavg follows pid allocation on this kernel
+    cursor.changed()
+    proc = spawn("import time; time.sleep(60)")
+    assert proc.pid > 0
+    assert cursor.changed()  # a new pid was handed out: the caller must look
+
+
+def test_a_pid_cursor_that_cannot_tell_always_says_changed(probe_ns):
+    cursor = probe_ns["PidCursor"]()
+    cursor.fd = None  # as where /proc/loadavg is virtualised and its last pid never moves
+    assert cursor.changed() and cursor.changed()
+
+
+def test_a_short_compiler_run_is_caught_by_the_polls_between_samples(probe_ns, spawn, tmp_path):
+    """Polls skipped while no pid is handed out must not hide a child started after them."""
+    gcc = tmp_path / "gcc"  # a process's name is its program's file name
+    shutil.copy("/bin/sleep", gcc)
+    parent = spawn("import subprocess, sys, time\n"
+                   "print('ready', flush=True); time.sleep(1.0)\n"
+                   "subprocess.Popen([sys.argv[1], '0.3']).wait(); time.sleep(60)\n".replace("sys.argv[1]", repr(str(gcc))))
+    assert parent.stdout.readline().strip() == "ready"
+    watch = probe_ns["CompilerWatch"]()
+    watch.set_targets({parent.pid: [probe_ns["read_stat"](parent.pid)]})
+    deadline = time.time() + 5
+    while time.time() < deadline and not watch.seen:
+        watch.poll()  # quiet polls first (no new pid: skipped), then the one after the start
+        time.sleep(0.05)
+    assert watch.take(parent.pid) == ["gcc"]
+
+
+def test_a_young_job_whose_size_did_not_change_is_not_reread_and_is_found_once_torch_maps(probe_ns, tmp_path):
+    """A Python process too small to hold torch is not read at all; its maps are read once it has
+    grown past the size torch needs, and found as a job then."""
+    lib = tmp_path / "libtorch_cpu.so"
+    with open(lib, "wb") as f:
+        f.truncate(420 << 20)  # as big as the real one (sparse: no disk used); mapped, not read
+    go, ready = tmp_path / "go", tmp_path / "ready"
+    program = ("import mmap, os, time\n"
+               "open(%r, 'w').close()\n"
+               "while not os.path.exists(%r): time.sleep(0.02)\n"
+               "f = open(%r, 'rb'); m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n"  # as a dlopen maps it
+               "open(%r + '.mapped', 'w').close(); time.sleep(60)\n") % (str(ready), str(go), str(lib), str(ready))
+    with open(tmp_path / "out.log", "w") as log:
+        job = subprocess.Popen([sys.executable, "-c", program], stdout=log)
+    try:
+        deadline = time.time() + 10
+        while not ready.exists() and time.time() < deadline:
+            time.sleep(0.02)
+        cands = probe_ns["JobCandidates"]()
+        reads = []
+        maps_have = probe_ns["maps_have"]
+        probe_ns["maps_have"] = lambda pid, needles: reads.append(pid) or maps_have(pid, needles)
+        now = time.time()
+        seen = {job.pid: (os.getpid(), probe_ns["read_parent"](job.pid)[1], "python3")}
+        cands.scan(seen, now)
+        cands.consider(job.pid, now)
+        assert cands.found == {} and reads == []  # a plain Python: far too small to hold torch
+        go.touch()
+        while not (tmp_path / "ready.mapped").exists() and time.time() < deadline:
+            time.sleep(0.02)
+        cands.consider(job.pid, now)
+        assert cands.found == {job.pid: "torch"} and reads == [job.pid]
+    finally:
+        job.kill()
+        job.wait()
+
+
+def test_a_child_started_after_a_sample_is_in_the_next_one_though_lists_are_kept(probe_ns, spawn):
+    parent = spawn("import subprocess, sys, time\n"
+                   "print('up', flush=True); time.sleep(0.5)\n"
+                   "p = subprocess.Popen(['sleep', '60']); print(p.pid, flush=True); time.sleep(60)\n")
+    assert parent.stdout.readline().strip() == "up"
+    probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600})
+    probe.want_pids = {parent.pid}
+    probe.sample()
+    probe.scan = lambda now: None  # no walk: the kept children lists alone must see the newcomer
+    assert child_pids(probe.sample(), parent.pid) == set()
+    child = int(parent.stdout.readline())
+    assert child in child_pids(probe.sample(), parent.pid)
+
+
+def test_a_walk_between_full_ones_still_finds_a_new_matching_process(probe_ns, spawn):
+    marker = "gpuwatch-walk-%d" % os.getpid()
+    probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 0})
+    probe.set_wants({"pids": [], "tails": {}, "dirs": {}, "matches": {"m": {"regex": marker}}})
+    assert probe.sample()["matches"]["m"] == []
+    full_walk_at = probe.last_walk
+    job = spawn("import time, sys; time.sleep(60)  # " + marker)
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        frame = probe.sample()
+        if frame["matches"]["m"]:
+            break
+        time.sleep(0.05)
+    assert frame["matches"]["m"] == [job.pid]
+    assert probe.last_walk == full_walk_at  # found by a walk that read the new pids only

@@ -21,7 +21,6 @@ import time
 PROTOCOL_VERSION = 1
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-O_APPEND = 0o2000
 TAIL_CAP_BYTES = 256 * 1024  # at most this much of one log per frame; the rest waits (see Tail)
 DIR_ENTRY_CAP = 2000
 SMALL_THREAD_COUNT = 16  # processes with at most this many threads have every thread's children read
@@ -72,6 +71,46 @@ BOOT_TIME = boot_time()
 
 # ---------------------------------------------------------------- host facts
 
+class KeptFile(object):
+    """A host-wide /proc file read every sample through one descriptor kept open: one pread()
+    instead of open+read+close. Syscalls are most of a sample's cost, and after a second's sleep
+    each costs more than in a tight loop (about 1.4x, measured on an idle GPU host)."""
+
+    def __init__(self, path, size=4096):
+        self.path = path
+        self.size = size
+        self.fd = None
+
+    def read(self):
+        """The file's first `size` bytes, or None if it cannot be read."""
+        for _ in range(2):
+            if self.fd is None:
+                try:
+                    self.fd = os.open(self.path, os.O_RDONLY)
+                except OSError:
+                    return None
+            try:
+                return os.pread(self.fd, self.size, 0)
+            except OSError:
+                os.close(self.fd)
+                self.fd = None  # try a fresh descriptor once
+        return None
+
+
+PROC_STAT = KeptFile("/proc/stat")
+PROC_MEMINFO = KeptFile("/proc/meminfo", 1024)  # MemTotal and MemAvailable are in the first lines
+PROC_LOADAVG = KeptFile("/proc/loadavg", 128)
+
+
+def load1():
+    """The 1-minute load average, from the kept /proc/loadavg (None where unreadable)."""
+    data = PROC_LOADAVG.read()
+    try:
+        return float(data.split(None, 1)[0])
+    except (AttributeError, IndexError, ValueError):
+        return None
+
+
 class HostCpu(object):
     """Busy share of all CPUs between two samples, from the first line of /proc/stat (a few us)."""
 
@@ -79,7 +118,7 @@ class HostCpu(object):
         self.last = None
 
     def percent(self):
-        data = read_raw("/proc/stat")
+        data = PROC_STAT.read()
         if not data:
             return None
         fields = data.split(b"\n", 1)[0].split()[1:]
@@ -97,7 +136,7 @@ class HostCpu(object):
 
 def read_meminfo():
     """(total, available) in KiB from /proc/meminfo; (None, None) where it cannot be read."""
-    data = read_raw("/proc/meminfo")
+    data = PROC_MEMINFO.read()
     total = avail = None
     for line in (data or b"").split(b"\n")[:8]:  # both are in the first three lines
         if line.startswith(b"MemTotal:"):
@@ -215,6 +254,47 @@ def all_pids():
     return out
 
 
+class PidCursor(object):
+    """Tells, for the price of one pread of /proc/loadavg, whether any process or thread was
+    created since the last look: its last field is the pid the kernel handed out last.
+
+    Where that field does not follow pid allocation (a virtualised /proc/loadavg in a container),
+    starting a thread at construction shows it, and the cursor then always answers "changed"."""
+
+    PATH = "/proc/loadavg"
+
+    def __init__(self):
+        self.fd = None
+        self.last = None
+        try:
+            self.fd = os.open(self.PATH, os.O_RDONLY)
+        except OSError:
+            return
+        before = self.read()
+        t = threading.Thread(target=lambda: None)  # takes a pid from the same counter
+        t.start()
+        t.join()
+        if before is None or self.read() == before:
+            os.close(self.fd)
+            self.fd = None
+
+    def read(self):
+        try:
+            return os.pread(self.fd, 128, 0).rsplit(None, 1)[-1]
+        except (OSError, IndexError):
+            return None
+
+    def changed(self):
+        """True when a pid was handed out since the last call (or when that cannot be known)."""
+        if self.fd is None:
+            return True
+        now = self.read()
+        if now is None:
+            return True
+        moved, self.last = now != self.last, now
+        return moved
+
+
 def read_parent(pid):
     """(ppid, start, comm) from /proc/PID/stat, parsing no more than the scan needs."""
     raw = read_raw("/proc/%d/stat" % pid)
@@ -228,39 +308,21 @@ def read_parent(pid):
     return int(fields[1]), round(BOOT_TIME + int(fields[19]) / float(CLK_TCK), 2), comm
 
 
+_OPS_BASE = []
+
+
 def fd_target(pid, fd):
-    base = "/proc/%d/fd/%d" % (pid, fd)
+    """ops_base.fd_target (one helper for the sampler and the capture op); None if unreadable."""
+    if not _OPS_BASE:
+        try:
+            _OPS_BASE.append(load_shipped_module("ops_base"))  # always in the bundle
+        except ImportError:
+            # The probe's code run from a checkout with no bundle (as the tests load it).
+            _OPS_BASE.append(importlib.import_module("gpuwatch_tui.probe.ops_base"))
     try:
-        path = os.readlink(base)
+        return _OPS_BASE[0].fd_target(pid, fd)
     except OSError:
         return None
-    append = False
-    try:
-        for line in read_text("/proc/%d/fdinfo/%d" % (pid, fd)).splitlines():
-            if line.startswith("flags:"):
-                append = bool(int(line.split()[1], 8) & O_APPEND)
-    except (OSError, IOError, ValueError):
-        pass
-    size = None
-    if path.startswith("pipe:"):
-        kind = "pipe"
-    elif path.startswith("socket:"):
-        kind = "socket"
-    elif path == "/dev/null":
-        kind = "null"
-    elif path.startswith("/dev/pts/") or path.startswith("/dev/tty") or path == "/dev/console":
-        kind = "tty"
-    elif path.endswith(" (deleted)"):
-        kind = "deleted"
-    elif path.startswith("/"):
-        kind = "file"
-        try:
-            size = os.stat(base).st_size
-        except OSError:
-            pass
-    else:
-        kind = "other"
-    return {"path": path, "kind": kind, "append": append, "size": size}
 
 
 def python_unbuffered(cmdline, environ):
@@ -435,6 +497,17 @@ LAUNCHER_COMMS = frozenset(("pt_elastic", "torchrun", "accelerate", "deepspeed")
 CANDIDATE_YOUNG_S = 30.0  # libraries load late (import torch takes seconds): re-check while this young
 CANDIDATE_CHECKS = 20  # ... at most this many times
 CANDIDATE_RECHECK_S = 1.0  # ... at most this often
+CANDIDATE_MIN_VSIZE = 256 << 20  # address space below which torch cannot be loaded (libtorch_cpu: 400+ MiB)
+WALK_AT_LEAST_S = 60.0  # every process's stat is read again this often (new pids only in between)
+
+
+def read_vsize(pid):
+    """The size of a process's address space (bytes, /proc/PID/stat), or None if it is gone."""
+    raw = read_raw("/proc/%d/stat" % pid)
+    if not raw:
+        return None
+    fields = raw[raw.rfind(b")") + 2:].split(None, 21)
+    return int(fields[20]) if len(fields) > 20 else None
 
 
 def maps_have(pid, needles):
@@ -464,14 +537,17 @@ class JobCandidates(object):
     """Python processes that are jobs before they touch a GPU, judged once per (pid, start), and
     re-judged every sample while young and undecided (libraries load late).
 
-    The full /proc scan hands over every process; between scans each sample lists /proc and reads
-    the stat of new pids only, so a job is found at the sample after it starts."""
+    The /proc walk hands over every process; between walks a sample lists /proc (only when a pid
+    was handed out since the last look) and reads the stat of new pids only, so a job is found at
+    the sample after it starts. Its maps (the costly read) are read only once it is big enough to
+    hold torch and again only when its address space has grown."""
 
     def __init__(self):
-        self.judged = {}  # (pid, start) -> [reason or None, checks, final]
+        self.judged = {}  # (pid, start) -> [reason or None, checks, final, vsize at the last maps read]
         self.seen = {}  # pid -> (ppid, start, comm) of every process known
         self.found = {}  # pid -> reason
         self.rechecked_at = 0.0
+        self.new_pids = PidCursor()  # /proc is listed again only when a pid was handed out
 
     def scan(self, seen, now):
         """`seen`: {pid: (ppid, start, comm)} from the full scan."""
@@ -486,7 +562,7 @@ class JobCandidates(object):
     def poll(self, now):
         """New pids since the last look, and young undecided ones again. Returns {pid: reason}."""
         try:
-            pids = all_pids()
+            pids = all_pids() if self.new_pids.changed() else ()
         except OSError:
             return self.found
         me = os.getpid()
@@ -510,27 +586,38 @@ class JobCandidates(object):
         key = (pid, start)
         state = self.judged.get(key)
         if state is None:
-            state = self.judged[key] = [None, 0, False]
+            state = self.judged[key] = [None, 0, False, None]
         if not state[2]:
-            state[0] = self.judge(pid, ppid, self.seen)
+            state[0] = self.judge(pid, ppid, self.seen, state)
             state[1] += 1
             young = now - start < CANDIDATE_YOUNG_S
-            state[2] = state[0] is not None or not young or state[1] >= CANDIDATE_CHECKS
+            state[2] = state[2] or state[0] is not None or not young or state[1] >= CANDIDATE_CHECKS
         if state[0] is not None:
             self.found[pid] = state[0]
 
     @staticmethod
-    def judge(pid, ppid, seen):
+    def judge(pid, ppid, seen, state):
         parent = seen.get(ppid)
         if parent is not None and parent[2] in LAUNCHER_COMMS:
             return "launcher"
         try:
             out = os.readlink("/proc/%d/fd/1" % pid)
         except OSError:
+            state[2] = True  # gone, or another user's we may not look into: no use asking again
             return None
         # A terminal is someone's interactive session; a pipe or /dev/null cannot be followed.
+        # Where stdout goes is settled at start: such a process is not asked again.
         if not out.startswith("/") or out.startswith("/dev/"):
+            state[2] = True
             return None
+        # Loading a library maps it, which grows the address space: while the size is the one
+        # of the last maps read, the maps cannot have gained torch; and libtorch_cpu alone maps
+        # over 400 MiB, so a smaller process has not loaded it. (A maps read costs ~100x the stat:
+        # a torch process's maps run to thousands of lines.)
+        vsize = read_vsize(pid)
+        if vsize is not None and (vsize == state[3] or vsize < CANDIDATE_MIN_VSIZE):
+            return None
+        state[3] = vsize
         if maps_have(pid, CANDIDATE_LIBS):
             return "torch"
         return None
@@ -548,9 +635,11 @@ class CompilerWatch(object):
     """Compiler processes started below the watched processes since the last frame."""
 
     def __init__(self):
-        self.targets = {}  # pid polled -> the watched process it belongs to
+        self.targets = {}  # pid polled -> (the watched process it belongs to, its start ticks)
         self.known = set()  # child pids already looked at
         self.seen = {}  # watched pid -> set of compiler names
+        self.new_pids = PidCursor()  # no pid handed out since the last poll: no new child to look at
+        self.files = ProcFiles()  # the targets' children files, kept open between polls
 
     def set_targets(self, tree):
         """`tree`: {watched pid: [Stat of the watched process and its Python descendants]}."""
@@ -558,12 +647,14 @@ class CompilerWatch(object):
         for top, stats in tree.items():
             for s in stats:
                 if len(targets) < COMPILER_POLL_TARGETS and (s.pid == top or s.comm.startswith("python")):
-                    targets[s.pid] = top
+                    targets[s.pid] = (top, s.ticks)
         self.targets = targets
 
     def poll(self):
-        for pid, top in list(self.targets.items()):
-            raw = read_raw("/proc/%d/task/%d/children" % (pid, pid))
+        if not self.new_pids.changed():
+            return
+        for pid, (top, ticks) in list(self.targets.items()):
+            raw = self.files.read("/proc/%d/task/%d/children" % (pid, pid), ticks)
             if not raw:
                 continue
             for child in raw.split():
@@ -581,6 +672,7 @@ class CompilerWatch(object):
 
     def frame_done(self):
         self.seen = {}
+        self.files.end_sample()  # closes the files of processes no longer polled
         if len(self.known) > 4096:
             self.known = set()
 
@@ -1165,8 +1257,17 @@ class Probe(object):
         self.cache = ProcCache()
         self.files = ProcFiles()
         self.children_of = {}
+        # The kernel's children lists of the last sample, kept while no pid is handed out (a process
+        # adopted by a watched subreaper meanwhile waits for the next pid or walk).
+        self.child_lists = {}  # (pid, start ticks) -> [child pids]
+        self.child_lists_used = {}
+        self.sample_pids = PidCursor()
+        self.pids_handed_out = True
         self.scanned_procs = 0
-        self.last_scan = 0.0
+        self.last_scan = 0.0  # when a walk was last due (0: one is due now)
+        self.last_walk = 0.0  # when every process's stat was last read (a full walk)
+        self.walk_pids = PidCursor()
+        self.cpu_count = os.cpu_count()
         self.watched_keys = {}  # pid -> start of processes reported last frame
         self.match_pids = {}
         # Send fixed process facts only when they change: the client asks for it at start (an
@@ -1212,8 +1313,13 @@ class Probe(object):
         self.last_input = time.time()
 
     # sampling -------------------------------------------------------
-    def scan(self, now):
-        """Full /proc walk: parent links (for descendants) and cmdline matches."""
+    def scan(self, now, full=True):
+        """/proc walk: parent links (for descendants) and cmdline matches.
+
+        `full`: every process's stat is read. Otherwise only pids not seen before are (a pid's
+        parent, start and name stay as they were while it lives): a pid reused within one walk
+        interval, or a process adopted by another, is seen right at the next full walk."""
+        known = {} if full else self.candidates.seen
         children_of = {}
         live = {}
         with self.lock:
@@ -1222,7 +1328,7 @@ class Probe(object):
         me = os.getpid()
         seen = {}
         for pid in all_pids():
-            parent = read_parent(pid)
+            parent = known.get(pid) or read_parent(pid)
             if parent is None:
                 continue
             ppid, start, comm = parent
@@ -1248,6 +1354,9 @@ class Probe(object):
         self.match_pids = matched
         self.candidates.scan(seen, now)
         self.last_scan = now
+        if full:
+            self.last_walk = now
+            self.cpu_count = os.cpu_count()
         self.scanned_procs = len(live)
         self.cache.forget_except(set(live.items()))
 
@@ -1258,6 +1367,11 @@ class Probe(object):
         that, so each sample also asks the kernel directly. A process with many threads (the
         training process itself) is asked through its main thread only, to keep a sample cheap.
         """
+        key = (s.pid, s.ticks)
+        known = self.child_lists.get(key)
+        self.child_lists_used[key] = known
+        if known is not None and not self.pids_handed_out:
+            return known  # no process was started since the last sample: none can be new here
         tids = [s.pid]
         if 1 < s.threads <= SMALL_THREAD_COUNT:
             try:
@@ -1269,6 +1383,7 @@ class Probe(object):
             raw = self.files.read("/proc/%d/task/%d/children" % (s.pid, tid), s.ticks)
             if raw:
                 out.extend(int(c) for c in raw.split())
+        self.child_lists_used[key] = out
         return out
 
     def descendants(self, root):
@@ -1303,11 +1418,20 @@ class Probe(object):
             want = set(self.want_pids)
             tails = list(self.tails.values())
             dirs = dict(self.dirs)
+        self.pids_handed_out = self.sample_pids.changed()
         gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
+        # A walk only finds something new when a pid was handed out since the last one (processes
+        # only leave otherwise, and the per-sample reads notice that), and then it reads the stat
+        # of new pids only; every WALK_AT_LEAST_S one reads them all.
         if now - self.last_scan >= self.scan_interval:
-            self.scan(now)
+            moved = self.walk_pids.changed()  # asked every time, so it always covers one interval
+            full = self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S
+            if moved or full:
+                self.scan(now, full)
+            else:
+                self.last_scan = now
         for pids in self.match_pids.values():
             watched |= set(pids)
         self.candidate_pids = self.candidates.poll(now)
@@ -1325,6 +1449,7 @@ class Probe(object):
             seen_between = self.compiler_watch.take(pid)
             procs.append(proc_info(s, self.cache, below, now, self.slow_refresh, seen_between))
             poll_tree[pid] = [s] + below
+        self.child_lists, self.child_lists_used = self.child_lists_used, {}
         self.compiler_watch.frame_done()
         self.compiler_watch.set_targets(poll_tree)
         gone = []
@@ -1346,13 +1471,12 @@ class Probe(object):
         t = os.times()
         frame["probe_cpu_s"] = round(t[0] + t[1], 3)  # our own cost, for the overhead figure
         frame["scanned_procs"] = self.scanned_procs
-        try:
-            frame["load1"] = os.getloadavg()[0]
-        except OSError:
-            pass
+        load = load1()
+        if load is not None:
+            frame["load1"] = load
         # What top shows first: host CPU busy %, RAM used/total; and the driver beside the GPU model.
         frame["cpu_pct"] = self.host_cpu.percent()
-        frame["cpu_count"] = os.cpu_count()
+        frame["cpu_count"] = self.cpu_count  # read again at each /proc walk (CPUs rarely come and go)
         frame["mem_total_kib"], frame["mem_avail_kib"] = read_meminfo()
         frame["driver"] = getattr(self.gpu, "driver", None)
         return frame

@@ -56,6 +56,50 @@ def check_ref(pid, ticks):
     return fields
 
 
+O_APPEND = 0o2000
+
+
+def fd_target(pid, fd):
+    """Where fd `fd` of `pid` goes: path, kind (file, pipe, socket, null, tty, deleted, other),
+    whether it was opened O_APPEND, and a file's size. Raises OSError when the link cannot be read
+    (the process is gone, or it is another user's without ptrace-read permission).
+
+    Shared by the sampler (a job's stdout/stderr facts) and the capture op (what a restart needs)."""
+    base = "/proc/%d/fd/%d" % (pid, fd)
+    path = os.readlink(base)
+    append = False
+    try:
+        info = os.open("/proc/%d/fdinfo/%d" % (pid, fd), os.O_RDONLY)
+        try:
+            for line in os.read(info, 4096).split(b"\n"):
+                if line.startswith(b"flags:"):
+                    append = bool(int(line.split()[1], 8) & O_APPEND)
+        finally:
+            os.close(info)
+    except (OSError, ValueError, IndexError):
+        pass
+    size = None
+    if path.startswith("pipe:"):
+        kind = "pipe"
+    elif path.startswith("socket:"):
+        kind = "socket"
+    elif path == "/dev/null":
+        kind = "null"
+    elif path.startswith("/dev/pts/") or path.startswith("/dev/tty") or path == "/dev/console":
+        kind = "tty"
+    elif path.endswith(" (deleted)"):
+        kind = "deleted"
+    elif path.startswith("/"):
+        kind = "file"
+        try:
+            size = os.stat(base).st_size
+        except OSError:
+            pass
+    else:
+        kind = "other"
+    return {"path": path, "kind": kind, "append": append, "size": size}
+
+
 def int_arg(args, name, minimum=None):
     """args[name] as an int, or OpError("bad-args") saying what was wrong."""
     value = args.get(name) if isinstance(args, dict) else None

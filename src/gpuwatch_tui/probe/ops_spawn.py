@@ -15,9 +15,8 @@ import subprocess
 import sys
 import time
 
-from ops_base import OpError, check_ref, start_ticks
+from ops_base import OpError, check_ref, fd_target, start_ticks
 
-O_APPEND = 0o2000
 WRAPPER_NAME = "gpuwatch-run"  # the wrapper's comm: discovery stops its walk up the tree there
 _REPORT_TIMEOUT_S = 20.0
 
@@ -110,35 +109,11 @@ sys.exit(main())
 # --- capture ---------------------------------------------------------------------------------
 
 def _fd_target(pid, fd):
-    """Where fd N of pid goes: path, kind (file, pipe, tty, socket, null, deleted, other) and O_APPEND."""
-    base = "/proc/%d/fd/%d" % (pid, fd)
+    """fd_target, or kind "unknown" with the reason when the link cannot be read."""
     try:
-        path = os.readlink(base)
+        return fd_target(pid, fd)
     except OSError as exc:
         return {"path": None, "kind": "unknown", "append": False, "error": os.strerror(exc.errno)}
-    append = False
-    try:
-        with open("/proc/%d/fdinfo/%d" % (pid, fd)) as f:
-            for line in f:
-                if line.startswith("flags:"):
-                    append = bool(int(line.split()[1], 8) & O_APPEND)
-    except (OSError, IOError, ValueError):
-        pass
-    if path.startswith("pipe:"):
-        kind = "pipe"
-    elif path.startswith("socket:"):
-        kind = "socket"
-    elif path == "/dev/null":
-        kind = "null"
-    elif path.startswith("/dev/pts/") or path.startswith("/dev/tty") or path == "/dev/console":
-        kind = "tty"
-    elif path.endswith(" (deleted)"):
-        kind = "deleted"
-    elif path.startswith("/"):
-        kind = "file"
-    else:
-        kind = "other"
-    return {"path": path, "kind": kind, "append": append}
 
 
 def _uid_of(pid):
