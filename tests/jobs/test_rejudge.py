@@ -81,7 +81,7 @@ def test_gpu_facts_that_move_past_noise_are_judged_at_once(monkeypatch):
 def test_small_gpu_noise_keeps_the_verdict():
     tracker = JobTracker(JobSettings(stall_after_s=300))
     verdicts = []
-    for i in range(8):
+    for i in range(9):
         t = 1100.0 + i  # the processes started at 1000
         procs, _ = torchrun_tree(cpu=10.0 + 2.0 * i)
         gpus = [gpu(0, [101], 99.0 - (i % 2), 690.0 + i % 3), gpu(1, [102], 98.0, 688.0)]
@@ -89,5 +89,7 @@ def test_small_gpu_noise_keeps_the_verdict():
         tracker.update("gpu1", sample(t, procs, gpus, tails=chunks), now=t)
         verdicts.append(tracker.states("gpu1")[0].verdict)
     assert verdicts[-1].phase == "training"
-    assert verdicts[4] is verdicts[5] is verdicts[6]  # kept: nothing moved beyond noise
-    assert verdicts[7] is not verdicts[6]  # judged at the line (t=1102), refreshed 5 s later
+    # The line (t=1102) and the first frame after it are judged; then kept (nothing moved beyond
+    # noise) until the evidence is refreshed, 5 s after the last judgment.
+    assert verdicts[4] is verdicts[5] is verdicts[6] is verdicts[7]
+    assert verdicts[8] is not verdicts[7]

@@ -187,10 +187,12 @@ def _killed_by(job: JobState) -> str | None:
 
 @dataclass(frozen=True)
 class Judged:
-    """What a verdict was judged from: the frame's facts (`_facts`), its time, the CPU class of the
-    window rate, the GPU readings, and the times at which some rule of the engine reads a clock."""
+    """What a verdict was judged from: the log's position, the frame's facts (`_facts`; None while the
+    log moves: every such frame is judged anyway), its time, the CPU class of the window rate, the GPU
+    readings, and the times at which some rule of the engine reads a clock."""
 
-    facts: tuple
+    log_at: tuple
+    facts: tuple | None
     at: float
     cpu_class: int
     gpus: tuple
@@ -312,12 +314,21 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
     it returns False (the caller judges)."""
     v = job.verdict
     kept = job.judged
+    interp = job.interp
+    if interp is None or not job.samples:
+        return False
+    log_at = (interp.seq, interp.progress.current.updated_at)
+    if not isinstance(kept, Judged) or kept.log_at != log_at:
+        # New log lines: judged. The full basis is taken on the first frame without any (one more
+        # judgment per quiet spell), so a job that logs every second costs nothing here.
+        job.judged = Judged(log_at, None, now, -1, (), ())
+        return False
     facts = _facts(job, skew)
     cpu = _cpu_class(job.samples)
     gpus = _gpu_readings(job.samples[-1])
     bases = _clock_bases(job, skew)
     same = (
-        isinstance(kept, Judged) and v is not None and v.memory.pending is None
+        kept.facts is not None and v is not None and v.memory.pending is None
         and job.exit is None and job.alive and now - kept.at < REJUDGE_EVERY_S
         and kept.facts == facts and kept.cpu_class == cpu and kept.bases == bases
         and not _spin_possible(job.samples[-1]) and not _compilers_recent(job.samples, now)
@@ -325,7 +336,7 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
         and not _deadline_passed(bases, job.stall_after_s, kept.at, now)
     )
     if not same:
-        job.judged = Judged(facts, now, cpu, gpus, bases)
+        job.judged = Judged(log_at, facts, now, cpu, gpus, bases)
     return same
 
 
