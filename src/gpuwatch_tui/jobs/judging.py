@@ -96,8 +96,10 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
     job_pids = main | set(children)
     gpus = []
     gpu_indices = set(job.gpus)
-    for g in sample.gpus:
-        if any(gp.pid in job_pids for gp in g.processes):
+    # The job's GPUs from the frame's pid -> GPU map: every job of a host would otherwise scan every GPU.
+    held = {i for pid in job_pids for i in on_gpu.get(pid, ())}
+    for g in sample.gpus if held else ():
+        if g.index in held and any(gp.pid in job_pids for gp in g.processes):
             gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
             gpu_indices.add(g.index)
     job.gpus = tuple(sorted(gpu_indices))

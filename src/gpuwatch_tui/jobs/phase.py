@@ -9,7 +9,7 @@ runs ~98-100% util near the limit; a spinning NCCL collective shows ~100% util a
 from __future__ import annotations
 
 import signal as _signal
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..model import FdTarget
@@ -223,7 +223,10 @@ def _recent(samples: Sequence[ResourceSample], since: float) -> list[ResourceSam
     return out
 
 
-def _activity(samples: Sequence[ResourceSample], now: float, window: float = RATE_WINDOW_S) -> _Activity:
+def _activity(samples: Sequence[ResourceSample], now: float, window: float = RATE_WINDOW_S,
+              extremes: bool = True) -> _Activity:
+    """Rates over the window; with `extremes`, each GPU's lowest util and highest power over it (only
+    the spin rule reads those, and only when a GPU could be spinning: `_context`)."""
     act = _Activity()
     if not samples:
         return act
@@ -251,7 +254,7 @@ def _activity(samples: Sequence[ResourceSample], now: float, window: float = RAT
     for g in last.gpus:
         act.gpus[g.index] = g
     util_min, power_max = act.gpu_util_min, act.gpu_power_frac_max
-    for s in window_samples:
+    for s in window_samples if extremes else ():
         for g in s.gpus:
             util = g.util_pct
             if util is not None:
@@ -268,9 +271,10 @@ def _activity(samples: Sequence[ResourceSample], now: float, window: float = RAT
         if g.mem_used_mib is not None and first_mem.get(g.index) is not None:
             act.gpu_mem_delta[g.index] = g.mem_used_mib - first_mem[g.index]
     seen: list[str] = []
-    for s in _recent(samples, now - COMPILE_RECENT_S):
-        seen.extend(s.compilers)
-        if s.compilers:
+    compile_window = window_samples if window == COMPILE_RECENT_S else _recent(samples, now - COMPILE_RECENT_S)
+    for s in compile_window:
+        if s.compilers and s.time >= now - COMPILE_RECENT_S:  # (the window's fallback sample may be older)
+            seen.extend(s.compilers)
             act.compilers_last_at = s.time
     act.compilers_recent = tuple(dict.fromkeys(seen))
     act.compilers_now = tuple(dict.fromkeys(last.compilers))
@@ -473,7 +477,7 @@ def _first_seen_mid_run(obs: JobObservation, now: float, previous: Verdict | Non
     that phase holds."""
     if previous is not None and previous.memory.since_note and previous.phase == d.phase:
         note = previous.memory.since_note
-        return replace(d, evidence=[*d.evidence, note]), note
+        return _with(d, d.since, [*d.evidence, note]), note
     if obs.exit is not None or not obs.samples or obs.started_at is None or d.phase == "unknown":
         return d, None
     if previous is not None and previous.memory.known:
@@ -482,13 +486,18 @@ def _first_seen_mid_run(obs: JobObservation, now: float, previous: Verdict | Non
     if first - obs.started_at < MID_RUN_S or d.since < first - 0.5:
         return d, None  # seen from its start, or the decision already dates itself (the log's own times)
     note = f"since: process start {fmt_duration(now - obs.started_at)} ago (first seen mid-run)"
-    return replace(d, since=obs.started_at, evidence=[*d.evidence, note]), note
+    return _with(d, obs.started_at, [*d.evidence, note]), note
+
+
+def _with(d: Decision, since: float, evidence: list) -> Decision:
+    """`d` with another start and evidence (built directly: dataclasses.replace costs ~10x more)."""
+    return Decision(d.phase, d.detail, d.confidence, evidence, d.advice, since, d.actions, d.decisive)
 
 
 def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> DecisionContext:
     """The facts every rule of the engine reads, derived once from the observation."""
     log = obs.log
-    act = _activity(obs.samples, now)
+    act = _activity(obs.samples, now, extremes=False)
     first_seen = obs.samples[0].time if obs.samples else now
     started = obs.started_at if obs.started_at is not None else first_seen
     age = max(0.0, now - started)

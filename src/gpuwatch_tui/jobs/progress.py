@@ -19,6 +19,11 @@ def parse_number(text: str | None) -> float | None:
     if text is None:
         return None
     text = text.strip()
+    if text[-1:].isdigit() and "_" not in text:
+        try:  # the common case, a plain number: what the pattern below accepts, float() reads alike
+            return float(text)
+        except ValueError:
+            pass
     if text.lower() in ("nan", "inf", "-inf", "+inf"):
         return float(text.lower())
     m = _NUMBER.match(text)
