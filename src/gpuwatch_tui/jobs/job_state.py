@@ -34,6 +34,7 @@ class JobState:
     logs: dict[str, LogBuffer] = field(default_factory=dict)  # path -> buffer, primary first
     interp: LogInterpreter | None = None
     samples: deque = field(default_factory=deque)
+    sparse_upto: float = float("-inf")  # the newest sample already thinned (judging._thin)
     verdict: Verdict | None = None
     history: list[tuple[str, float]] = field(default_factory=list)
     exit: ExitFacts | None = None

@@ -3,6 +3,7 @@ the phase engine's observation and record the verdict (with the phase history)."
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from ..model import ExitInfo, HostSample, ProcInfo
@@ -36,6 +37,11 @@ from .phase import (
 )
 
 WINDOW_S = 900.0  # resource samples kept per job (the engine looks back at most this far)
+# Every sample of the last DENSE_S is kept (the engine's rates read the last RATE_WINDOW_S); older ones
+# one per SPARSE_EVERY_S (what is read that far back: when the job was first seen, when its GPUs last
+# computed). A full window at 1 Hz was ~700 bytes x 900 per job: 650 MB for 1024 jobs.
+DENSE_S = 60.0
+SPARSE_EVERY_S = 10.0
 GONE_GRACE_SAMPLES = 2  # a watched pid missing this many frames in a row (without ExitInfo) is gone
 MAX_HISTORY = 200
 # A frame that changes nothing the engine reads (beyond these steps of noise) keeps the verdict, at most
@@ -121,10 +127,31 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
         job.samples.append(rs)
         while job.samples and now - job.samples[0].time > WINDOW_S:
             job.samples.popleft()
+        _thin(job, now)
     for buf in job.logs.values():
         buf.tick(now)
     if not procs or not _unchanged(job, now, skew):
         judge(job, now, skew)
+
+
+def _thin(job: JobState, now: float) -> None:
+    """Samples that left the dense part since the last frame: drop each one closer than SPARSE_EVERY_S
+    to the older sample kept before it. The oldest is always kept, and so are the last two."""
+    samples = job.samples
+    last = min(bisect_left(samples, now - DENSE_S, key=_time) - 1, len(samples) - 3)  # the newest that may go
+    k = max(bisect_right(samples, job.sparse_upto, key=_time), 1)  # the oldest not looked at yet
+    while k <= last:
+        if samples[k].time - samples[k - 1].time < SPARSE_EVERY_S:
+            del samples[k]
+            last -= 1
+        else:
+            k += 1
+    if last >= 0:
+        job.sparse_upto = max(job.sparse_upto, samples[last].time)
+
+
+def _time(sample: ResourceSample) -> float:
+    return sample.time
 
 
 def observation(job: JobState, skew: float) -> JobObservation:
