@@ -36,10 +36,7 @@ def job_view(job: JobState, now: float | None = None, history_text: str | None =
     if code is None and job.exit is not None and interp is not None:
         code = interp.exit_code  # as torchrun reported it
     log = job.primary_log
-    ticks = job.start_ticks
-    root = None
-    if job.root is not None and job.root[0] in ticks:
-        root = ProcessRef(job.host, job.root[0], ticks[job.root[0]])
+    processes, root = _process_refs(job)
     return JobView(
         id=job.id,
         name=job.name,
@@ -57,8 +54,8 @@ def job_view(job: JobState, now: float | None = None, history_text: str | None =
         logs=tuple(job.logs),
         exit_code=code,
         exit_signal=job.exit.signal if job.exit else None,
-        progress=progress_view(interp.progress.current) if interp else ProgressView(),
-        history=tuple(PhaseEntry(phase, since) for phase, since in job.history),
+        progress=_kept_progress_view(job, interp.progress.current) if interp else ProgressView(),
+        history=_history_entries(job),
         configured=job.spec is not None,
         launcher=job.launcher,
         alive=job.alive,
@@ -69,10 +66,57 @@ def job_view(job: JobState, now: float | None = None, history_text: str | None =
         progress_history=progress_history_view(job),
         history_text=history_text if history_text is not None else job.history_text(
             now if now is not None else job.last_seen),
-        processes=tuple(ProcessRef(job.host, pid, ticks[pid]) for pid in job.pids if pid in ticks),
+        processes=processes,
         root=root,
-        events=events_text(job.actions),
+        events=_events(job),
     )
+
+
+# The parts below change far less often than a view is built (every frame of the job's host): each is
+# kept in `job.view_parts` with what it was made from, and made again only when that changed.
+def _process_refs(job: JobState) -> tuple[tuple[ProcessRef, ...], ProcessRef | None]:
+    ticks = job.start_ticks
+    basis = (tuple(job.members.items()), tuple(ticks.items()), job.root)
+    kept = job.view_parts.get("process_refs")
+    if kept is not None and kept[0] == basis:
+        return kept[1]
+    root = None
+    if job.root is not None and job.root[0] in ticks:
+        root = ProcessRef(job.host, job.root[0], ticks[job.root[0]])
+    refs = (tuple(ProcessRef(job.host, pid, ticks[pid]) for pid in job.pids if pid in ticks), root)
+    job.view_parts["process_refs"] = (basis, refs)
+    return refs
+
+
+def _kept_progress_view(job: JobState, progress: Progress) -> ProgressView:
+    basis = tuple(progress.__dict__.values())
+    kept = job.view_parts.get("progress")
+    if kept is not None and kept[0] == basis:
+        return kept[1]
+    view = progress_view(progress)
+    job.view_parts["progress"] = (basis, view)
+    return view
+
+
+def _history_entries(job: JobState) -> tuple[PhaseEntry, ...]:
+    history = job.history
+    basis = tuple(history)  # (a merged job's history may be replaced whole: compare all of it)
+    kept = job.view_parts.get("history")
+    if kept is not None and kept[0] == basis:
+        return kept[1]
+    entries = tuple(PhaseEntry(phase, since) for phase, since in history)
+    job.view_parts["history"] = (basis, entries)
+    return entries
+
+
+def _events(job: JobState) -> tuple[str, ...]:
+    basis = tuple(job.actions)
+    kept = job.view_parts.get("events")
+    if kept is not None and kept[0] == basis:
+        return kept[1]
+    events = events_text(job.actions)
+    job.view_parts["events"] = (basis, events)
+    return events
 
 
 def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:

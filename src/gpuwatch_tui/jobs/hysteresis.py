@@ -57,7 +57,9 @@ def settle(previous: Verdict | None, candidate: Verdict, decisive: bool, alive: 
     live = shown.phase if alive else prev_mem.live_phase
     known = prev_mem.known or shown.phase not in PROVISIONAL
     note = since_note if shown.phase == candidate.phase else prev_mem.since_note
-    return replace(shown, memory=Memory(trained, known, live, pending, count, note))
+    # Built directly, not with dataclasses.replace: this runs for every job on every frame.
+    return type(shown)(shown.phase, shown.since, shown.confidence, shown.detail, shown.evidence, shown.advice,
+                       shown.actions, Memory(trained, known, live, pending, count, note))
 
 
 def _choose(previous: Verdict | None, candidate: Verdict, decisive: bool, mem: Memory) -> Verdict:

@@ -34,6 +34,7 @@ class JobState:
     logs: dict[str, LogBuffer] = field(default_factory=dict)  # path -> buffer, primary first
     interp: LogInterpreter | None = None
     samples: deque = field(default_factory=deque)
+    sparse_upto: float = float("-inf")  # the newest sample already thinned (judging._thin)
     verdict: Verdict | None = None
     history: list[tuple[str, float]] = field(default_factory=list)
     exit: ExitFacts | None = None
@@ -52,6 +53,8 @@ class JobState:
     dump_finding: DumpFinding | None = None  # the latest py-spy dump's reading
     exit_status_known: bool = False  # the wrapper's exit record was read into `exit`
     revision: int = 0  # bumped by every frame of its host: a view built since is still current
+    # What the last verdict was judged from (judging.Judged): a frame that changes none of it keeps it.
+    judged: object | None = field(default=None, repr=False, compare=False)
     # Parts of the exported view kept until what they are made of changes (export.py).
     view_parts: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -3,14 +3,29 @@ the phase engine's observation and record the verdict (with the phase history)."
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+
 from ..model import ExitInfo, HostSample, ProcInfo
 from .discovery import launcher_kind
 from .ended_by import ended_by
 from .job_actions import annotate
 from .job_state import JobState
 from .phase import (
+    COMPILE_RECENT_S,
     COMPILE_WORKER_MARK,
     COMPILER_NAMES,
+    CPU_BUSY_CORES,
+    CPU_FLAT_CORES,
+    GPU_BUSY_UTIL,
+    GPU_COMPUTING_POWER_FRACTION,
+    GPU_IDLE_UTIL,
+    GPU_SPIN_UTIL,
+    GPU_WORKING_POWER_FRACTION,
+    MID_RUN_S,
+    MIN_SPIN_S,
+    RATE_WINDOW_S,
+    YOUNG_S,
     ExitFacts,
     GpuReading,
     JobObservation,
@@ -22,8 +37,21 @@ from .phase import (
 )
 
 WINDOW_S = 900.0  # resource samples kept per job (the engine looks back at most this far)
+# Every sample of the last DENSE_S is kept (the engine's rates read the last RATE_WINDOW_S); older ones
+# one per SPARSE_EVERY_S (what is read that far back: when the job was first seen, when its GPUs last
+# computed). A full window at 1 Hz was ~700 bytes x 900 per job: 650 MB for 1024 jobs.
+DENSE_S = 60.0
+SPARSE_EVERY_S = 10.0
 GONE_GRACE_SAMPLES = 2  # a watched pid missing this many frames in a row (without ExitInfo) is gone
 MAX_HISTORY = 200
+# A frame that changes nothing the engine reads (beyond these steps of noise) keeps the verdict, at most
+# this long: its evidence (durations, rates) is then refreshed. Timers never wait for it.
+REJUDGE_EVERY_S = 5.0
+GPU_UTIL_NOISE = 3.0  # points of util
+GPU_POWER_NOISE = 0.02  # of the power limit
+GPU_MEM_NOISE_MIB = 64.0
+GPU_UTIL_EDGES = (GPU_IDLE_UTIL, GPU_BUSY_UTIL, GPU_SPIN_UTIL)
+GPU_POWER_EDGES = (GPU_WORKING_POWER_FRACTION, GPU_COMPUTING_POWER_FRACTION)
 
 
 def track_members(job: JobState, procs: dict[int, ProcInfo], gone: dict, skew: float, now: float) -> None:
@@ -74,8 +102,10 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
     job_pids = main | set(children)
     gpus = []
     gpu_indices = set(job.gpus)
-    for g in sample.gpus:
-        if any(gp.pid in job_pids for gp in g.processes):
+    # The job's GPUs from the frame's pid -> GPU map: every job of a host would otherwise scan every GPU.
+    held = {i for pid in job_pids for i in on_gpu.get(pid, ())}
+    for g in sample.gpus if held else ():
+        if g.index in held and any(gp.pid in job_pids for gp in g.processes):
             gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
             gpu_indices.add(g.index)
     job.gpus = tuple(sorted(gpu_indices))
@@ -97,9 +127,31 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
         job.samples.append(rs)
         while job.samples and now - job.samples[0].time > WINDOW_S:
             job.samples.popleft()
+        _thin(job, now)
     for buf in job.logs.values():
         buf.tick(now)
-    judge(job, now, skew)
+    if not procs or not _unchanged(job, now, skew):
+        judge(job, now, skew)
+
+
+def _thin(job: JobState, now: float) -> None:
+    """Samples that left the dense part since the last frame: drop each one closer than SPARSE_EVERY_S
+    to the older sample kept before it. The oldest is always kept, and so are the last two."""
+    samples = job.samples
+    last = min(bisect_left(samples, now - DENSE_S, key=_time) - 1, len(samples) - 3)  # the newest that may go
+    k = max(bisect_right(samples, job.sparse_upto, key=_time), 1)  # the oldest not looked at yet
+    while k <= last:
+        if samples[k].time - samples[k - 1].time < SPARSE_EVERY_S:
+            del samples[k]
+            last -= 1
+        else:
+            k += 1
+    if last >= 0:
+        job.sparse_upto = max(job.sparse_upto, samples[last].time)
+
+
+def _time(sample: ResourceSample) -> float:
+    return sample.time
 
 
 def observation(job: JobState, skew: float) -> JobObservation:
@@ -133,7 +185,7 @@ def observation(job: JobState, skew: float) -> JobObservation:
         d = job.outdir
         out = OutputFacts(d.path, d.newest_mtime, d.newest_name, d.files, d.total_bytes)
     return JobObservation(
-        samples=list(job.samples),
+        samples=job.samples,  # read, never kept, by the engine: no copy of up to WINDOW_S samples
         stall_after_s=job.stall_after_s,
         started_at=(job.started_at + skew) if job.started_at is not None else None,
         log=facts,
@@ -160,6 +212,172 @@ def _killed_by(job: JobState) -> str | None:
     if mine is None and marker is not None and marker.old_pid in job.members:
         return marker.text()
     return mine
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What a verdict was judged from: the log's position, the frame's facts (`_facts`; None while the
+    log moves: every such frame is judged anyway), its time, the CPU class of the window rate, the GPU
+    readings, and the times at which some rule of the engine reads a clock."""
+
+    log_at: tuple
+    facts: tuple | None
+    at: float
+    cpu_class: int
+    gpus: tuple
+    bases: tuple[float, ...]
+
+
+def _facts(job: JobState, skew: float) -> tuple:
+    """Everything but the clock and the noisy numbers that the engine reads about a live job."""
+    interp = job.interp
+    last = job.samples[-1]
+    lead = lead_process(job.procs)
+    hint = interp.hint
+    return (
+        interp.seq, interp.progress.current.updated_at, hint, len(interp.failures), interp.finished_at,
+        interp.exit_code, interp.signal, interp.restart_marker, interp.last_progress_at,
+        interp.phase_progress_phase,
+        tuple((b.total_bytes, b.size, b.mtime, b.error, b.received, b.last_growth) for b in job.logs.values()),
+        job.exit, job.outdir, job.dump_finding, len(job.actions), job.stall_after_s, job.started_at, skew,
+        job.compile_worker_since, tuple(job.gpus), last.members, last.states, last.compilers, last.compile_workers,
+        tuple(g.index for g in last.gpus),
+        (lead.stdout, lead.stderr, lead.unbuffered, lead.env_readable, lead.unbuffered_reason, lead.is_python)
+        if lead else None,
+    )
+
+
+def _cpu_class(samples) -> int:
+    """The engine's CPU class of the window rate: 0 flat, 1 between, 2 busy, -1 not measured."""
+    if len(samples) < 2:
+        return -1
+    last = samples[-1]
+    window = [s for s in _recent_samples(samples, last.time - RATE_WINDOW_S)]
+    first = window[0] if len(window) > 1 else samples[-2]
+    span = last.time - first.time
+    if span <= 0 or first.cpu_s is None or last.cpu_s is None:
+        return -1
+    cores = max(0.0, last.cpu_s - first.cpu_s)
+    if first.children_cpu_s is not None and last.children_cpu_s is not None:
+        cores += max(0.0, last.children_cpu_s - first.children_cpu_s)
+    cores /= span
+    return 0 if cores < CPU_FLAT_CORES else 2 if cores >= CPU_BUSY_CORES else 1
+
+
+def _recent_samples(samples, since: float) -> list:
+    out = []
+    for s in reversed(samples):
+        if s.time < since:
+            break
+        out.append(s)
+    out.reverse()
+    return out
+
+
+def _gpu_readings(last) -> tuple:
+    return tuple((g.index, g.util_pct, g.power_fraction, g.mem_used_mib) for g in last.gpus)
+
+
+def _gpus_close(a: tuple, b: tuple) -> bool:
+    """The same GPU facts within noise: no rule's threshold lies within these steps of a reading
+    except where a GPU sits right at one (then the reading must not move at all)."""
+    if len(a) != len(b):
+        return False
+    for (ia, ua, pa, ma), (ib, ub, pb, mb) in zip(a, b):
+        if ia != ib or (ua is None) != (ub is None) or (pa is None) != (pb is None) or (ma is None) != (mb is None):
+            return False
+        if ua is not None and (abs(ua - ub) > GPU_UTIL_NOISE or _crosses(ua, ub, GPU_UTIL_EDGES)):
+            return False
+        if pa is not None and (abs(pa - pb) > GPU_POWER_NOISE or _crosses(pa, pb, GPU_POWER_EDGES)):
+            return False
+        if ma is not None and abs(ma - mb) > GPU_MEM_NOISE_MIB:
+            return False
+    return True
+
+
+def _crosses(a: float, b: float, edges: tuple[float, ...]) -> bool:
+    return any((a < e) != (b < e) for e in edges)
+
+
+def _clock_bases(job: JobState, skew: float) -> tuple[float, ...]:
+    """The times the engine measures durations from (quiet since, started, first seen, last phase
+    line, last progress, output written, compile workers): a rule can flip only when now passes one
+    of these plus one of its thresholds (`_deadline_passed`)."""
+    interp = job.interp
+    bases = [job.samples[0].time]
+    if job.started_at is not None:
+        bases.append(job.started_at + skew)
+    for b in job.logs.values():
+        if b.last_growth is not None:
+            bases.append(b.last_growth)
+        if b.mtime is not None:
+            bases.append(b.mtime)
+    if interp.hint is not None:
+        bases += [interp.hint.time, interp.hint.since]
+    if interp.last_progress_at is not None:
+        bases.append(interp.last_progress_at)
+    if job.outdir is not None and job.outdir.newest_mtime is not None:
+        bases.append(job.outdir.newest_mtime)
+    if job.compile_worker_since is not None:
+        bases.append(job.compile_worker_since)
+    return tuple(bases)
+
+
+def _deadline_passed(bases: tuple[float, ...], stall_after: float, since: float, now: float) -> bool:
+    """Whether some clock the engine reads passed one of its thresholds in (since, now]."""
+    offsets = (0.0, stall_after, stall_after / 2, min(60.0, stall_after / 2), 60.0, YOUNG_S,
+               min(stall_after, YOUNG_S), MIN_SPIN_S, RATE_WINDOW_S, COMPILE_RECENT_S, MID_RUN_S)
+    for base in bases:
+        if base > since:
+            return True  # a time from the future of the last judgment (a clock skew): judge
+        for off in offsets:
+            if since < base + off <= now:
+                return True
+    return False
+
+
+def _unchanged(job: JobState, now: float, skew: float) -> bool:
+    """Whether this frame may keep the job's verdict: nothing the engine reads changed beyond noise,
+    no timer of the engine ran out since it was judged, no hysteresis count is under way, and the
+    verdict's evidence (durations, rates) is at most REJUDGE_EVERY_S old. Records the new basis when
+    it returns False (the caller judges)."""
+    v = job.verdict
+    kept = job.judged
+    interp = job.interp
+    if interp is None or not job.samples:
+        return False
+    log_at = (interp.seq, interp.progress.current.updated_at)
+    if not isinstance(kept, Judged) or kept.log_at != log_at:
+        # New log lines: judged. The full basis is taken on the first frame without any (one more
+        # judgment per quiet spell), so a job that logs every second costs nothing here.
+        job.judged = Judged(log_at, None, now, -1, (), ())
+        return False
+    facts = _facts(job, skew)
+    cpu = _cpu_class(job.samples)
+    gpus = _gpu_readings(job.samples[-1])
+    bases = _clock_bases(job, skew)
+    same = (
+        kept.facts is not None and v is not None and v.memory.pending is None
+        and job.exit is None and job.alive and now - kept.at < REJUDGE_EVERY_S
+        and kept.facts == facts and kept.cpu_class == cpu and kept.bases == bases
+        and not _spin_possible(job.samples[-1]) and not _compilers_recent(job.samples, now)
+        and _gpus_close(kept.gpus, gpus)
+        and not _deadline_passed(bases, job.stall_after_s, kept.at, now)
+    )
+    if not same:
+        job.judged = Judged(log_at, facts, now, cpu, gpus, bases)
+    return same
+
+
+def _spin_possible(last) -> bool:
+    """A GPU at spin util below working power: the engine reads the quiet period's extremes then."""
+    return any(g.util_pct is not None and g.util_pct >= GPU_SPIN_UTIL - GPU_UTIL_NOISE
+               and (g.power_fraction is None or g.power_fraction < GPU_WORKING_POWER_FRACTION + GPU_POWER_NOISE)
+               for g in last.gpus)
+
+
+def _compilers_recent(samples, now: float) -> bool:
+    return any(s.compilers for s in _recent_samples(samples, now - COMPILE_RECENT_S - 1.0))
 
 
 def judge(job: JobState, now: float, skew: float) -> None:

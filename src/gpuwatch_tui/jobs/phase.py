@@ -9,7 +9,7 @@ runs ~98-100% util near the limit; a spinning NCCL collective shows ~100% util a
 from __future__ import annotations
 
 import signal as _signal
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..model import FdTarget
@@ -211,15 +211,31 @@ def _delta(a: float | None, b: float | None) -> float | None:
     return max(0.0, b - a)  # processes come and go: a drop is not negative work
 
 
-def _activity(samples: Sequence[ResourceSample], now: float, window: float = RATE_WINDOW_S) -> _Activity:
+def _recent(samples: Sequence[ResourceSample], since: float) -> list[ResourceSample]:
+    """The samples taken at or after `since`, oldest first. Samples come in time order: walk back from
+    the newest only (a job keeps up to WINDOW_S of them; the engine reads the last seconds)."""
+    out = []
+    for s in reversed(samples):
+        if s.time < since:
+            break
+        out.append(s)
+    out.reverse()
+    return out
+
+
+def _activity(samples: Sequence[ResourceSample], now: float, window: float = RATE_WINDOW_S,
+              extremes: bool = True) -> _Activity:
+    """Rates over the window; with `extremes`, each GPU's lowest util and highest power over it (only
+    the spin rule reads those, and only when a GPU could be spinning: `_context`)."""
     act = _Activity()
     if not samples:
         return act
     last = samples[-1]
-    recent = [s for s in samples if s.time >= now - window] or [last]
+    window_samples = _recent(samples, now - window) or [last]
+    recent = window_samples
     first = recent[0] if len(recent) > 1 else (samples[-2] if len(samples) > 1 else last)
     if last.members and first.members != last.members:
-        same = [s for s in samples if s.time >= first.time and s.members == last.members]
+        same = [s for s in _recent(samples, first.time) if s.members == last.members]
         first = same[0] if same else last  # just changed: no rate until a second sample of the same set
     span = last.time - first.time
     act.span_s = span
@@ -237,24 +253,29 @@ def _activity(samples: Sequence[ResourceSample], now: float, window: float = RAT
             act.log_grew_in_window = last.log_bytes > first.log_bytes
     for g in last.gpus:
         act.gpus[g.index] = g
-    window_samples = [s for s in samples if s.time >= now - window] or [last]
-    for s in window_samples:
+    util_min, power_max = act.gpu_util_min, act.gpu_power_frac_max
+    for s in window_samples if extremes else ():
         for g in s.gpus:
-            if g.util_pct is not None:
-                act.gpu_util_min[g.index] = min(act.gpu_util_min.get(g.index, 100.0), g.util_pct)
+            util = g.util_pct
+            if util is not None:
+                kept = util_min.get(g.index)
+                if kept is None or util < kept:
+                    util_min[g.index] = min(100.0, util)
             pf = g.power_fraction
             if pf is not None:
-                act.gpu_power_frac_max[g.index] = max(act.gpu_power_frac_max.get(g.index, 0.0), pf)
+                kept = power_max.get(g.index)
+                if kept is None or pf > kept:
+                    power_max[g.index] = max(0.0, pf)
     first_mem = {g.index: g.mem_used_mib for g in window_samples[0].gpus}
     for g in last.gpus:
         if g.mem_used_mib is not None and first_mem.get(g.index) is not None:
             act.gpu_mem_delta[g.index] = g.mem_used_mib - first_mem[g.index]
     seen: list[str] = []
-    for s in samples:
-        if s.time >= now - COMPILE_RECENT_S:
+    compile_window = window_samples if window == COMPILE_RECENT_S else _recent(samples, now - COMPILE_RECENT_S)
+    for s in compile_window:
+        if s.compilers and s.time >= now - COMPILE_RECENT_S:  # (the window's fallback sample may be older)
             seen.extend(s.compilers)
-            if s.compilers:
-                act.compilers_last_at = s.time
+            act.compilers_last_at = s.time
     act.compilers_recent = tuple(dict.fromkeys(seen))
     act.compilers_now = tuple(dict.fromkeys(last.compilers))
     act.compile_workers = last.compile_workers
@@ -456,7 +477,7 @@ def _first_seen_mid_run(obs: JobObservation, now: float, previous: Verdict | Non
     that phase holds."""
     if previous is not None and previous.memory.since_note and previous.phase == d.phase:
         note = previous.memory.since_note
-        return replace(d, evidence=[*d.evidence, note]), note
+        return _with(d, d.since, [*d.evidence, note]), note
     if obs.exit is not None or not obs.samples or obs.started_at is None or d.phase == "unknown":
         return d, None
     if previous is not None and previous.memory.known:
@@ -465,13 +486,18 @@ def _first_seen_mid_run(obs: JobObservation, now: float, previous: Verdict | Non
     if first - obs.started_at < MID_RUN_S or d.since < first - 0.5:
         return d, None  # seen from its start, or the decision already dates itself (the log's own times)
     note = f"since: process start {fmt_duration(now - obs.started_at)} ago (first seen mid-run)"
-    return replace(d, since=obs.started_at, evidence=[*d.evidence, note]), note
+    return _with(d, obs.started_at, [*d.evidence, note]), note
+
+
+def _with(d: Decision, since: float, evidence: list) -> Decision:
+    """`d` with another start and evidence (built directly: dataclasses.replace costs ~10x more)."""
+    return Decision(d.phase, d.detail, d.confidence, evidence, d.advice, since, d.actions, d.decisive)
 
 
 def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> DecisionContext:
     """The facts every rule of the engine reads, derived once from the observation."""
     log = obs.log
-    act = _activity(obs.samples, now)
+    act = _activity(obs.samples, now, extremes=False)
     first_seen = obs.samples[0].time if obs.samples else now
     started = obs.started_at if obs.started_at is not None else first_seen
     age = max(0.0, now - started)
@@ -490,7 +516,13 @@ def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> 
     buffered, stdout_line = _buffering(obs)
     # The quiet period starts after the sample that saw the log's last growth: that sample still shows
     # the work that wrote the line (a rank's last all-reduce at full power), not the silence.
-    quiet_act = _activity(obs.samples, now, window=max(1.0, min(RATE_WINDOW_S, quiet_s) - 0.05))
+    # Only a GPU at spin util and below working power now can be spinning over the quiet period
+    # (the period's minimum util and peak power include this sample): else skip that second look.
+    quiet_act = act
+    if any(g.util_pct is not None and g.util_pct >= GPU_SPIN_UTIL
+           and (g.power_fraction is None or g.power_fraction < GPU_WORKING_POWER_FRACTION)
+           for g in act.gpus.values()):
+        quiet_act = _activity(obs.samples, now, window=max(1.0, min(RATE_WINDOW_S, quiet_s) - 0.05))
     gpu_busy, gpu_idle, gpu_spin, spin_idx = _gpu_facts(act, quiet_act)
     gpu_lines = _gpu_evidence(act)
     cpu_line = _cpu_evidence(act)

@@ -12,6 +12,12 @@ _SI = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([kMGTPEZY]?)\s*$")
 # A bar that has not moved for this long no longer holds the display against another bar.
 BAR_STALE_S = 30.0
+# What is read of the step history: a view's last 100 points (export.PROGRESS_POINTS) and the ETA's
+# last ETA_WINDOW_S. The newest DENSE_POINTS are all kept; older ones one per SPARSE_POINT_S, and none
+# older than the ETA window. (At 1 line/s, 2000 points a job were ~450 MB for 1024 jobs.)
+ETA_WINDOW_S = 600.0
+DENSE_POINTS = 120
+SPARSE_POINT_S = 10.0
 
 
 def parse_number(text: str | None) -> float | None:
@@ -19,6 +25,11 @@ def parse_number(text: str | None) -> float | None:
     if text is None:
         return None
     text = text.strip()
+    if text[-1:].isdigit() and "_" not in text:
+        try:  # the common case, a plain number: what the pattern below accepts, float() reads alike
+            return float(text)
+        except ValueError:
+            pass
     if text.lower() in ("nan", "inf", "-inf", "+inf"):
         return float(text.lower())
     m = _NUMBER.match(text)
@@ -176,12 +187,23 @@ class ProgressTracker:
         if advanced:
             self.last_advance_at = now
             self.history.append(ProgressPoint(now, cur.step, cur.total, cur.loss, cur.epoch, cur.rate))
+            self._thin(now)
         eta = parse_clock(fields.get("eta")) if "eta" in fields else None
         if eta is not None:
             cur.eta_s = eta
         elif step is not None:
             cur.eta_s = self._estimate_eta(now, is_bar)
         return advanced
+
+    def _thin(self, now: float) -> None:
+        """The point that just left the dense tail goes if it is closer than SPARSE_POINT_S to the one
+        kept before it; points past the ETA window go (never the dense tail)."""
+        history = self.history
+        i = len(history) - DENSE_POINTS - 1
+        if i >= 1 and history[i].time - history[i - 1].time < SPARSE_POINT_S:
+            del history[i]
+        while len(history) > DENSE_POINTS and now - history[0].time > ETA_WINDOW_S:
+            history.popleft()
 
     def _bar_accepts(self, desc: str, step: float, total: float | None, now: float) -> bool:
         key = (desc, total)
@@ -211,7 +233,7 @@ class ProgressTracker:
         # Otherwise from the step history of the last few minutes.
         # Points come in time order: find the window's ends, don't walk its (up to 2000) points.
         history = self.history
-        first = bisect_left(history, now - 600, key=lambda p: p.time)
+        first = bisect_left(history, now - ETA_WINDOW_S, key=lambda p: p.time)
         newest = next((history[i] for i in range(len(history) - 1, first - 1, -1) if history[i].step is not None), None)
         oldest = next((history[i] for i in range(first, len(history)) if history[i].step is not None), None)
         if newest is not None and newest is not oldest and newest.step > oldest.step and newest.time > oldest.time:

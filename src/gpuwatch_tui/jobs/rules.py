@@ -74,16 +74,17 @@ class RuleSet:
     def __init__(self, rules: list[Rule], desc_phases: dict[str, re.Pattern[str]] | None = None):
         self.rules = list(rules)
         self.desc_phases = desc_phases if desc_phases is not None else builtin_desc_phases()
-        # Every line meets every rule: a rule whose match needs some text (a bar's "%|" or "━")
-        # is not searched on a line without it. The bar patterns cost ~40 us a search otherwise.
-        # One piece (the longest) is checked: a substring test costs far less than a search.
-        # A case-insensitive rule's piece is lowercased ASCII, checked only on an ASCII line (some
+        # Every line meets every rule: a rule whose match needs some text (a bar's "%|" or "━", one
+        # of "step" / "iter") is not searched on a line without it. The bar patterns cost ~40 us a
+        # search otherwise. Each rule's needed text is a few alternatives (any one must be there);
+        # one combined pass over the line (`_plan`) finds which are, instead of a test per rule.
+        # A case-insensitive rule's pieces are lowercased ASCII, checked only on an ASCII line (some
         # non-ASCII letters match ASCII ones under re.IGNORECASE: "K" (Kelvin) matches "k").
         self._checks = []
         for rule in self.rules:
             folded = bool(rule.pattern.flags & re.IGNORECASE)
-            needs = required_text(rule.pattern, folded)
-            self._checks.append((rule, max(needs, key=len) if needs else "", folded))
+            self._checks.append((rule, required_any(rule.pattern, folded), folded))
+        self._plan: _Prefilter | None = None
 
     @classmethod
     def with_user_rules(cls, user_rules: list[Rule] | tuple[Rule, ...] = ()) -> "RuleSet":
@@ -99,17 +100,16 @@ class RuleSet:
     def match(self, line: str) -> LineMatch:
         result = LineMatch()
         followers: list[dict[str, str]] = []  # numbers of phase-less rules: decided at the end
-        lowered = line.lower() if line.isascii() else None
-        for rule, needs, folded in self._checks:
-            if needs:
-                if not folded:
-                    if needs not in line:
-                        continue
-                elif lowered is not None and needs not in lowered:
-                    continue
+        plan = self._plan
+        if plan is None or plan.checks is not self._checks:
+            plan = self._plan = _Prefilter(self._checks)
+        candidates, new_shape = plan.candidates(line)
+        matched: list[int] = []
+        for index, rule in candidates:
             m = rule.pattern.search(line)
             if m is None:
                 continue
+            matched.append(index)
             groups = {k: v for k, v in m.groupdict().items() if v is not None}
             phase = rule.phase
             if phase == "auto":
@@ -136,7 +136,201 @@ class RuleSet:
         target = result.progress if result.phase in (None, "training") else result.phase_progress
         for numbers in followers:
             _merge(target, numbers)
+        if new_shape is not None:
+            plan.remember(new_shape, matched)
         return result
+
+
+_DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
+SHAPES_KEPT = 4096  # distinct line shapes remembered (a training log prints a handful, over and over)
+
+
+class _Prefilter:
+    """Which rules a line may match, cheaply.
+
+    1. Needed text: a rule is searched only on a line holding one of its needed pieces.
+    2. Line shapes: most rules treat every digit alike (no digit literal, range or backreference:
+       `digit_blind`), so whether such a rule matches a line depends only on the line with its digits
+       made 0, its shape. A training log prints the same few shapes with new numbers; the digit-blind
+       rules that matched a shape are remembered, and on a line of a known shape only those (and the
+       rules that do read digits) are searched. The search itself still runs on the real line."""
+
+    def __init__(self, checks: list) -> None:
+        self.checks = checks  # the (rule, needs, folded) list this plan was made from
+        self._tests: list[tuple[int, Rule, tuple[str, ...], bool]] = []
+        for i, (rule, needs, folded) in enumerate(checks):
+            alternatives = (needs,) if isinstance(needs, str) else tuple(needs)
+            if not all(alternatives):
+                alternatives = ()  # nothing (or an empty piece) known to be needed: search always
+            self._tests.append((i, rule, alternatives, folded))
+        self.blind = [digit_blind(rule.pattern) for rule, _, _ in checks]
+        self._digit_readers = [t for t in self._tests if not self.blind[t[0]]]
+        self._order = [rule for rule, _, _ in checks]
+        self._shapes: dict[str, tuple[int, ...]] = {}
+
+    def candidates(self, line: str) -> tuple[list[tuple[int, Rule]], str | None]:
+        """(index, rule) to search on `line`, in rule order, and the line's shape when it is new
+        (the caller then reports the digit-blind rules that matched, `remember`)."""
+        shape = line.translate(_DIGITS_TO_ZERO)
+        known = self._shapes.get(shape)
+        if known is None:
+            return self._passing(line, self._tests), shape
+        readers = self._passing(line, self._digit_readers)
+        if not readers:
+            return [(i, self._order[i]) for i in known], None
+        order = self._order
+        return sorted([*readers, *((i, order[i]) for i in known)], key=lambda t: t[0]), None
+
+    def remember(self, shape: str, matched: list[int]) -> None:
+        if len(self._shapes) >= SHAPES_KEPT:
+            self._shapes.clear()  # many one-off lines: start over rather than grow
+            if SHAPES_KEPT <= 0:
+                return
+        blind = self.blind
+        self._shapes[shape] = tuple(i for i in matched if blind[i])
+
+    @staticmethod
+    def _passing(line: str, tests: list) -> list[tuple[int, Rule]]:
+        lowered: str | None = None
+        ascii_line = line.isascii()
+        out = []
+        for i, rule, alternatives, folded in tests:
+            if alternatives:
+                if not folded:
+                    text = line
+                elif ascii_line:
+                    if lowered is None:
+                        lowered = line.lower()
+                    text = lowered
+                else:
+                    out.append((i, rule))  # see above: no lowercase check on a non-ASCII line
+                    continue
+                for piece in alternatives:
+                    if piece in text:
+                        break
+                else:
+                    continue
+            out.append((i, rule))
+        return out
+
+
+def digit_blind(pattern: re.Pattern[str]) -> bool:
+    """Whether `pattern` treats the ASCII digits alike (no digit literal, no range holding some digits
+    but not all, no backreference), so that a match on a line is a match on its digits made 0."""
+    if not isinstance(pattern.pattern, str):
+        return False
+    try:
+        parsed = _sre_parse.parse(pattern.pattern, pattern.flags)
+    except Exception:  # a parser detail changed: trust nothing
+        return False
+    return _blind(list(parsed))
+
+
+_DIGITS = range(0x30, 0x3A)
+_LEAVES = {_c.ANY, _c.AT, _c.CATEGORY}
+_NESTED = {_c.SUBPATTERN, _c.MAX_REPEAT, _c.MIN_REPEAT, _c.ASSERT, _c.ASSERT_NOT}
+_NESTED |= {getattr(_c, "POSSESSIVE_REPEAT")} if hasattr(_c, "POSSESSIVE_REPEAT") else set()
+_NESTED |= {getattr(_c, "ATOMIC_GROUP")} if hasattr(_c, "ATOMIC_GROUP") else set()
+
+
+def _blind(items: list) -> bool:
+    for op, arg in items:
+        if op in (_c.LITERAL, _c.NOT_LITERAL):
+            if arg in _DIGITS:
+                return False
+        elif op in _LEAVES:
+            continue
+        elif op is _c.IN:
+            for item_op, item_arg in arg:
+                if item_op in (_c.LITERAL, _c.NOT_LITERAL) and item_arg in _DIGITS:
+                    return False
+                if item_op in (_c.RANGE, getattr(_c, "RANGE_UNI_IGNORE", _c.RANGE)):
+                    lo, hi = item_arg
+                    covered = sum(1 for d in _DIGITS if lo <= d <= hi)
+                    if 0 < covered < 10:
+                        return False
+                elif item_op not in (_c.LITERAL, _c.NOT_LITERAL, _c.CATEGORY, _c.NEGATE):
+                    return False
+        elif op is _c.BRANCH:
+            if not all(_blind(list(branch)) for branch in arg[1]):
+                return False
+        elif op in _NESTED:
+            body = arg[-1]
+            if not _blind(list(body)):
+                return False
+        else:  # backreferences, conditionals, anything not known to be digit-blind
+            return False
+    return True
+
+
+def required_any(pattern: re.Pattern[str], folded: bool = False) -> tuple[str, ...]:
+    """Alternative pieces of text, one of which every match of `pattern` contains: a plain run
+    (one piece), or one piece from each branch of an alternation (`step|iter`). Empty when unsure.
+    The best-known requirement is chosen: the one whose shortest piece is longest.
+
+    Case handling as `required_text`: a case-insensitive pattern gives nothing unless `folded`,
+    then its pieces are lowercased and cut at non-ASCII characters."""
+    if not isinstance(pattern.pattern, str) or pattern.flags & re.VERBOSE:
+        return ()
+    if pattern.flags & re.IGNORECASE and not folded:
+        return ()
+    try:
+        parsed = _sre_parse.parse(pattern.pattern, pattern.flags)
+    except Exception:  # a parser detail changed: search every line, as before
+        return ()
+    best = _any_of(list(parsed), folded)
+    if not best:
+        return ()
+    if not folded:
+        return best
+    out: list[str] = []
+    for piece in best:
+        parts = [p for p in re.split(r"[^\x00-\x7f]+", piece.lower()) if p]
+        if not parts:
+            return ()  # a branch made only of non-ASCII letters: nothing is known to be needed
+        out.append(max(parts, key=len))
+    return tuple(dict.fromkeys(out))
+
+
+def _any_of(items: list, folded: bool) -> tuple[str, ...] | None:
+    """The alternatives every match of this sequence contains (None: nothing known)."""
+    best: tuple[str, ...] | None = None
+
+    def consider(alternatives: tuple[str, ...] | None) -> None:
+        nonlocal best
+        if alternatives and (best is None or _strength(alternatives) > _strength(best)):
+            best = alternatives
+
+    run = ""
+    for op, arg in items:
+        if op is _c.LITERAL:
+            run += chr(arg)
+            continue
+        if run:
+            consider((run,))
+            run = ""
+        if op is _c.SUBPATTERN:
+            if folded or not arg[1] & re.IGNORECASE:  # (?i:...) inside: letters of either case
+                consider(_any_of(list(arg[-1]), folded))
+        elif op is _c.BRANCH:
+            alternatives: list[str] = []
+            for branch in arg[1]:
+                found = _any_of(list(branch), folded)
+                if not found:
+                    alternatives = []
+                    break  # a branch with no known text: the alternation needs none
+                alternatives.extend(found)
+            consider(tuple(dict.fromkeys(alternatives)))
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and arg[0] >= 1:
+            consider(_any_of(list(arg[2]), folded))  # at least once: its text is needed
+    if run:
+        consider((run,))
+    return best
+
+
+def _strength(alternatives: tuple[str, ...]) -> tuple[int, int]:
+    """Longer pieces are rarer in a line; fewer alternatives, fewer chances."""
+    return min(len(a) for a in alternatives), -len(alternatives)
 
 
 def required_text(pattern: re.Pattern[str], folded: bool = False) -> tuple[str, ...]:
