@@ -1,0 +1,94 @@
+"""`squeue --Format` text: the argv to ask for it, and the parser.
+
+Job names and paths may hold spaces and `|`, so every field is printed unpadded (width 0) and ended
+by the ASCII unit separator (0x1f), which no job name or path has in practice. A line whose field
+count is off (a name with a newline or 0x1f in it) is reported, never guessed at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .durations import parse_slurm_duration
+from .hostlist import HostlistError, expand_hostlist
+from .log_path import expand_log_path
+from .records import SlurmJob
+
+SEP = "\x1f"
+# Field names as squeue's --Format knows them (the same from 20.11 through 24.x).
+FIELDS = ("JobID", "JobArrayID", "ArrayJobID", "ArrayTaskID", "Name", "UserName", "State", "Reason",
+          "NodeList", "TimeUsed", "TimeLimit", "Partition", "WorkDir", "SubmitTime", "StartTime",
+          "STDOUT", "STDERR")
+
+
+def squeue_argv(user: str | None = None, job_ids: list[str] | None = None) -> list[str]:
+    """`--array` prints one line per array task (a pending array is otherwise one `123_[4-9]` line)."""
+    argv = ["squeue", "--noheader", "--array", "--Format=" + ",".join(f"{f}:0{SEP}" for f in FIELDS)]
+    if user:
+        argv.append(f"--user={user}")
+    if job_ids:
+        argv.append("--jobs=" + ",".join(job_ids))
+    return argv
+
+
+@dataclass
+class ParseResult:
+    jobs: list[SlurmJob]
+    problems: list[str]  # lines that could not be read, with why
+
+
+def _none(value: str) -> str | None:
+    v = value.strip()
+    return None if v in ("", "N/A", "(null)", "None") else v
+
+
+def parse_squeue_text(text: str) -> ParseResult:
+    jobs: list[SlurmJob] = []
+    problems: list[str] = []
+    n = len(FIELDS)
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split(SEP)
+        if parts and parts[-1].strip() == "":
+            parts = parts[:-1]
+        if len(parts) != n:
+            problems.append(f"squeue line {number}: {len(parts)} fields, expected {n}: {line[:200]!r}")
+            continue
+        f = dict(zip(FIELDS, parts))
+        try:
+            jobs.append(_job(f))
+        except ValueError as exc:
+            problems.append(f"squeue line {number}: {exc}")
+    return ParseResult(jobs, problems)
+
+
+def _job(f: dict[str, str]) -> SlurmJob:
+    raw_id = f["JobID"].strip()
+    if not raw_id:
+        raise ValueError("empty job id")
+    array_task = _none(f["ArrayTaskID"])
+    array_job = _none(f["ArrayJobID"]) if array_task else None
+    display_id = f["JobArrayID"].strip() or raw_id
+    try:
+        nodes = tuple(expand_hostlist(f["NodeList"]))
+    except HostlistError as exc:
+        raise ValueError(str(exc)) from None
+    user = f["UserName"].strip()
+    name = f["Name"]
+    work_dir = _none(f["WorkDir"])
+
+    def path(value: str) -> str | None:
+        return expand_log_path(_none(value), job_id=raw_id, array_job_id=array_job, array_task_id=array_task,
+                               node=nodes[0] if nodes else None, user=user, name=name, work_dir=work_dir)
+
+    state = f["State"].strip()
+    reason = _none(f["Reason"])
+    return SlurmJob(
+        job_id=display_id, name=name, user=user, state=state, reason=reason, nodes=nodes,
+        nodelist=f["NodeList"].strip(), elapsed_s=parse_slurm_duration(f["TimeUsed"]),
+        time_limit_s=parse_slurm_duration(f["TimeLimit"]), stdout=path(f["STDOUT"]), stderr=path(f["STDERR"]),
+        array_job_id=array_job, array_task_id=array_task, raw_id=raw_id, partition=_none(f["Partition"]),
+        work_dir=work_dir, submit_time=_none(f["SubmitTime"]), start_time=_none(f["StartTime"]),
+        source="squeue",
+    )
