@@ -95,6 +95,21 @@ def test_watch_shows_all_three_and_json_fields(slurm_env, three_jobs):
     assert order.index(three_jobs["running"]) < order.index(three_jobs["pending"]) < order.index(three_jobs["failed"])
 
 
+def test_json_queue_of_the_real_22_05(slurm_env, three_jobs):
+    """queue_format = "json" on 22.05 (openapi v0.0.38 output) gives the same jobs as the text form."""
+    client = SlurmClient(LocalRunner(), SlurmConfig(user="root", queue_format="json"))
+    read = asyncio.run(client.queue())
+    assert read.source == "squeue-json" and read.error is None, (read.error, read.problems)
+    text = asyncio.run(_client().queue())
+    # 22.05's JSON also lists jobs that ended (the text form leaves them out): compare the queued ones.
+    queued = [j for j in read.jobs if not j.is_ended]
+    assert {j.job_id: (j.state, j.nodes, j.reason, j.time_limit_s, j.stdout) for j in queued} == \
+        {j.job_id: (j.state, j.nodes, j.reason, j.time_limit_s, j.stdout) for j in text.jobs}
+    assert three_jobs["running"] in {j.job_id for j in queued}
+    (failed,) = [j for j in read.jobs if j.job_id == three_jobs["failed"]]
+    assert failed.state == "FAILED" and failed.exit_code == 3
+
+
 def test_scancel_from_gpuwatch_ends_the_job_and_the_watch_sees_it_end(slurm_env, slurm_cluster, three_jobs):
     c = slurm_cluster
     victim = c.sbatch("--job-name=victim", "--dependency=afterany:" + three_jobs["running"], script="sleep 300")
@@ -132,3 +147,4 @@ def test_scancel_full_ends_a_running_batch_job(slurm_env, slurm_cluster, three_j
     assert finals[0].is_ended and finals[0].exit_signal == 15
     asyncio.run(watch.poll())
     assert watch.ended[three_jobs["running"]][0].exit_signal == 15
+

@@ -96,7 +96,11 @@ def _exit(value: Any) -> tuple[int | None, int | None]:
         sig = value.get("signal")
         signal = _number(sig.get("id")) if isinstance(sig, dict) and "id" in sig else _number(sig)
         return code, (signal or None)
-    return _number(value), None
+    # v0.0.37/38 (21.08, 22.05): the raw wait status, e.g. 768 for exit 3, 15 for SIGTERM.
+    raw = _number(value)
+    if raw is None:
+        return None, None
+    return raw >> 8 & 0xFF, (raw & 0x7F) or None
 
 
 def _job(j: dict, now: float) -> SlurmJob:
@@ -120,8 +124,14 @@ def _job(j: dict, now: float) -> SlurmJob:
     name = j.get("name") or ""
     work_dir = _text(j.get("current_working_directory"))
 
+    # An empty path on a batch job is Slurm's default: slurm-%j.out (slurm-%A_%a.out for an array
+    # task) in the work dir, for stdout and stderr alike (22.05 leaves it empty; the text form shows it).
+    batch = j.get("batch_flag", True) is not False
+    default = ("slurm-%A_%a.out" if array_task is not None else "slurm-%j.out") if batch else None
+
     def path(expanded_key: str, key: str) -> str | None:
-        value = _text(j.get(expanded_key)) or _text(j.get(key))
+        value = (_text(j.get(expanded_key)) or _text(j.get(key))
+                 or _text(j.get("stdout_expanded")) or _text(j.get("standard_output")) or default)
         return expand_log_path(value, job_id=raw_id, array_job_id=str(array_job) if array_job else None,
                                array_task_id=str(array_task) if array_task is not None else None,
                                node=nodes[0] if nodes else None, user=user, name=name, work_dir=work_dir)
