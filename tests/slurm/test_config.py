@@ -79,3 +79,23 @@ def test_running_jobs_become_hosts_and_jobs():
     assert re.search(job.match, "/bin/sh /var/spool/slurmd/job00077/slurm_script")
     assert not re.search(job.match, "/bin/sh /var/spool/slurmd/job00177/slurm_script")
     assert slurm_id_of(job.name) == "77" and slurm_id_of("train.py") is None
+
+
+def test_the_example_slurm_section_parses_without_warnings():
+    """hosts.example.toml's [slurm] block, uncommented, is a valid config naming every key."""
+    import dataclasses
+    from pathlib import Path
+
+    from gpuwatch_tui.slurm.settings import SlurmConfig
+
+    text = (Path(__file__).resolve().parents[2] / "hosts.example.toml").read_text()
+    block = text[text.index("# [slurm]"):]
+    lines = [ln[2:] for ln in block.splitlines() if ln.startswith("# ")]
+    from gpuwatch_tui.config import tomllib  # tomli on 3.10
+
+    data = tomllib.loads("\n".join(lines))
+    cfg = parse_config({"hosts": [{"name": "me", "local": True}], **data}, "example")
+    assert cfg.warnings == () and cfg.slurm.login == "login1"
+    documented = set(data["slurm"])
+    derived = {"login_host", "node_address"}
+    assert {f.name for f in dataclasses.fields(SlurmConfig)} - derived <= documented
