@@ -86,7 +86,8 @@ class MonitorSource:
             monitor = self._build_monitor()
             config = monitor.config
             self._actions = ActionService(monitor, config.actions, AuditLog(),
-                                          readonly or config.settings.readonly, current_user())
+                                          readonly or config.settings.readonly, current_user(),
+                                          slurm=self.slurm.watch if self.slurm is not None else None)
         return self._actions
 
     def plan_action(self, job_id: str, name: str):
