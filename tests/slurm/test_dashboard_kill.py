@@ -1,4 +1,4 @@
-"""`k` on a Slurm job in the dashboard offers scancel (not signals to pids): the confirm dialog shows the
+"""A Slurm job that starts while the dashboard runs gets its node watched and its log tailed; `k` on it offers scancel (not signals to pids): the confirm dialog shows the
 scancel command, and `y` ends the job in Slurm. Real Slurm, the job's node watched over a real sshd."""
 
 from __future__ import annotations
@@ -29,10 +29,8 @@ async def test_k_on_a_slurm_job_is_scancel(slurm_env, sshd_factory, ssh_env, tmp
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the audit log goes here
     c = slurm_env
     (node,) = sshd_factory(1)
-    running = c.sbatch("--job-name=train", "--time=5", "-o", "train-%j.log",
-                       script="while true; do echo tick; sleep 0.5; done")
+    running = None
     try:
-        c.wait_state(running, {"RUNNING"})
         config = parse_config({
             "settings": settings_for(ssh_env),
             "slurm": {"login": "local", "user": "root", "poll_interval": "1s", "node_jump": "none",
@@ -41,11 +39,19 @@ async def test_k_on_a_slurm_job_is_scancel(slurm_env, sshd_factory, ssh_env, tmp
         source = MonitorSource(config=config)
         app = GpuwatchApp(source, min_refresh_interval=0)
         async with app.run_test(size=(140, 40)) as pilot:
+            await until(pilot, lambda: source.slurm is not None and source.slurm.watch.polls >= 1, 10, "a queue read")
+            assert NODE not in source.store.hosts
+            # The job starts while the dashboard runs: its node and its batch script are watched from then on.
+            running = c.sbatch("--job-name=train", "--time=5", "-o", "train-%j.log",
+                               script="while true; do echo tick; sleep 0.5; done")
+            c.wait_state(running, {"RUNNING"})
             name = f"slurm-{running}"
             await until(pilot, lambda: any(j.name == name and j.alive and j.pids for j in source.jobs()), 40,
                         "the Slurm job seen alive on its node")
             view = next(j for j in source.jobs() if j.name == name)
-            assert view.host == NODE
+            assert view.host == NODE and source.store.hosts[NODE].state == "connected"
+            # The log Slurm names is the one tailed.
+            await until(pilot, lambda: "tick" in "\n".join(source.job_log(view.id)), 15, "the job's log lines")
             app.open_job(view.id)
             await pilot.pause()
             await pilot.press("k")
@@ -59,4 +65,5 @@ async def test_k_on_a_slurm_job_is_scancel(slurm_env, sshd_factory, ssh_env, tmp
             assert c.wait_state(running, {"CANCELLED"}, 20) == "CANCELLED"
             await source.stop()
     finally:
-        c.run(["scancel", running], check=False)
+        if running is not None:
+            c.run(["scancel", running], check=False)

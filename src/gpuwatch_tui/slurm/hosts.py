@@ -46,16 +46,16 @@ def batch_script_match(job: SlurmJob) -> str:
     return rf"/job0*{re.escape(raw)}/slurm_script(\s|$)"
 
 
-def with_slurm_jobs(config: Config, jobs: list[SlurmJob]) -> Config:
-    """`config` plus the nodes of the running `jobs` as hosts and the jobs as [[jobs]] entries."""
-    slurm = config.slurm
-    if slurm is None or not slurm.watch_nodes:
-        return config
-    hosts = list(config.hosts)
-    names = {h.name for h in hosts}
-    specs = list(config.jobs)
+def new_watch_items(slurm: SlurmConfig, jobs: list[SlurmJob], known_hosts: set[str],
+                    known_jobs: set[str]) -> tuple[list[HostConfig], list[JobConfig]]:
+    """The hosts and jobs the running `jobs` add to what is watched already (names in the known sets)."""
+    hosts: list[HostConfig] = []
+    specs: list[JobConfig] = []
+    if not slurm.watch_nodes:
+        return hosts, specs
+    names = set(known_hosts)
     for job in jobs:
-        if not (job.is_active and job.nodes):
+        if not (job.is_active and job.nodes) or job_name(job) in known_jobs:
             continue
         for node in job.nodes:
             if node not in names:
@@ -63,4 +63,26 @@ def with_slurm_jobs(config: Config, jobs: list[SlurmJob]) -> Config:
                 names.add(node)
         logs = tuple(dict.fromkeys(p for p in (job.stdout, job.stderr) if p))
         specs.append(JobConfig(name=job_name(job), host=job.nodes[0], match=batch_script_match(job), logs=logs))
-    return dataclasses.replace(config, hosts=tuple(hosts), jobs=tuple(specs))
+    return hosts, specs
+
+
+def with_slurm_jobs(config: Config, jobs: list[SlurmJob]) -> Config:
+    """`config` plus the nodes of the running `jobs` as hosts and the jobs as [[jobs]] entries."""
+    if config.slurm is None:
+        return config
+    hosts, specs = new_watch_items(config.slurm, jobs, {h.name for h in config.hosts}, {j.name for j in config.jobs})
+    return dataclasses.replace(config, hosts=(*config.hosts, *hosts), jobs=(*config.jobs, *specs))
+
+
+def adopt_new_jobs(monitor, slurm: SlurmConfig, jobs: list[SlurmJob], known_jobs: set[str]) -> list[str]:
+    """Start watching the nodes and batch scripts of running jobs that started after the watch began
+    (`known_jobs` is updated). Returns the names of the jobs added."""
+    from ..jobs.settings import JobSpec
+
+    hosts, specs = new_watch_items(slurm, jobs, set(monitor.sessions), known_jobs)
+    for host in hosts:
+        monitor.add_host(host)
+    for j in specs:
+        monitor.add_job(JobSpec(j.name, j.host, j.match, j.pid_file, tuple(j.logs), j.output_dir, j.stall_after))
+        known_jobs.add(j.name)
+    return [j.name for j in specs]

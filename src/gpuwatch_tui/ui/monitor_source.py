@@ -143,8 +143,14 @@ class MonitorSource:
         except Exception as exc:  # noqa: BLE001 - the hosts of the config are still watched
             watch.problems = [f"queue read failed: {type(exc).__name__}: {exc}"]
         self._config = with_slurm_jobs(self._config, watch.running())
+        known_jobs = {j.name for j in self._config.jobs}
 
         def changed() -> None:
+            # Jobs that started since: their nodes and batch scripts are watched from now on.
+            if self.monitor is not None:
+                from ..slurm.hosts import adopt_new_jobs
+
+                adopt_new_jobs(self.monitor, self._config.slurm, watch.running(), known_jobs)
             for callback in self._subscribers:
                 callback()
 
