@@ -161,6 +161,13 @@ def check_local_files(config: Config) -> None:
         if host.identity_file is not None and not os.path.isfile(os.path.expanduser(host.identity_file)):
             raise ConfigError(config.path or "(config)", f"hosts[{i}].identity_file",
                               "an existing private key file (it was not found)", host.identity_file)
+    slurm = config.slurm
+    if slurm is not None:
+        login_key = slurm.login_host.identity_file if slurm.login_host is not None else None
+        for key, path in (("slurm.identity_file", login_key), ("slurm.node_identity_file", slurm.node_identity_file)):
+            if path is not None and not os.path.isfile(os.path.expanduser(path)):
+                raise ConfigError(config.path or "(config)", key, "an existing private key file (it was not found)",
+                                  path)
 
 
 def load_config_file(path: Path | str) -> Config:

@@ -17,6 +17,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
+
 from tests.support.net import free_port
 from tests.support.procs import descendants, terminate, wait_until
 
@@ -116,8 +118,10 @@ class SlurmCluster:
     # -- daemons -------------------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.dir / f"{name}.out", "wb")
+        # cwd = our temp dir: slurmstepd (which daemonizes away from slurmd and rewrites its environ)
+        # inherits it, so at stop every process of this cluster is found by its cwd, none by name.
         self.procs[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                            env=self.env(), start_new_session=True)
+                                            env=self.env(), start_new_session=True, cwd=self.dir)
         log.close()
 
     def start(self, timeout: float = 30.0) -> "SlurmCluster":
@@ -147,8 +151,33 @@ class SlurmCluster:
             parts.append(f"--- {f.name}\n{f.read_text(errors='replace')[-1500:]}")
         return "\n".join(parts)
 
+    def processes_here(self) -> list[psutil.Process]:
+        """Live processes whose working directory is inside this cluster's temp dir (slurmstepd, jobs)."""
+        root = str(self.dir.resolve())
+        me = os.getpid()
+        out = []
+        for proc in psutil.process_iter():
+            try:
+                if proc.pid == me or proc.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                cwd = proc.cwd()
+            except (psutil.Error, OSError):
+                continue
+            if cwd == root or cwd.startswith(root + os.sep):
+                out.append(proc)
+        return out
+
     def stop(self) -> None:
-        # Job steps (slurmstepd and the job's own processes) may outlive slurmd: collect them first.
+        # Cancel what still runs while the daemons can, then stop them; slurmstepd daemonizes away from
+        # slurmd and may outlive it: collect it (and the jobs' processes) by their cwd.
+        if self.procs.get("slurmctld") is not None and self.procs["slurmctld"].poll() is None:
+            try:
+                ids = self.run(["squeue", "-h", "-o", "%i"], check=False, timeout=10).stdout.split()
+                if ids:
+                    self.run(["scancel", *ids], check=False, timeout=10)
+                    wait_until(lambda: not self.run(["squeue", "-h", "-o", "%i"], check=False).stdout.strip(), 10, 0.2)
+            except (subprocess.SubprocessError, OSError):
+                pass
         stray = []
         for name in ("slurmd", "slurmctld"):
             proc = self.procs.get(name)
@@ -164,7 +193,7 @@ class SlurmCluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
-        terminate(stray, 3.0)
+        terminate(stray + [p for p in self.processes_here() if p.pid not in {q.pid for q in stray}], 3.0)
 
     # -- clients -------------------------------------------------------------------
     def run(self, argv: list[str], check: bool = True, timeout: float = 20.0) -> subprocess.CompletedProcess:

@@ -99,3 +99,13 @@ def test_the_example_slurm_section_parses_without_warnings():
     documented = set(data["slurm"])
     derived = {"login_host", "node_address"}
     assert {f.name for f in dataclasses.fields(SlurmConfig)} - derived <= documented
+
+
+def test_missing_key_files_are_named(tmp_path):
+    from gpuwatch_tui.config import load_config
+
+    cfg = tmp_path / "hosts.toml"
+    cfg.write_text('[[hosts]]\nname = "me"\nlocal = true\n\n[slurm]\nlogin = "login1"\n'
+                   f'node_identity_file = "{tmp_path}/nope"\n')
+    with pytest.raises(ConfigError, match="slurm.node_identity_file.*existing private key"):
+        load_config(str(cfg))
