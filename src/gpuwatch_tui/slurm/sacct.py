@@ -61,7 +61,7 @@ def parse_sacct(text: str) -> tuple[list[SlurmJob], list[str]]:
             continue
         jobs.append(SlurmJob(
             job_id=job_id, name=f["JobName"], user=f["User"].strip(), state=f["State"].strip(), nodes=nodes,
-            nodelist=f["NodeList"].strip(), elapsed_s=elapsed, time_limit_s=limit, exit_code=code,
+            nodelist=f["NodeList"].strip() if nodes else "", elapsed_s=elapsed, time_limit_s=limit, exit_code=code,
             exit_signal=sig, array_job_id=array_job, array_task_id=array_task, raw_id=_none(f["JobIDRaw"]),
             partition=_none(f["Partition"]), work_dir=_none(f["WorkDir"]), submit_time=_none(f["Submit"]),
             start_time=_none(f["Start"]), end_time=_none(f["End"]), source="sacct",

@@ -101,8 +101,6 @@ def parse_slurm(data: Any, file: str, warnings: list[str], hosts: list, reader_c
     node_jump = r.string("node_jump", d.node_jump)
     if node_jump not in ("login", "none") and (node_jump.startswith("-") or not _TARGET.match(node_jump)):
         raise ConfigError(file, "slurm.node_jump", '"login", "none", or an ssh alias / user@host:port', node_jump)
-    if node_jump == "login" and login_host is None and login != "local":
-        node_jump = "none"
     node_user = r.string("node_user")
     if node_user is not None and (node_user.startswith("-") or not _USER.match(node_user)):
         raise ConfigError(file, "slurm.node_user", "a user name (letters, digits and . _ - @ only)", node_user)

@@ -3,10 +3,13 @@ jobs are among them), the `slurm` section of the JSON, and its lines in the tabl
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..config import Config
 from ..vocab import fmt_age
-from .durations import format_slurm_duration
+from .display import COLUMNS, queue_rows
 from .hosts import with_slurm_jobs
+from .records import SlurmJob
 from .scancel import check_job_id
 from .watch import SlurmWatch
 
@@ -30,32 +33,29 @@ def _cell(value: str | None, width: int = 60) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1):]
 
 
+def job_from_json(data: dict) -> SlurmJob:
+    """The record back from its `status --json` form."""
+    names = {f.name for f in dataclasses.fields(SlurmJob)} - {"extra"}
+    values = {k: v for k, v in data.items() if k in names}
+    values["nodes"] = tuple(values.get("nodes") or ())
+    return SlurmJob(**values)
+
+
 def render_slurm(section: dict, now: float) -> list[str]:
-    """Running (nodes, elapsed/limit), pending (reason), ended (final state, exit code), log path."""
+    """Running (nodes, elapsed/limit), pending (reason), ended (final state, exit code), log path:
+    the cells of the dashboard's Slurm table (display.py), and a scancel line per live job."""
     head = f"SLURM ({section.get('login')}, user {section.get('user') or 'all'})"
     lines = ["", head]
     if section.get("error"):
         lines.append(f"  queue not read: {section['error']}")
-    rows = [["JOBID", "NAME", "STATE", "NODES / REASON", "ELAPSED/LIMIT", "EXIT", "LOG"]]
-    for j in section.get("jobs") or []:
-        if j["ended"]:
-            where = j["nodelist"] or "-"
-            code = ("-" if j["exit_code"] is None else str(j["exit_code"])) + (
-                f" sig {j['exit_signal']}" if j.get("exit_signal") else "")
-        elif j["pending"]:
-            where, code = f"({j['reason'] or 'pending'})", "-"
-        else:
-            where, code = j["nodelist"] or "-", "-"
-        elapsed = "-" if j["elapsed_s"] is None else format_slurm_duration(j["elapsed_s"])
-        limit = format_slurm_duration(j["time_limit_s"])
-        rows.append([j["job_id"], _cell(j["name"], 24), j["state"], _cell(where, 32), f"{elapsed}/{limit}", code,
-                     _cell(j["stdout"])])
+    jobs = [job_from_json(j) for j in section.get("jobs") or []]
+    rows = [list(COLUMNS)] + [[_cell(c, 60 if i == 6 else 32) for i, c in enumerate(r.cells)] for r in queue_rows(jobs)]
     if len(rows) > 1:
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-        for j in section["jobs"]:
-            if not j["ended"]:
-                lines.append(f"    {cancel_hint(j['job_id'])}")
+        for job in jobs:
+            if job.is_active or job.is_pending:
+                lines.append(f"    {cancel_hint(job.job_id)}")
     else:
         lines.append("  no jobs")
     for problem in section.get("problems") or []:
