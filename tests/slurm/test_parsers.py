@@ -159,3 +159,15 @@ def test_scancel_argv(args, argv):
 def test_scancel_argv_refuses(args, words):
     with pytest.raises(ValueError, match=words):
         scancel_argv(*args)
+
+
+def test_display_cells():
+    from gpuwatch_tui.slurm.display import queue_row
+    from gpuwatch_tui.slurm.records import SlurmJob
+
+    near = SlurmJob("5", "t", "u", "RUNNING", nodes=("a", "b"), nodelist="n[1-2]", elapsed_s=3300, time_limit_s=3600)
+    assert queue_row(near).cells[3:5] == ("n[1-2] (2 nodes)", "55:00/1:00:00 (5:00 left)")
+    waiting = SlurmJob("6", "t", "u", "PENDING", reason="Priority", elapsed_s=0, time_limit_s=None)
+    assert queue_row(waiting).cells[3:6] == ("(Priority)", "0:00/UNLIMITED", "-")
+    killed = SlurmJob("7", "t", "u", "CANCELLED by 0", exit_code=0, exit_signal=9)
+    assert queue_row(killed).cells[5] == "sig 9" and queue_row(killed).state_variable == "phase-stalled"

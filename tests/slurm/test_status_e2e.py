@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from tests.core.helpers import settings_for, toml_value, write_toml
+from tests.core.test_cli_e2e import check_schema
 
 from .cluster import NODE
 
@@ -48,6 +49,7 @@ def test_status_lists_slurm_jobs_and_watches_the_running_jobs_node(slurm_cluster
                            capture_output=True, text=True, env=_env(tmp_path, c), timeout=90)
         assert "Traceback" not in r.stderr, r.stderr
         snap = json.loads(r.stdout)
+        check_schema(snap)  # the documented schema is intact: the slurm object is an addition
         slurm = snap["slurm"]
         assert slurm["error"] is None and slurm["source"] == "squeue" and slurm["accounting"] is False
         jobs = {j["job_id"]: j for j in slurm["jobs"]}

@@ -44,10 +44,21 @@ def where_text(job: SlurmJob) -> str:
     return f"{nodes} ({count} nodes)" if count > 1 else nodes
 
 
-def queue_row(job: SlurmJob) -> QueueRow:
+NEAR_LIMIT = 0.9  # a running job past this share of its time limit is flagged: Slurm will end it soon
+
+
+def time_text(job: SlurmJob) -> str:
     elapsed = "-" if job.elapsed_s is None else format_slurm_duration(job.elapsed_s)
-    cells = (job.job_id, job.name, job.state, where_text(job), f"{elapsed}/{format_slurm_duration(job.time_limit_s)}",
-             exit_text(job), job.stdout or "-")
+    text = f"{elapsed}/{format_slurm_duration(job.time_limit_s)}"
+    if job.is_active and job.elapsed_s is not None and job.time_limit_s:
+        left = job.time_limit_s - job.elapsed_s
+        if job.elapsed_s >= NEAR_LIMIT * job.time_limit_s:
+            text += f" ({format_slurm_duration(max(0, left))} left)"
+    return text
+
+
+def queue_row(job: SlurmJob) -> QueueRow:
+    cells = (job.job_id, job.name, job.state, where_text(job), time_text(job), exit_text(job), job.stdout or "-")
     return QueueRow(job.job_id, cells, _STATE_VARIABLE.get(job.base_state, "phase-unknown"))
 
 
