@@ -23,13 +23,15 @@ def test_words_with_shell_syntax_arrive_as_they_are(sshd_factory, ssh_env, tmp_p
         try:
             ok = await runner.run(["printf", "%s\\n", *words], timeout=20)
             missing = await runner.run(["squeue-not-installed-here"], timeout=20)
-            return ok, missing
+            latin1 = await runner.run(["printf", "caf\\351 ok"], timeout=20)  # a job name that is not UTF-8
+            return ok, missing, latin1
         finally:
             await runner.close()
             await connector.close()
 
-    ok, missing = asyncio.run(go())
+    ok, missing, latin1 = asyncio.run(go())
     assert ok.ok, ok.failure()
     assert ok.stdout.splitlines() == words
     assert not marker.exists()
     assert not missing.ok and missing.returncode == 127 and "exit status 127" in missing.failure()
+    assert latin1.ok and latin1.stdout == "caf\ufffd ok"

@@ -96,7 +96,8 @@ class SshRunner(CommandRunner):
         command = " ".join(shlex.quote(a) for a in argv)
         try:
             conn = await asyncio.wait_for(self._connection(), timeout)
-            result = await asyncio.wait_for(conn.run(command, check=False, request_pty=False, stdin=None), timeout)
+            result = await asyncio.wait_for(conn.run(command, check=False, request_pty=False,
+                                                   encoding="utf-8", errors="replace"), timeout)
         except ConnectFailure as exc:
             return CommandResult(tuple(argv), None, "", "", f"login node {self.where}: {exc}")
         except asyncio.TimeoutError:
