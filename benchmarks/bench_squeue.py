@@ -30,7 +30,7 @@ from gpuwatch_tui.slurm.client import SlurmClient  # noqa: E402
 from gpuwatch_tui.slurm.runner import LocalRunner  # noqa: E402
 from gpuwatch_tui.slurm.settings import SlurmConfig  # noqa: E402
 from gpuwatch_tui.slurm.squeue_json import parse_squeue_json  # noqa: E402
-from gpuwatch_tui.slurm.squeue_text import FIELDS, SEP, parse_squeue_text  # noqa: E402
+from gpuwatch_tui.slurm.squeue_text import FIELDS, SEP, parse_squeue_text, squeue_argv  # noqa: E402
 
 REASONS = ("Resources", "Priority", "Dependency", "QOSMaxGRESPerUser", "ReqNodeNotAvail, Reserved for maintenance")
 
@@ -97,21 +97,25 @@ def real_cluster(n: int, repeat: int) -> dict:
         try:
             os.environ["SLURM_CONF"] = str(cluster.conf)
             cluster.sbatch(f"--array=1-{n}", "--hold", "--job-name=queued | held", script="true")
-            client = SlurmClient(LocalRunner(), SlurmConfig(user="root"))
+            runner = LocalRunner()
+            argv = squeue_argv("root", expand_arrays=True)  # one line per task: 1,000 queued entries
             reads = []
             for _ in range(repeat):
-                read = asyncio.run(client.queue())
-                assert read.error is None and len(read.jobs) == n, (read.error, len(read.jobs), read.problems[:3])
-                reads.append(read.duration_s * 1000)
+                t0 = time.perf_counter()
+                result = asyncio.run(runner.run(argv))
+                parsed = parse_squeue_text(result.stdout)
+                reads.append((time.perf_counter() - t0) * 1000)
+                assert result.ok and len(parsed.jobs) == n, (result.failure(), len(parsed.jobs), parsed.problems[:3])
+            compressed = asyncio.run(SlurmClient(runner, SlurmConfig(user="root")).queue())
             t0 = time.perf_counter()
-            raw = cluster.run(["squeue", "--noheader", "--array", "--Format=" + ",".join(f"{f}:0{SEP}" for f in FIELDS),
-                               "--user=root"]).stdout
+            raw = cluster.run(argv).stdout
             cmd_ms = (time.perf_counter() - t0) * 1000
             parse = median_ms(lambda: parse_squeue_text(raw), 20)
             return {"jobs_listed": n, "slurm": "22.05 (Debian 12), one node, held array of %d tasks" % n,
                     "queue_read_ms": {"median_ms": round(statistics.median(reads), 1), "min_ms": round(min(reads), 1),
                                       "max_ms": round(max(reads), 1), "runs": repeat},
                     "squeue_command_alone_ms": round(cmd_ms, 1), "parse_of_its_output": parse,
+                    "default_read_lines": len(compressed.jobs),  # the pending array as one line
                     "output_bytes": len(raw.encode())}
         finally:
             cluster.stop()

@@ -171,3 +171,17 @@ def test_display_cells():
     assert queue_row(waiting).cells[3:6] == ("(Priority)", "0:00/UNLIMITED", "-")
     killed = SlurmJob("7", "t", "u", "CANCELLED by 0", exit_code=0, exit_signal=9)
     assert queue_row(killed).cells[5] == "sig 9" and queue_row(killed).state_variable == "phase-stalled"
+
+
+def test_array_lines_as_squeue_22_05_prints_them():
+    """Recorded from the test Slurm (22.05): `--array=1-6%2`, task 1 running, the rest pending as one line,
+    both with squeue's default path slurm-<id>.out, which for an array task is not the file it writes."""
+    text = (fx.line("1", "1_[2-6%2]", "1", "2-6%2", "arr", "root", "PENDING", "Resources", "", "0:00",
+                    "UNLIMITED", "debug", "/j", "2026-12-01T06:09:39", "N/A", "/j/slurm-1.out", "/j/slurm-1.out")
+            + "\n" + fx.line("2", "1_1", "1", "1", "arr", "root", "RUNNING", "None", "gwnode1", "0:01", "UNLIMITED",
+                             "debug", "/j", "2026-12-01T06:09:39", "2026-12-01T06:09:41", "/j/slurm-2.out",
+                             "/j/slurm-2.out") + "\n")
+    rest, task = parse_squeue_text(text).jobs
+    assert rest.job_id == "1_[2-6%2]" and rest.is_pending and rest.stdout == "/j/slurm-1_%a.out"
+    assert task.job_id == "1_1" and task.raw_id == "2" and task.stdout == "/j/slurm-1_1.out"
+    assert scancel_argv(rest.job_id) == ["scancel", "--", "1_[2-6]"]

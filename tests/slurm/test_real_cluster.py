@@ -148,3 +148,19 @@ def test_scancel_full_ends_a_running_batch_job(slurm_env, slurm_cluster, three_j
     asyncio.run(watch.poll())
     assert watch.ended[three_jobs["running"]][0].exit_signal == 15
 
+
+
+def test_a_held_array_is_one_line_and_cancelling_it_leaves_no_ghost(slurm_env, slurm_cluster):
+    c = slurm_cluster
+    array = c.sbatch("--array=1-4", "--hold", "--job-name=sweep", script="true")
+    client = _client()
+    watch = SlurmWatch(client)
+    asyncio.run(watch.poll())
+    (rest,) = [j for j in watch.queue.values() if j.array_job_id == array]
+    assert rest.job_id == f"{array}_[1-4]" and rest.is_pending and rest.reason == "JobHeldUser"
+    plan = plan_cancel(rest, "local")
+    assert plan.argv == ("scancel", "--", f"{array}_[1-4]")
+    assert asyncio.run(client.run_plan(plan)).ok
+    assert wait_for(lambda: c.job_state(array) == "CANCELLED", 15)
+    asyncio.run(watch.poll())
+    assert rest.job_id not in watch.queue and rest.job_id not in watch.ended  # not a job that "ended UNKNOWN"

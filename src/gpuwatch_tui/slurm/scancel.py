@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 
 SIGNALS = ("TERM", "INT", "KILL", "HUP", "USR1", "USR2", "QUIT", "CONT", "STOP", "TSTP", "ABRT", "ALRM")
-_JOB_ID = re.compile(r"^\d+(_\d+)?(\.\d+|\.batch)?$")
+# 123, 123_4, 123_[4-9,12] (the pending rest of an array), optionally a step: .0 / .batch
+_JOB_ID = re.compile(r"^\d+(_\d+|_\[\d+(-\d+)?(,\d+(-\d+)?)*\])?(\.\d+|\.batch)?$")
 
 
 def normalise_signal(signal: str | int | None) -> str | None:
@@ -35,11 +36,21 @@ def normalise_signal(signal: str | int | None) -> str | None:
 
 def check_job_id(job_id: str) -> str:
     if not isinstance(job_id, str) or not _JOB_ID.match(job_id):
-        raise ValueError(f"not a Slurm job id: {job_id!r} (expected 123, 123_4 or 123.0)")
+        raise ValueError(f"not a Slurm job id: {job_id!r} (expected 123, 123_4, 123_[4-9] or 123.0)")
+    return job_id
+
+
+def scancel_id(job_id: str) -> str:
+    """The id scancel takes for a job as squeue lists it: a pending array's `123_[4-9%2]` loses its
+    throttle (`%2`), which scancel does not accept."""
+    if "_[" in job_id and "%" in job_id:
+        head, _, rest = job_id.partition("%")
+        return head + "]" + rest[rest.index("]") + 1:]
     return job_id
 
 
 def scancel_argv(job_id: str, signal: str | int | None = None, full: bool = False, batch: bool = False) -> list[str]:
+    job_id = scancel_id(job_id)
     check_job_id(job_id)
     if full and batch:
         raise ValueError("scancel takes --full or --batch, not both")

@@ -21,9 +21,12 @@ FIELDS = ("JobID", "JobArrayID", "ArrayJobID", "ArrayTaskID", "Name", "UserName"
           "STDOUT", "STDERR")
 
 
-def squeue_argv(user: str | None = None, job_ids: list[str] | None = None) -> list[str]:
-    """`--array` prints one line per array task (a pending array is otherwise one `123_[4-9]` line)."""
-    argv = ["squeue", "--noheader", "--array", "--Format=" + ",".join(f"{f}:0{SEP}" for f in FIELDS)]
+def squeue_argv(user: str | None = None, job_ids: list[str] | None = None, expand_arrays: bool = False) -> list[str]:
+    """Running array tasks come one line each; the pending rest of an array is one `123_[4-9%2]` line
+    (what a person wants to read) unless `expand_arrays` (`--array`: a line per task)."""
+    argv = ["squeue", "--noheader", "--Format=" + ",".join(f"{f}:0{SEP}" for f in FIELDS)]
+    if expand_arrays:
+        argv.insert(2, "--array")
     if user:
         argv.append(f"--user={user}")
     if job_ids:
@@ -70,6 +73,8 @@ def _job(f: dict[str, str]) -> SlurmJob:
     array_task = _none(f["ArrayTaskID"])
     array_job = _none(f["ArrayJobID"]) if array_task else None
     display_id = f["JobArrayID"].strip() or raw_id
+    # The pending rest of an array ("2-6%2"): no single task id to put in a path.
+    task_for_paths = array_task if array_task is None or array_task.isdigit() else None
     try:
         nodes = tuple(expand_hostlist(f["NodeList"]))
     except HostlistError as exc:
@@ -79,8 +84,14 @@ def _job(f: dict[str, str]) -> SlurmJob:
     work_dir = _none(f["WorkDir"])
 
     def path(value: str) -> str | None:
-        return expand_log_path(_none(value), job_id=raw_id, array_job_id=array_job, array_task_id=array_task,
-                               node=nodes[0] if nodes else None, user=user, name=name, work_dir=work_dir)
+        text = _none(value)
+        if array_task is not None and work_dir and text == f"{work_dir.rstrip('/')}/slurm-{raw_id}.out":
+            # squeue prints the default path as slurm-<id>.out, but for an array task sbatch's default
+            # is slurm-%A_%a.out: that is the file the task writes.
+            text = "slurm-%A_%a.out"
+        return expand_log_path(text, job_id=raw_id, array_job_id=array_job, array_task_id=task_for_paths,
+                               node=nodes[0] if nodes else None, user=user, name=name, work_dir=work_dir,
+                               task_unknown=array_task is not None and task_for_paths is None)
 
     state = f["State"].strip()
     reason = _none(f["Reason"])

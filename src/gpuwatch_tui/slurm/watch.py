@@ -35,7 +35,9 @@ class SlurmWatch:
             if job.is_ended:
                 self.ended[job.job_id] = (job, now)
                 del current[job.job_id]
-        left = [job_id for job_id in self.queue if job_id not in current and job_id not in self.ended]
+        # The pending rest of an array ("12_[3-9]") changes its id as tasks start: it did not end.
+        left = [job_id for job_id in self.queue
+                if job_id not in current and job_id not in self.ended and "[" not in job_id]
         if self.polls == 0:
             recent, problems = await self.client.recently_ended()
             self.problems += problems
