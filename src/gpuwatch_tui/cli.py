@@ -34,7 +34,8 @@ EXIT_CODES_TEXT = """exit codes:
   1    kill/restart/dump: the action failed or only partly worked; report: job not found, or the
        report could not be written
   2    config or command-line mistake; an action refused (read-only, not confirmed, no such job)
-  3    status: at least one host is not connected; kill/restart/dump: the host is not connected
+  3    status: at least one host (or the [slurm] login node) is not connected; kill/restart/dump: the
+       host is not connected
   4    doctor: at least one check failed
   130  interrupted (Ctrl-C)"""
 MAX_WINDOW_S = 3600.0
@@ -314,6 +315,8 @@ async def run_status(config: Config, as_json: bool, window: float | None) -> int
 
             text += "\n" + "\n".join(render_slurm(snapshot["slurm"], snapshot["time"]))
         print(text)
+    if slurm is not None and snapshot["slurm"]["error"]:
+        return EXIT_NOT_CONNECTED  # the login node did not answer: like a host that is not connected
     return status_exit_code(snapshot)
 
 

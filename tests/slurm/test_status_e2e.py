@@ -77,3 +77,20 @@ def test_status_lists_slurm_jobs_and_watches_the_running_jobs_node(slurm_cluster
         assert f"gpuwatch scancel {running}" in t.stdout
     finally:
         c.run(["scancel", running, pending], check=False)
+
+
+def test_status_says_when_the_login_node_cannot_be_reached(tmp_path):
+    from tests.support.net import free_port
+
+    port = free_port("127.0.0.1")  # nothing listens there
+    cfg = tmp_path / "hosts.toml"
+    cfg.write_text(f'[settings]\nconnect_timeout = 3\nsample_interval = 0.2\n\n[[hosts]]\nname = "me"\nlocal = true\n\n'
+                   f'[slurm]\nlogin = "gw@127.0.0.1:{port}"\n')
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    env.pop("GPUWATCH_CONFIG", None)
+    r = subprocess.run([sys.executable, "-m", "gpuwatch_tui.cli", "status", "--config", str(cfg)],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    line = next(x for x in r.stdout.splitlines() if "queue not read" in x)
+    assert line.strip() == f"queue not read: squeue --noheader --user=gw: login node gw@127.0.0.1:{port}: connection refused"

@@ -31,7 +31,9 @@ class CommandResult:
 
     def failure(self) -> str:
         """One line for a person: what ran and why it failed."""
-        what = " ".join(shlex.quote(a) for a in self.argv)
+        # The command as a person would recognise it: the long --Format/--format spec left out.
+        words = [a for a in self.argv if not a.lower().startswith(("--format=", "-o"))]
+        what = " ".join(shlex.quote(a) for a in words).replace("\x1f", "")
         if self.error:
             return f"{what}: {self.error}"
         last = (self.stderr.strip().splitlines() or self.stdout.strip().splitlines() or [""])[-1]
