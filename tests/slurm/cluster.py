@@ -50,8 +50,13 @@ def slurm_unavailable_reason() -> str | None:
 
 
 class SlurmCluster:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, nodes: int = 1) -> None:
+        """`nodes` > 1: more slurmd on this machine (gwnode1, gwnode2, ...), each on its own port, for
+        multi-node jobs (`sbatch -N 2`); their processes all run here, so each node can be mapped to
+        a test sshd host with [slurm.node_address]."""
         self.dir = workdir
+        self.node_names = [NODE] + [f"gwnode{i}" for i in range(2, nodes + 1)]
+        self.node_ports = {name: free_port("127.0.0.1") for name in self.node_names}
         self.procs: dict[str, subprocess.Popen] = {}
         self.ctld_port = free_port("127.0.0.1")
         self.slurmd_port = free_port("127.0.0.1")
@@ -105,8 +110,9 @@ class SlurmCluster:
             "InactiveLimit=0",
             "KillWait=2",
             "SchedulerParameters=sched_interval=1",
-            f"NodeName={NODE} NodeHostname={host} NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN",
-            f"PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP",
+            *(f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={self.node_ports[name]} CPUs=2 "
+              "RealMemory=1000 State=UNKNOWN" for name in self.node_names),
+            f"PartitionName={PARTITION} Nodes={','.join(self.node_names)} Default=YES MaxTime=INFINITE State=UP",
             "",
         ]))
 
@@ -133,14 +139,18 @@ class SlurmCluster:
         if not wait_until(lambda: self.munge_socket.exists(), 10, 0.05):
             raise RuntimeError("munged did not start: " + self._logs())
         self._spawn("slurmctld", [binary("slurmctld"), "-D", "-i", "-f", str(self.conf)])
-        self._spawn("slurmd", [binary("slurmd"), "-D", "-N", NODE, "-f", str(self.conf)])
+        for name in self.node_names:
+            self._spawn(f"slurmd-{name}" if name != NODE else "slurmd",
+                        [binary("slurmd"), "-D", "-N", name, "-f", str(self.conf)])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for name, proc in self.procs.items():
                 if proc.poll() is not None:
                     raise RuntimeError(f"{name} exited {proc.returncode}: " + self._logs())
             out = self.run(["sinfo", "-h", "-N", "-o", "%T"], check=False)
-            if out.returncode == 0 and out.stdout.strip() in ("idle", "mixed", "allocated"):
+            states = out.stdout.split()
+            if out.returncode == 0 and len(states) == len(self.node_names) and \
+                    all(st in ("idle", "mixed", "allocated") for st in states):
                 return self
             time.sleep(0.2)
         raise RuntimeError(f"the test Slurm's node did not come up in {timeout}s: " + self._logs())
@@ -179,11 +189,12 @@ class SlurmCluster:
             except (subprocess.SubprocessError, OSError):
                 pass
         stray = []
-        for name in ("slurmd", "slurmctld"):
+        daemons = [n for n in self.procs if n.startswith("slurmd")] + ["slurmctld"]
+        for name in daemons:
             proc = self.procs.get(name)
             if proc is not None:
                 stray += descendants(proc.pid)
-        for name in ("slurmd", "slurmctld", "munged"):
+        for name in (*daemons, "munged"):
             proc = self.procs.get(name)
             if proc is None or proc.poll() is not None:
                 continue

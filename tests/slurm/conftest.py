@@ -38,3 +38,19 @@ def slurm_env(slurm_cluster, monkeypatch):
     """This process's Slurm clients (squeue, sacct, scontrol, scancel run by gpuwatch) use the test cluster."""
     monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
     return slurm_cluster
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster_2(tmp_path_factory):
+    """The same, with two slurmd (gwnode1, gwnode2) on this machine: jobs with `-N 2` and srun steps."""
+    reason = slurm_unavailable_reason()
+    if reason:
+        _missing(reason)
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm2"), nodes=2)
+    try:
+        cluster.start()
+    except Exception:
+        cluster.stop()
+        raise
+    yield cluster
+    cluster.stop()

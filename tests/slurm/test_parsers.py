@@ -185,3 +185,12 @@ def test_array_lines_as_squeue_22_05_prints_them():
     assert rest.job_id == "1_[2-6%2]" and rest.is_pending and rest.stdout == "/j/slurm-1_%a.out"
     assert task.job_id == "1_1" and task.raw_id == "2" and task.stdout == "/j/slurm-1_1.out"
     assert scancel_argv(rest.job_id) == ["scancel", "--", "1_[2-6]"]
+
+
+def test_node_host_names_fill_percent_n():
+    read = parse_squeue_text(fx.SQUEUE_TEXT_23_11, node_host={"gpu01": "gpu01.cluster"}.get)
+    assert read.jobs[0].stdout == "/home/alice/runs/logs/llama 70b | sft-4101-gpu01.cluster.out"
+    from gpuwatch_tui.slurm.scontrol_job import parse_node_hosts
+
+    assert parse_node_hosts("NodeName=gwnode1 Arch=x86_64 CoresPerSocket=1 NodeAddr=127.0.0.1 NodeHostName=vm "
+                            "Version=22.05.8\nNodeName=n2 NodeAddr=n2 NodeHostName=n2\n") == {"gwnode1": "vm", "n2": "n2"}

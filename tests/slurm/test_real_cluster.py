@@ -4,6 +4,8 @@ state, reason, nodes, elapsed, limit, expanded log paths and final state; scance
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import time
 
 import pytest
@@ -59,8 +61,10 @@ def test_queue_lists_running_and_pending_jobs(slurm_env, three_jobs):
     assert run.elapsed_s is not None and run.elapsed_s >= 1
     assert run.time_limit_s == 600
     assert run.start_time and run.start_time.startswith("20")
-    # squeue prints the raw pattern: %j and %N are filled in by gpuwatch, relative to the work dir.
-    assert run.stdout == f"{slurm_env.jobs_dir}/train-{three_jobs['running']}-{NODE}.log"
+    # squeue prints the raw pattern: %j and %N are filled in by gpuwatch, relative to the work dir. %N is
+    # the node's host name (NodeHostname, this machine's here), as slurmstepd writes it: the very file.
+    assert run.stdout == f"{slurm_env.jobs_dir}/train-{three_jobs['running']}-{socket.gethostname()}.log"
+    assert wait_for(lambda: os.path.exists(run.stdout) and "step 1" in open(run.stdout).read(), 10)
     pend = by_id[three_jobs["pending"]]
     assert pend.state == "PENDING" and pend.is_pending and pend.reason == "Resources"
     assert pend.nodes == () and pend.time_limit_s == 5400
@@ -78,8 +82,9 @@ def test_ended_job_final_state_without_accounting(slurm_env, three_jobs):
     assert job.state == "FAILED" and job.is_ended
     assert job.exit_code == 3 and job.exit_signal is None
     assert job.nodes == (NODE,) and job.source == "scontrol"
-    # scontrol (22.05) filled %x %j %u but left %N: gpuwatch fills it from the batch host.
-    assert job.stdout == f"{slurm_env.jobs_dir}/fails | three-{three_jobs['failed']}-{NODE}-root.out"
+    # scontrol (22.05) filled %x %j %u but left %N: gpuwatch fills in the batch node's host name.
+    assert job.stdout == f"{slurm_env.jobs_dir}/fails | three-{three_jobs['failed']}-{socket.gethostname()}-root.out"
+    assert "about to fail" in open(job.stdout).read()
 
 
 def test_watch_shows_all_three_and_json_fields(slurm_env, three_jobs):

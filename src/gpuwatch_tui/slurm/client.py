@@ -16,7 +16,7 @@ from .records import SlurmJob
 from .runner import CommandResult, CommandRunner
 from .sacct import accounting_disabled, parse_sacct, sacct_argv
 from .scancel import scancel_argv
-from .scontrol_job import parse_scontrol_jobs, scontrol_argv
+from .scontrol_job import parse_node_hosts, parse_scontrol_jobs, scontrol_argv
 from .settings import SlurmConfig
 from .squeue_json import parse_squeue_json, parse_version, squeue_json_argv, supports_json
 from .squeue_text import parse_squeue_text, squeue_argv
@@ -40,6 +40,25 @@ class SlurmClient:
         self._user_known = config.user is not None
         self.version: tuple[int, int] | None = None
         self.accounting: bool | None = None if config.sacct else False  # None: not tried yet
+        # Node name -> host name, for %N in log paths (slurmstepd writes the host name); asked once per node.
+        self.node_hosts: dict[str, str] = {}
+
+    def _host_of(self, node: str) -> str:
+        return self.node_hosts.get(node, node)
+
+    async def _learn_node_hosts(self, text: str, first_nodes: set[str]) -> bool:
+        """Where raw output still has %N, learn the host names of `first_nodes` (`scontrol show node`).
+        True when one differs from its node name (the output must be read again)."""
+        if "%N" not in text:
+            return False
+        missing = sorted(n for n in first_nodes if n not in self.node_hosts)
+        if not missing:
+            return False
+        result = await self._run(["scontrol", "show", "node", "-o", "--", ",".join(missing)])
+        learned = parse_node_hosts(result.stdout) if result.ok else {}
+        for node in missing:
+            self.node_hosts[node] = learned.get(node, node)
+        return any(self.node_hosts[n] != n for n in missing)
 
     async def _run(self, argv: list[str]) -> CommandResult:
         return await self.runner.run(argv, timeout=self.config.command_timeout)
@@ -72,7 +91,9 @@ class SlurmClient:
             result = await self._run(squeue_json_argv(user))
             if result.ok:
                 try:
-                    jobs = parse_squeue_json(result.stdout)
+                    jobs = parse_squeue_json(result.stdout, node_host=self._host_of)
+                    if await self._learn_node_hosts(result.stdout, {j.nodes[0] for j in jobs if j.nodes}):
+                        jobs = parse_squeue_json(result.stdout, node_host=self._host_of)
                     return QueueRead(jobs, time.time(), "squeue-json", duration_s=time.monotonic() - t0)
                 except ValueError as exc:
                     problem = str(exc)
@@ -88,13 +109,20 @@ class SlurmClient:
         result = await self._run(squeue_argv(user))
         if not result.ok:
             return QueueRead([], time.time(), "squeue", error=result.failure(), duration_s=time.monotonic() - t0)
-        parsed = parse_squeue_text(result.stdout)
+        parsed = parse_squeue_text(result.stdout, self._host_of)
+        if await self._learn_node_hosts(result.stdout, {j.nodes[0] for j in parsed.jobs if j.nodes}):
+            parsed = parse_squeue_text(result.stdout, self._host_of)
         return QueueRead(parsed.jobs, time.time(), "squeue", parsed.problems, duration_s=time.monotonic() - t0)
 
     async def job_details(self, job_id: str) -> list[SlurmJob]:
         """`scontrol show job`: what slurmctld remembers (for MinJobAge after the end); [] if nothing."""
         result = await self._run(scontrol_argv(job_id))
-        return parse_scontrol_jobs(result.stdout) if result.ok else []
+        if not result.ok:
+            return []
+        jobs = parse_scontrol_jobs(result.stdout, self._host_of)
+        if await self._learn_node_hosts(result.stdout, {j.nodes[0] for j in jobs if j.nodes}):
+            jobs = parse_scontrol_jobs(result.stdout, self._host_of)
+        return jobs
 
     async def final_states(self, job_ids: list[str]) -> tuple[list[SlurmJob], list[str]]:
         """Final state and exit code of jobs that left the queue: sacct where accounting answers,
@@ -142,7 +170,10 @@ class SlurmClient:
             if "No jobs in the system" not in result.stdout + result.stderr:
                 problems.append(result.failure())
             return [], problems
-        jobs = [j for j in parse_scontrol_jobs(result.stdout) if j.is_ended and (user is None or j.user == user)]
+        jobs = parse_scontrol_jobs(result.stdout, self._host_of)
+        if await self._learn_node_hosts(result.stdout, {j.nodes[0] for j in jobs if j.nodes and j.is_ended}):
+            jobs = parse_scontrol_jobs(result.stdout, self._host_of)
+        jobs = [j for j in jobs if j.is_ended and (user is None or j.user == user)]
         return jobs, problems
 
     async def run_plan(self, plan) -> CommandResult:

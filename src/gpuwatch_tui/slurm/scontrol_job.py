@@ -7,6 +7,7 @@ come back filled in more or less completely depending on the version: log_path f
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from .durations import parse_slurm_duration
 from .hostlist import HostlistError, expand_hostlist
@@ -49,15 +50,16 @@ def split_exit_code(value: str | None) -> tuple[int | None, int | None]:
         return None, None
 
 
-def parse_scontrol_jobs(text: str) -> list[SlurmJob]:
+def parse_scontrol_jobs(text: str, node_host: Callable[[str], str] | None = None) -> list[SlurmJob]:
+    """`node_host`: a node's host name for `%N` (see squeue_text.parse_squeue_text)."""
     jobs = []
     for line in text.splitlines():
         if line.startswith("JobId="):
-            jobs.append(job_from_pairs(parse_pairs(line)))
+            jobs.append(job_from_pairs(parse_pairs(line), node_host))
     return jobs
 
 
-def job_from_pairs(p: dict[str, str]) -> SlurmJob:
+def job_from_pairs(p: dict[str, str], node_host: Callable[[str], str] | None = None) -> SlurmJob:
     raw_id = p["JobId"]
     array_job = _none(p.get("ArrayJobId"))
     array_task = _none(p.get("ArrayTaskId"))
@@ -76,7 +78,8 @@ def job_from_pairs(p: dict[str, str]) -> SlurmJob:
 
     def path(value: str | None) -> str | None:
         return expand_log_path(_none(value), job_id=raw_id, array_job_id=array_job, array_task_id=array_task,
-                               node=first_node, user=user, name=name, work_dir=work_dir)
+                               node=(node_host or str)(first_node) if first_node else None, user=user,
+                               name=name, work_dir=work_dir)
 
     try:
         elapsed = parse_slurm_duration(p.get("RunTime"))
@@ -95,3 +98,13 @@ def job_from_pairs(p: dict[str, str]) -> SlurmJob:
         submit_time=_none(p.get("SubmitTime")), start_time=_none(p.get("StartTime")),
         end_time=_none(p.get("EndTime")), source="scontrol",
     )
+
+
+def parse_node_hosts(text: str) -> dict[str, str]:
+    """`scontrol show node -o`: NodeName -> NodeHostName (what slurmstepd puts for %N)."""
+    out = {}
+    for line in text.splitlines():
+        p = parse_pairs(line)
+        if p.get("NodeName"):
+            out[p["NodeName"]] = p.get("NodeHostName") or p["NodeName"]
+    return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Callable
 
 from .hostlist import HostlistError, expand_hostlist
 from .log_path import expand_log_path
@@ -77,7 +77,8 @@ def plugin_version(data: dict) -> str:
     return str(plugin.get("data_parser") or plugin.get("type") or "")
 
 
-def parse_squeue_json(text: str, now: float | None = None) -> list[SlurmJob]:
+def parse_squeue_json(text: str, now: float | None = None,
+                      node_host: Callable[[str], str] | None = None) -> list[SlurmJob]:
     data = json.loads(text)
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
         raise ValueError("squeue --json: no `jobs` list in the output")
@@ -87,7 +88,7 @@ def parse_squeue_json(text: str, now: float | None = None) -> list[SlurmJob]:
         words = (first.get("description") or first.get("error")) if isinstance(first, dict) else None
         raise ValueError("squeue --json: " + str(words or first))
     now = time.time() if now is None else now
-    return [_job(j, now) for j in data["jobs"]]
+    return [_job(j, now, node_host or str) for j in data["jobs"]]
 
 
 def _exit(value: Any) -> tuple[int | None, int | None]:
@@ -103,7 +104,7 @@ def _exit(value: Any) -> tuple[int | None, int | None]:
     return raw >> 8 & 0xFF, (raw & 0x7F) or None
 
 
-def _job(j: dict, now: float) -> SlurmJob:
+def _job(j: dict, now: float, node_host: Callable[[str], str]) -> SlurmJob:
     raw_id = str(_number(j.get("job_id")))
     array_task = _number(j.get("array_task_id"))
     array_job = _number(j.get("array_job_id")) if array_task is not None else None
@@ -134,7 +135,8 @@ def _job(j: dict, now: float) -> SlurmJob:
                  or _text(j.get("stdout_expanded")) or _text(j.get("standard_output")) or default)
         return expand_log_path(value, job_id=raw_id, array_job_id=str(array_job) if array_job else None,
                                array_task_id=str(array_task) if array_task is not None else None,
-                               node=nodes[0] if nodes else None, user=user, name=name, work_dir=work_dir)
+                               node=node_host(nodes[0]) if nodes else None, user=user, name=name,
+                               work_dir=work_dir)
 
     limit = _number(j.get("time_limit"))
     code, sig = _exit(j.get("exit_code"))

@@ -8,6 +8,7 @@ count is off (a name with a newline or 0x1f in it) is reported, never guessed at
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from .durations import parse_slurm_duration
 from .hostlist import HostlistError, expand_hostlist
@@ -45,7 +46,9 @@ def _none(value: str) -> str | None:
     return None if v in ("", "N/A", "(null)", "None") else v
 
 
-def parse_squeue_text(text: str) -> ParseResult:
+def parse_squeue_text(text: str, node_host: Callable[[str], str] | None = None) -> ParseResult:
+    """`node_host`: a node's host name for `%N` (slurmstepd writes the host name, which is the node
+    name on most clusters but not where NodeHostname differs); default: the node name."""
     jobs: list[SlurmJob] = []
     problems: list[str] = []
     n = len(FIELDS)
@@ -60,13 +63,17 @@ def parse_squeue_text(text: str) -> ParseResult:
             continue
         f = dict(zip(FIELDS, parts))
         try:
-            jobs.append(_job(f))
+            jobs.append(_job(f, node_host or _same))
         except ValueError as exc:
             problems.append(f"squeue line {number}: {exc}")
     return ParseResult(jobs, problems)
 
 
-def _job(f: dict[str, str]) -> SlurmJob:
+def _same(name: str) -> str:
+    return name
+
+
+def _job(f: dict[str, str], node_host: Callable[[str], str]) -> SlurmJob:
     raw_id = f["JobID"].strip()
     if not raw_id:
         raise ValueError("empty job id")
@@ -90,8 +97,8 @@ def _job(f: dict[str, str]) -> SlurmJob:
             # is slurm-%A_%a.out: that is the file the task writes.
             text = "slurm-%A_%a.out"
         return expand_log_path(text, job_id=raw_id, array_job_id=array_job, array_task_id=task_for_paths,
-                               node=nodes[0] if nodes else None, user=user, name=name, work_dir=work_dir,
-                               task_unknown=array_task is not None and task_for_paths is None)
+                               node=node_host(nodes[0]) if nodes else None, user=user, name=name,
+                               work_dir=work_dir, task_unknown=array_task is not None and task_for_paths is None)
 
     state = f["State"].strip()
     reason = _none(f["Reason"])
