@@ -34,7 +34,8 @@ EXIT_CODES_TEXT = """exit codes:
   1    kill/restart/dump: the action failed or only partly worked; report: job not found, or the
        report could not be written
   2    config or command-line mistake; an action refused (read-only, not confirmed, no such job)
-  3    status: at least one host is not connected; kill/restart/dump: the host is not connected
+  3    status: at least one host (or the [slurm] login node) is not connected; kill/restart/dump: the
+       host is not connected
   4    doctor: at least one check failed
   130  interrupted (Ctrl-C)"""
 MAX_WINDOW_S = 3600.0
@@ -120,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--alerts", action="store_true",
                        help="run the [alerts] rules headless: print one JSON line per alert (instead of "
                        "snapshots) and send each to its sinks (bell/desktop go to the controlling terminal)")
+    from .slurm.cli_verb import add_parser as add_scancel_parser
+
+    add_scancel_parser(sub, common, EXIT_CODES_TEXT)
     doctor = sub.add_parser(
         "doctor", parents=[common], help="check every host: SSH, probe, GPU source, py-spy, ptrace, limits",
         description="Per host: reachability, host key, authentication, the remote Python, the GPU source, "
@@ -266,6 +270,10 @@ def main(argv: list[str] | None = None) -> int:
                 as_json=args.json, native=getattr(args, "native", None)))
         except KeyboardInterrupt:
             return EXIT_INTERRUPTED
+    if args.verb == "scancel":
+        from .slurm.cli_verb import run_scancel
+
+        return asyncio.run(run_scancel(config, args, readonly=args.readonly or config.settings.readonly))
     if args.verb == "export":
         from .export.run import run_export  # prometheus-client only for this verb
 
@@ -280,6 +288,11 @@ def status_exit_code(snapshot: dict) -> int:
 
 
 async def run_status(config: Config, as_json: bool, window: float | None) -> int:
+    slurm = None
+    if config.slurm is not None:  # the queue first: the nodes of running jobs are watched too
+        from .slurm.status import read_slurm
+
+        config, slurm = await read_slurm(config)
     monitor = Monitor(config)
     await monitor.start()
     interval = config.settings.sample_interval
@@ -291,10 +304,19 @@ async def run_status(config: Config, as_json: bool, window: float | None) -> int
         snapshot = monitor.snapshot()
     finally:
         await monitor.stop()
+    if slurm is not None:
+        snapshot["slurm"] = slurm.to_json()
     if as_json:
         print(json.dumps(snapshot, indent=None))
     else:
-        print(render_status(snapshot))
+        text = render_status(snapshot)
+        if slurm is not None:
+            from .slurm.status import render_slurm
+
+            text += "\n" + "\n".join(render_slurm(snapshot["slurm"], snapshot["time"]))
+        print(text)
+    if slurm is not None and snapshot["slurm"]["error"]:
+        return EXIT_NOT_CONNECTED  # the login node did not answer: like a host that is not connected
     return status_exit_code(snapshot)
 
 

@@ -22,6 +22,7 @@ from .actions.settings import LOG_MODES, ActionSettings
 from .alerts.settings import AlertsConfig, parse_alerts
 from .errors import ConfigError
 from .jobs.rules import parse_rules
+from .slurm.settings import SlurmConfig, parse_slurm
 from .vocab import DEFAULT_STALL_AFTER_S, GPU_SOURCE_CHOICES, parse_duration
 
 CONFIG_ENV = "GPUWATCH_CONFIG"
@@ -114,6 +115,7 @@ class Config:
     alerts: AlertsConfig = AlertsConfig()  # [alerts] and each job's `alerts = [...]`
     sources: tuple[PrometheusSource, ...] = ()
     export: ExportSettings = ExportSettings()
+    slurm: "SlurmConfig | None" = None  # [slurm]: the queue on a login node (slurm/settings.py)
 
 
 def default_config_path() -> Path:
@@ -159,6 +161,13 @@ def check_local_files(config: Config) -> None:
         if host.identity_file is not None and not os.path.isfile(os.path.expanduser(host.identity_file)):
             raise ConfigError(config.path or "(config)", f"hosts[{i}].identity_file",
                               "an existing private key file (it was not found)", host.identity_file)
+    slurm = config.slurm
+    if slurm is not None:
+        login_key = slurm.login_host.identity_file if slurm.login_host is not None else None
+        for key, path in (("slurm.identity_file", login_key), ("slurm.node_identity_file", slurm.node_identity_file)):
+            if path is not None and not os.path.isfile(os.path.expanduser(path)):
+                raise ConfigError(config.path or "(config)", key, "an existing private key file (it was not found)",
+                                  path)
 
 
 def load_config_file(path: Path | str) -> Config:
@@ -437,7 +446,7 @@ def _parse_job(table: Any, index: int, file: str, warnings: list[str], host_name
 
 def parse_config(data: dict, file: str) -> Config:
     warnings: list[str] = []
-    known_top = {"settings", "hosts", "jobs", "rules", "actions", "alerts", "sources", "export"}
+    known_top = {"settings", "hosts", "jobs", "rules", "actions", "alerts", "sources", "export", "slurm"}
     for key in data:
         if key not in known_top:
             warnings.append(unknown_key_warning(file, key, key, known_top))
@@ -475,8 +484,9 @@ def parse_config(data: dict, file: str) -> Config:
     _check_rules(rules_raw, file)
     alerts = parse_alerts(data.get("alerts"), [(j.name, j.host, t.get("alerts")) for j, t in zip(jobs, jobs_raw)],
                           file, warnings)
+    slurm = parse_slurm(data.get("slurm"), file, warnings, hosts, _Reader, split_ssh_target)
     return Config(file, settings, tuple(hosts), jobs, tuple(rules_raw), tuple(warnings), actions, alerts,
-                  sources, export)
+                  sources, export, slurm)
 
 
 def _check_rules(rules_raw: list, file: str) -> None:

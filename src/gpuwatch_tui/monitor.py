@@ -104,6 +104,33 @@ class Monitor:
             raise RequestError(UNKNOWN_HOST, f"no host named {host!r} (hosts: {', '.join(self.sessions) or 'none'})")
         return await feed.request(op, args, timeout)
 
+    # -- hosts and jobs that appear while watching (a Slurm job's nodes) -------------
+    def add_host(self, host: HostConfig) -> bool:
+        """Start watching `host` now; False if a host of that name is already watched."""
+        if host.name in self.sessions or not self.store.add_host(host.name):
+            return False
+        if self.connector is None and _reached_over_ssh(host):
+            from .transport.ssh import SshConnector
+
+            self.connector = SshConnector(self.settings)
+        self._settled[host.name] = asyncio.Event()
+        session = make_feed(host, self.settings, self, self.connector)
+        self.sessions[host.name] = session
+        session.start()
+        if self.tracker is not None:
+            self._push_wants(host.name)
+        self._notify()
+        return True
+
+    def add_job(self, spec) -> None:
+        """Watch one more configured job (a JobSpec) on a watched host."""
+        if self.tracker is None:
+            return
+        self.tracker.add_spec(spec, time.time())
+        if spec.host in self.sessions:
+            self._push_wants(spec.host)
+        self._notify()
+
     # -- subscribers ---------------------------------------------------------------
     def subscribe(self, callback: Callable[[], None]) -> None:
         self._subscribers.append(callback)

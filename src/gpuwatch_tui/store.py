@@ -105,6 +105,14 @@ class Store:
         self.hosts: dict[str, HostRecord] = {name: HostRecord(name) for name in host_names}
         self.generation = 0  # bumped on every change; lets readers skip redundant work
 
+    def add_host(self, name: str) -> bool:
+        """A host watched from now on (a Slurm job's node); False if it is already here."""
+        if name in self.hosts:
+            return False
+        self.hosts[name] = HostRecord(name)
+        self.generation += 1
+        return True
+
     def set_state(self, host: str, state: str, error: str | None = None, hint: str | None = None,
                   retry_at: float | None = None) -> None:
         rec = self.hosts[host]

@@ -72,6 +72,8 @@ class ActionPlan:
     native: bool = False
     # A job over several hosts: one plan per host (actions/multinode.py), all run by execute().
     parts: tuple[ActionPlan, ...] = field(default=(), repr=False, compare=False)
+    # A Slurm job's kill is scancel on the login node (slurm/cancel.py CancelPlan), not signals to pids.
+    slurm_cancel: Any = field(default=None, repr=False, compare=False)
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -83,6 +85,8 @@ class ActionPlan:
 
     def text(self) -> str:
         """The confirm text: host, job, pids with users and roles, the exact command, warnings."""
+        if self.slurm_cancel is not None:
+            return f"{self.title}: job {self.job} on {self.host}\n" + self.slurm_cancel.text()
         lines = [f"{self.title}: job {self.job} on {self.host}",
                  f"as user(s): {', '.join(self.users) or '?'}", "processes:"]
         lines += [f"  {t.role:<10} {t.pid:>7}  {t.user:<10} {t.command}" for t in self.targets]
@@ -159,8 +163,9 @@ def _cmd(p: ProcInfo | ChildProc) -> str:
 
 class ActionService:
     def __init__(self, monitor, settings: ActionSettings, audit: AuditLog, readonly: bool, local_user: str,
-                 *, dump_timeout_s: float = DEFAULT_DUMP_TIMEOUT_S) -> None:
+                 *, dump_timeout_s: float = DEFAULT_DUMP_TIMEOUT_S, slurm=None) -> None:
         self.monitor = monitor
+        self.slurm = slurm  # a SlurmWatch ([slurm] in the config): kill of a Slurm job becomes scancel
         self.settings = settings
         self.audit = audit
         self.readonly = readonly
@@ -213,6 +218,10 @@ class ActionService:
             raise ActionRefused(f"read-only mode: {spec.title.lower()} is disabled (--readonly or settings.readonly)")
         if view is None:
             raise ActionRefused(f"no job {job_id!r}: it may have been dismissed")
+        if spec.name == KILL and self.slurm is not None and (view.alive or view.parts):
+            slurm_plan = self._slurm_kill_plan(view, spec)  # scancel ends every node's ranks at once
+            if slurm_plan is not None:
+                return slurm_plan
         if view.parts:
             return plan_parts(self, view, spec, native, ActionRefused)
         if not view.alive:
@@ -251,6 +260,26 @@ class ActionService:
         warnings = ("py-spy stops each process for the moment it reads its stacks",)
         return ActionPlan(**common, targets=targets, command=command, warnings=warnings, tree=tree,
                           native=use_native)
+
+    def _slurm_kill_plan(self, view: JobView, spec) -> ActionPlan | None:
+        """scancel for a job Slurm owns (named slurm-<id>): signalling its pids would leave the allocation
+        (and the other nodes' ranks) behind. None for a job that is not Slurm's."""
+        from ..slurm.cancel import CancelRefused, plan_cancel
+        from ..slurm.hosts import slurm_id_of
+
+        slurm_id = slurm_id_of(view.name)
+        if slurm_id is None:
+            return None
+        job = self.slurm.queue.get(slurm_id)
+        if job is None:
+            raise ActionRefused(f"Slurm job {slurm_id} is not in the queue as last read: it may have ended")
+        try:
+            cancel = plan_cancel(job, self.slurm.client.config.login)
+        except CancelRefused as exc:
+            raise ActionRefused(str(exc)) from None
+        return ActionPlan(action=spec.name, title=spec.title, host=view.host, job_id=view.id, job=view.name,
+                          targets=(), command=f"{cancel.command}   # on {cancel.where}", warnings=cancel.warnings,
+                          confirm=spec.confirm, created_at=time.time(), slurm_cancel=cancel)
 
     def _tree(self, view: JobView, procs: list[ProcInfo]) -> JobTree:
         """The job's processes, and leftover GPU-memory holders: GPU processes whose pid is in the job's
@@ -326,7 +355,13 @@ class ActionService:
         tracker = self.monitor.tracker
         now = time.time()
         request = self._request(plan.host)
-        if plan.action == KILL:
+        if plan.slurm_cancel is not None:
+            tracker.record_action(plan.job_id, KILL, self.local_user, now)
+            result = await self.slurm.client.run_plan(plan.slurm_cancel)
+            words = (f"scancel: Slurm job {plan.slurm_cancel.job.job_id} cancelled" if result.ok
+                     else f"scancel failed: {result.failure()}")
+            outcome = ActionOutcome(plan, "done" if result.ok else "failed", None, words)
+        elif plan.action == KILL:
             tracker.record_action(plan.job_id, KILL, self.local_user, now)
             report = await kill_job(request, plan.tree, self.settings.kill_grace_s,
                                     kill_wait_s=self.settings.kill_wait_s)

@@ -69,6 +69,15 @@ class JobTracker:
         for key, spec in self._specs.items():
             self._new_job(spec.host, spec.name, key, spec=spec, now=0.0)
 
+    def add_spec(self, spec: JobSpec, now: float = 0.0) -> str:
+        """Watch one more configured job from now on (a Slurm job that started); returns its key."""
+        key = f"cfg{len(self._specs)}"
+        while key in self._specs:
+            key += "+"
+        self._specs[key] = spec  # the same dict the grouping reads
+        self._new_job(spec.host, spec.name, key, spec=spec, now=now)
+        return key
+
     # ------------------------------------------------------------------ reading
     def views(self, now: float | None = None, joined: bool = True) -> list[JobView]:
         """Every job as a frozen view; `now` dates the phase history text (default: last frame).

@@ -36,6 +36,7 @@ class MonitorSource:
         self._alert_toast: Callable | None = None
         self._alert_write: Callable[[bytes], None] | None = None
         self.alerts = None  # the AlertRunner while it runs
+        self.slurm = None  # the SlurmPoller while it runs ([slurm] in the config)
 
     def _build_monitor(self):
         if self.monitor is None:
@@ -85,7 +86,8 @@ class MonitorSource:
             monitor = self._build_monitor()
             config = monitor.config
             self._actions = ActionService(monitor, config.actions, AuditLog(),
-                                          readonly or config.settings.readonly, current_user())
+                                          readonly or config.settings.readonly, current_user(),
+                                          slurm=self.slurm.watch if self.slurm is not None else None)
         return self._actions
 
     def plan_action(self, job_id: str, name: str):
@@ -115,6 +117,44 @@ class MonitorSource:
         dump = await asyncio.to_thread(latest_dump, view.host, view.name)
         text = render_report(self.monitor, view, now, DEFAULT_LOG_LINES, dump)
         return await asyncio.to_thread(save_report, text, view, now, directory)
+
+    # -- Slurm: the queue read on the login node, refreshed every poll_interval
+    @property
+    def has_slurm(self) -> bool:
+        config = self.monitor.config if self.monitor is not None else self._config
+        return config is not None and config.slurm is not None
+
+    def slurm_jobs(self):
+        """Running, pending and recently ended Slurm jobs (SlurmJob records), [] before the first read."""
+        return self.slurm.watch.jobs() if self.slurm is not None else []
+
+    def slurm_note(self) -> str | None:
+        return self.slurm.note() if self.slurm is not None else None
+
+    async def _start_slurm(self) -> None:
+        """Read the queue once before the Monitor is built, so the running jobs' nodes are watched."""
+        from ..slurm.hosts import with_slurm_jobs
+        from ..slurm.poller import SlurmPoller
+        from ..slurm.run import make_watch
+
+        watch = make_watch(self._config)
+        try:
+            await watch.poll()
+        except Exception as exc:  # noqa: BLE001 - the hosts of the config are still watched
+            watch.problems = [f"queue read failed: {type(exc).__name__}: {exc}"]
+        self._config = with_slurm_jobs(self._config, watch.running())
+        known_jobs = {j.name for j in self._config.jobs}
+
+        def changed() -> None:
+            # Jobs that started since: their nodes and batch scripts are watched from now on.
+            if self.monitor is not None:
+                from ..slurm.hosts import adopt_new_jobs
+
+                adopt_new_jobs(self.monitor, self._config.slurm, watch.running(), known_jobs)
+            for callback in self._subscribers:
+                callback()
+
+        self.slurm = SlurmPoller(watch, self._config.slurm.poll_interval, changed)
 
     def jobs(self) -> list[JobView]:
         # Several widgets ask within one refresh, and with many hosts the store changes many
@@ -155,7 +195,11 @@ class MonitorSource:
             self.monitor.subscribe(callback)
 
     async def run(self) -> None:
+        if self.monitor is None and self._config is not None and self._config.slurm is not None:
+            await self._start_slurm()
         monitor = self._build_monitor()
+        if self.slurm is not None:
+            self.slurm.start()
         for callback in self._subscribers:  # the store object changed: redraw from the new one
             callback()
         self._start_alerts(monitor)
@@ -166,5 +210,7 @@ class MonitorSource:
 
     async def stop(self) -> None:
         await self._stop_alerts()
+        if self.slurm is not None:
+            await self.slurm.stop()
         if self.monitor is not None:
             await self.monitor.stop()

@@ -75,8 +75,13 @@ class ConfirmActionScreen(ModalScreen[bool]):
             facts.append(f"{plan.job} ({plan.job_id})")
             yield Static(facts, id="confirm-facts")
             count = len(plan.targets)
-            yield Static(Text(f"{count} process{'es' if count != 1 else ''}:     pid user       role       command",
-                              style="bold", no_wrap=True, overflow="ellipsis"), id="confirm-targets-head")
+            cancel = getattr(plan, "slurm_cancel", None)
+            if cancel is not None:  # scancel: Slurm ends every process of the job, on every node
+                head = (f"Slurm job {cancel.job.job_id} ({cancel.job.state}) on {cancel.job.nodelist or '-'}, "
+                        f"user {cancel.job.user or '?'}: every process on every node")
+            else:
+                head = f"{count} process{'es' if count != 1 else ''}:     pid user       role       command"
+            yield Static(Text(head, style="bold", no_wrap=True, overflow="ellipsis"), id="confirm-targets-head")
             with VerticalScroll(id="confirm-targets"):
                 for target in plan.targets:
                     row = TargetRow(target_row(target), classes="confirm-target")

@@ -21,6 +21,7 @@ from ..widgets.gpu_processes import GpuProcessTable
 from ..widgets.history_view import HistoryView
 from ..widgets.host_bar import HostBar
 from ..widgets.jobs_table import JobsTable
+from ..widgets.slurm_queue import SlurmQueueTable
 
 CHROME_ROWS = 2  # the summary bar and the footer
 MIN_HISTORY_ROWS = 5  # fewer spare rows than this go to the table instead
@@ -66,11 +67,14 @@ class DashboardScreen(Screen):
         yield GpuGrid(self.history, id="gpu-grid")
         yield JobsTable(id="jobs")
         yield GpuProcessTable(id="gpu-processes")
+        yield SlurmQueueTable(id="slurm-queue")
         yield HistoryView(id="history")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(GpuProcessTable).display = False
+        # The Slurm queue shows only where the source reads one ([slurm] in the config).
+        self.query_one(SlurmQueueTable).display = getattr(self.app.source, "has_slurm", False)
         self.query_one(JobsTable).focus()
         self.refresh_from_source()
 
@@ -109,6 +113,11 @@ class DashboardScreen(Screen):
         processes = self.query_one(GpuProcessTable)
         if processes.display:
             processes.show(source.store, jobs, host_filter)
+        slurm = self.query_one(SlurmQueueTable)
+        if slurm.display:
+            from ...slurm.display import queue_rows
+
+            slurm.show(queue_rows(source.slurm_jobs()), source.slurm_note())
         history = self.query_one(HistoryView)
         if history.host is None:
             history.select(*grid.selection)
@@ -120,6 +129,12 @@ class DashboardScreen(Screen):
         lower = self.lower_table
         history = self.query_one(HistoryView)
         available = self.size.height - CHROME_ROWS
+        slurm = self.query_one(SlurmQueueTable)
+        if slurm.display:  # the queue keeps its rows (a quarter of the screen at most) above the history
+            slurm_h = min(slurm.row_count + 1, max(3, available // 4))
+            if slurm.styles.height is None or slurm.styles.height.value != slurm_h:
+                slurm.styles.height = slurm_h
+            available -= slurm_h
         if available <= 0:
             return
         grid_h, lower_h, history_h = pane_heights(available, grid.rows_needed, lower.row_count + 1)
@@ -137,7 +152,8 @@ class DashboardScreen(Screen):
 
     def theme_changed(self, palette: Palette) -> None:
         for widget in (self.query_one(HostBar), self.query_one(GpuGrid), self.query_one(JobsTable),
-                       self.query_one(GpuProcessTable), self.query_one(HistoryView)):
+                       self.query_one(GpuProcessTable), self.query_one(SlurmQueueTable),
+                       self.query_one(HistoryView)):
             widget.theme_changed(palette)
         self.refresh_from_source()
 

@@ -1,0 +1,56 @@
+"""A real one-machine Slurm (munged + slurmctld + slurmd, tests/slurm/cluster.py), started once per
+session and stopped by pid at the end. Without Slurm (or not root) the tests that need it are
+skipped with the reason, except under CI (CI=true), where a missing Slurm is a failure: the CI
+script installs it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .cluster import SlurmCluster, slurm_unavailable_reason
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"CI needs a real Slurm: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    reason = slurm_unavailable_reason()
+    if reason:
+        _missing(reason)
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        cluster.start()
+    except Exception:
+        cluster.stop()
+        raise
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def slurm_env(slurm_cluster, monkeypatch):
+    """This process's Slurm clients (squeue, sacct, scontrol, scancel run by gpuwatch) use the test cluster."""
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    return slurm_cluster
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster_2(tmp_path_factory):
+    """The same, with two slurmd (gwnode1, gwnode2) on this machine: jobs with `-N 2` and srun steps."""
+    reason = slurm_unavailable_reason()
+    if reason:
+        _missing(reason)
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm2"), nodes=2)
+    try:
+        cluster.start()
+    except Exception:
+        cluster.stop()
+        raise
+    yield cluster
+    cluster.stop()
