@@ -31,4 +31,6 @@ VENV=${GPUWATCH_TEST_VENV:-.venv}
 if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
     "$VENV/bin/python" -m pip install -q "torch==2.13.0" || echo "torch not installed: compile scenarios will be skipped"
 fi
+# Everything above is installed: a test that finds a real service missing fails instead of skipping.
+export GPUWATCH_REQUIRE_SERVICES=1
 exec "$VENV/bin/python" -m pytest -q "$@"

@@ -13,7 +13,8 @@ SSH fixtures (real OpenSSH sshd on 127.0.0.2, 127.0.0.3, ...; see tests/support/
                             known_hosts for [127.0.0.1]:relay.port); closed at teardown
 
 Tests using these get the ``ssh`` marker automatically and are skipped (with the
-reason) only when /usr/sbin/sshd or ssh-keygen is missing.
+reason) only when /usr/sbin/sshd or ssh-keygen is missing, and then fail instead under
+scripts/test.sh (tests/support/services.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
 from tests.support.relay import TcpRelay  # noqa: E402
+from tests.support.services import service_missing  # noqa: E402
 from tests.support.sshd import ClientKeys, SshdFactory, SshdHost, SshEnv, sshd_unavailable_reason  # noqa: E402
 
 SSH_FIXTURES = {"ssh_keys", "sshd_factory", "ssh_env", "relay_factory"}
@@ -42,7 +44,7 @@ def pytest_collection_modifyitems(config, items):
 def _skip_without_sshd() -> None:
     reason = sshd_unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        service_missing("OpenSSH sshd", reason)
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.services import service_missing
+
 # Each test module skips itself (with the reason) where httpx or prometheus-client is missing: the
 # support module, which needs httpx, is imported inside the fixtures.
 
@@ -15,7 +17,7 @@ def prometheus_factory(tmp_path_factory):
 
     reason = prometheus_unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        service_missing("Prometheus", reason)
     servers = []
 
     def make(targets: list[dict], scrape_interval: str = "1s") -> PrometheusServer:

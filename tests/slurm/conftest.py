@@ -1,21 +1,20 @@
 """A real one-machine Slurm (munged + slurmctld + slurmd, tests/slurm/cluster.py), started once per
 session and stopped by pid at the end. Without Slurm (or not root) the tests that need it are
-skipped with the reason, except under CI (CI=true), where a missing Slurm is a failure: the CI
-script installs it."""
+skipped with the reason, except where scripts/test.sh installed it (tests/support/services.py):
+there a missing Slurm is a failure."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
+
+from tests.support.services import service_missing
 
 from .cluster import SlurmCluster, slurm_unavailable_reason
 
 
 def _missing(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"CI needs a real Slurm: {reason}", pytrace=False)
-    pytest.skip(reason)
+    service_missing("Slurm", reason)
 
 
 @pytest.fixture(scope="session")
