@@ -73,7 +73,7 @@ SORT_KEYS: dict[str, Callable[[JobView], Any]] = {
     "progress": lambda j: -_progress_fraction(j),
     "rate": lambda j: -(j.progress.rate or 0.0),
     "loss": lambda j: j.progress.loss or float("inf"),
-    "eta": lambda j: j.progress.eta_s or float("inf"),
+    "eta": lambda j: float("inf") if levels.job_has_ended(j) else j.progress.eta_s or float("inf"),
 }
 
 
@@ -231,7 +231,8 @@ class JobsTable(LineList, can_focus=True):
             "progress:short": short_progress(progress),
             "rate": formatting.rate(progress),
             "loss": formatting.loss(progress),
-            "eta": formatting.duration(progress.eta_s),
+            # An ended job has no time left: its last ETA would read as a promise.
+            "eta": "-" if levels.job_has_ended(job) else formatting.duration(progress.eta_s),
         }
 
     def show(self, jobs: list[JobView], now: float, force: bool = False,
