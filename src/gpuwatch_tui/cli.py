@@ -9,14 +9,16 @@ import math
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .actions import registry
 from .config import Config, load_config
 from .errors import ConfigError
-from .monitor import Monitor
 from .recording.at_time import AT_HELP
-from .status_table import render_status
+
+if TYPE_CHECKING:
+    from .monitor import Monitor
 
 SPEEDS = (1, 2, 5, 10, 30, 60)  # the replay's speed steps (ui/replay_source.py)
 DEMO_SPEED = 10
@@ -280,6 +282,9 @@ def status_exit_code(snapshot: dict) -> int:
 
 
 async def run_status(config: Config, as_json: bool, window: float | None) -> int:
+    from .monitor import Monitor
+    from .status_table import render_status
+
     monitor = Monitor(config)
     await monitor.start()
     interval = config.settings.sample_interval
@@ -310,6 +315,8 @@ async def _wait_jobs_observed(monitor: Monitor, limit: float) -> None:
 
 
 async def run_watch(config: Config, count: int | None) -> int:
+    from .monitor import Monitor
+
     monitor = Monitor(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -343,6 +350,7 @@ async def run_watch(config: Config, count: int | None) -> int:
 async def run_watch_alerts(config: Config, count: int | None) -> int:
     """`watch --alerts`: the rules headless; stdout carries one JSON object per alert, --count of them."""
     from .alerts import AlertRunner, build_sinks, terminal_writer
+    from .monitor import Monitor
 
     monitor = Monitor(config)
     stop = asyncio.Event()
@@ -376,6 +384,7 @@ async def run_watch_alerts(config: Config, count: int | None) -> int:
 
 async def run_report(config: Config, host: str, job: str, directory: str | None, lines: int) -> int:
     from .incident_report import ReportError, write_report
+    from .monitor import Monitor
 
     if host not in {h.name for h in config.hosts}:
         print(f"gpuwatch: no host named {host!r} in the config", file=sys.stderr)
