@@ -124,8 +124,10 @@ class GpuwatchApp(App):
     def _start_source(self) -> None:
         # What exists now (modules, classes, the first screen: ~100k objects) lives as long as the
         # app: take it out of the collector's full passes, which otherwise rescan all of it and
-        # land as 20-60 ms pauses inside key presses.
+        # land as 20-60 ms pauses inside key presses. The CLI pauses the collector through
+        # start-up; from here on it runs as usual.
         gc.freeze()
+        gc.enable()
         self.run_worker(self.source.run(), exclusive=True, group="source", name="source")
 
     def _source_changed(self) -> None:
