@@ -63,6 +63,9 @@ class HostRecord:
     # pid -> CPU % (100 = one core) between the last two samples that both saw the process.
     proc_cpu_pct: dict[int, float] = field(default_factory=dict)
     procs_time: float | None = None
+    # Host CPU % (of all cores) and RAM used % per sample: the history view of a host without GPUs.
+    cpu_history: deque[float | None] = field(default_factory=deque)
+    ram_history: deque[float | None] = field(default_factory=deque)
 
     @property
     def gpu_model(self) -> str | None:
@@ -135,6 +138,11 @@ class Store:
         rec.load1 = sample.load1
         rec.mem_total_kib = sample.mem_total_kib
         rec.mem_avail_kib = sample.mem_avail_kib
+        if rec.cpu_history.maxlen != self.history:
+            rec.cpu_history, rec.ram_history = deque(maxlen=self.history), deque(maxlen=self.history)
+        rec.cpu_history.append(sample.cpu_pct)
+        used = rec.mem_used_kib
+        rec.ram_history.append(100.0 * used / rec.mem_total_kib if used is not None and rec.mem_total_kib else None)
         seen = set()
         for gpu in sample.gpus:
             seen.add(gpu.index)

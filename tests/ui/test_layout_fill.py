@@ -111,3 +111,32 @@ def test_pane_heights_fill_and_keep_room_for_jobs():
     assert pane_heights(30, 20, 6) == (20, 10, 0)  # too few for a chart: the table takes them
     grid, jobs, history = pane_heights(22, 200, 129)  # 128 hosts, 128 jobs
     assert grid + jobs == 22 and jobs >= 4 and history == 0
+
+
+async def test_a_host_without_gpus_charts_its_cpu_and_ram(tmp_path):
+    """The history view of a host with no GPU fills its rows with the host's CPU and RAM over the
+    window instead of one line of text over an empty area."""
+    data = json.loads(fleet_without_jobs(tmp_path).read_text(encoding="utf-8"))
+    host = data["hosts"][0]
+    total = host["mem_total_kib"]
+    host.update(gpus=[], gpu_source="none",
+                host_samples=[{"cpu_pct": 5.0 + i, "mem_avail_kib": total * (60 - i) // 100} for i in range(30)])
+    path = tmp_path / "no-gpu.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    app = GpuwatchApp(RecordedSource(path), min_refresh_interval=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        history = app.screen.query_one(HistoryView)
+        history.select(host["name"], None)
+        history.show(app.source.store)
+        await pilot.pause()
+        lines = [history.render_line(y).text for y in range(history.size.height)]
+        text = "\n".join(lines)
+        assert history.size.height >= 10
+        assert f"{host['name']} · no GPU" in text
+        assert "CPU 34% of 192 cores" in text and "load 27.5" in text  # the newest reading
+        assert "RAM 69%" in text and "GiB" in text
+        assert "-60s" in text and "now" in text
+        assert longest_blank_run(lines) <= MAX_BLANK_RUN, text
+        assert sum("█" in line or "▆" in line or "▇" in line for line in lines) >= 3, text

@@ -1,11 +1,28 @@
-"""Alerts: rules over jobs, hosts and GPUs, and the sinks they go to (no Textual here)."""
+"""Alerts: rules over jobs, hosts and GPUs, and the sinks they go to (no Textual here).
 
-from .dispatch import AlertDispatcher
-from .engine import AlertEngine, HostFacts
-from .events import TRIGGERS, AlertEvent
-from .runner import AlertRunner, build_sinks, terminal_writer
-from .settings import AlertRule, AlertsConfig, parse_alerts
-from .terminal import desktop_notification
+Names are loaded on first use: the config reads only `alerts.settings`, and the dashboard's first
+frame should not wait for the dispatcher, the sinks and their imports.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+_HOMES = {
+    "AlertDispatcher": ".dispatch", "AlertEngine": ".engine", "HostFacts": ".engine", "TRIGGERS": ".events",
+    "AlertEvent": ".events", "AlertRunner": ".runner", "build_sinks": ".runner", "terminal_writer": ".runner",
+    "AlertRule": ".settings", "AlertsConfig": ".settings", "parse_alerts": ".settings",
+    "desktop_notification": ".terminal",
+}
 
 __all__ = ["AlertDispatcher", "AlertEngine", "AlertEvent", "AlertRule", "AlertRunner", "AlertsConfig",
            "HostFacts", "TRIGGERS", "build_sinks", "desktop_notification", "parse_alerts", "terminal_writer"]
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value
+    return value

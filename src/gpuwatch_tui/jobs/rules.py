@@ -11,7 +11,6 @@ import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from ..errors import ConfigError
@@ -438,6 +437,8 @@ def parse_rules(raw: list[Any], file: str, source: str = "user", table: str = "r
 
 @lru_cache(maxsize=1)
 def _builtin_pack() -> dict[str, Any]:
+    from importlib import resources  # only when the built-in rules are first needed (it is slow to import)
+
     text = resources.files(__package__).joinpath("rules.toml").read_text(encoding="utf-8")
     return tomllib.loads(text)
 

@@ -101,6 +101,13 @@ class RecordedSource:
                     procs = self._host_procs(name, at, last) if i >= n - 2 else {}
                     self.store.apply_sample(name, HostSample(at, host.get("gpu_source", "nvml"),
                                                              samples, procs, **_host_facts(host)))
+            else:  # a host without GPUs: its recorded CPU / RAM readings, oldest first
+                readings = host.get("host_samples", [])
+                last = now - host.get("sample_age_s", 0.0)
+                for i, reading in enumerate(readings):
+                    facts = {**_host_facts(host), **{k: v for k, v in reading.items() if k in HOST_FACTS}}
+                    self.store.apply_sample(name, HostSample(last - (len(readings) - 1 - i),
+                                                             host.get("gpu_source", "none"), [], {}, **facts))
             self.store.set_state(name, host.get("state", "connected"), host.get("error"), host.get("hint"))
             self.store.hosts[name].reconnects = host.get("reconnects", 0)
 
@@ -156,7 +163,7 @@ class RecordedSource:
         """Move the clock and repeat every GPU's last sample (as a steady fleet would)."""
         self._now += seconds
         for name, host in self.store.hosts.items():
-            if host.gpus and host.state == "connected":
+            if (host.gpus or host.last_sample_time is not None) and host.state == "connected":
                 samples = [r.latest for _, r in sorted(host.gpus.items())]
                 facts = {key: getattr(host, key) for key in HOST_FACTS}
                 self.store.apply_sample(name, HostSample(self._now, host.gpu_source or "nvml", samples, host.procs,

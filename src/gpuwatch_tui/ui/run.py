@@ -54,9 +54,13 @@ def run_dashboard(
     history: int | None = None,
 ) -> int:
     """Run the dashboard until the user quits; returns the process exit code."""
-    from ..alerts import terminal_writer
+    alert_write = None
+    alerts = getattr(source, "alerts", None)  # a Config's [alerts]; the alert machinery only when used
+    if alerts is not None and getattr(alerts, "enabled", False):
+        from ..alerts import terminal_writer
 
+        alert_write = terminal_writer()
     app = build_app(source, theme=theme, themes_dir=themes_dir, readonly=readonly, history=history,
-                    alert_write=terminal_writer())
+                    alert_write=alert_write)
     result = app.run()
     return result if isinstance(result, int) else (app.return_code or 0)

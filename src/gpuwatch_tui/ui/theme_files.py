@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from textual.color import Color, ColorParseError
@@ -29,7 +28,12 @@ class ThemeSet:
 
 def builtin_themes_dir() -> Path:
     """Where the packaged theme files are (the package symlink, or the checkout's folder)."""
+    beside = Path(__file__).resolve().parents[1] / "themes"  # an installed or checked-out package
+    if beside.is_dir():
+        return beside  # without importing importlib.resources (and zipfile) before the first frame
     try:
+        from importlib import resources
+
         packaged = Path(str(resources.files("gpuwatch_tui") / "themes"))
         if packaged.is_dir():
             return packaged

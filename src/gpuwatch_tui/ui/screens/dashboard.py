@@ -12,7 +12,6 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from ...views import JobView
 from ..palette import Palette
@@ -21,6 +20,7 @@ from ..widgets.gpu_processes import GpuProcessTable
 from ..widgets.history_view import HistoryView
 from ..widgets.host_bar import HostBar
 from ..widgets.jobs_table import JobsTable
+from ..widgets.key_footer import KeyFooter
 from ..widgets.slurm_queue import SlurmQueueTable
 
 CHROME_ROWS = 2  # the summary bar and the footer
@@ -69,7 +69,7 @@ class DashboardScreen(Screen):
         yield GpuProcessTable(id="gpu-processes")
         yield SlurmQueueTable(id="slurm-queue")
         yield HistoryView(id="history")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one(GpuProcessTable).display = False

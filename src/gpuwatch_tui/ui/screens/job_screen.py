@@ -10,12 +10,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from ...views import JobView
 from ..levels import job_has_ended
 from ..palette import Palette
 from ..widgets.action_outcome import RUNNING_WORDS, ActionOutcomeTable, outcome_dump
+from ..widgets.key_footer import KeyFooter
 from ..widgets.log_view import LogView
 from ..widgets.outdir_line import OutdirLine
 from ..widgets.phase_history import PhaseHistory
@@ -68,7 +69,7 @@ class JobScreen(Screen):
         yield RankTable(id="ranks")
         yield ProcessTable(id="procs")
         yield OutdirLine(id="outdir")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#log-search", Input).display = False

@@ -13,10 +13,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 
 from ...actions.stack_analysis import frames_text
 from ..palette import Palette, Themed
+from ..widgets.key_footer import KeyFooter
 
 SUSPECT_MARK = "suspect · "
 
@@ -139,7 +140,7 @@ class StackViewScreen(Screen):
                              classes="-suspect" if suspect else ""):
                     with VerticalScroll(classes="stack-scroll"):
                         yield ProcessStacks(process, verdict, classes="stack-frames")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         # The pane's class does not reach its tab: mark the suspect's tab itself.

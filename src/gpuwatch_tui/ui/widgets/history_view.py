@@ -74,6 +74,27 @@ def series_for(host: HostRecord, gpu: int | None) -> list[Series]:
     ]
 
 
+def host_series(host: HostRecord) -> list[Series]:
+    """CPU and RAM of the host itself: what the charts show on a host without GPUs."""
+    cpu, ram = tuple(host.cpu_history), tuple(host.ram_history)
+    if not any(v is not None for v in cpu + ram):
+        return []
+    cores = f" of {host.cpu_count} cores" if host.cpu_count else ""
+    load = f"  load {host.load1:.1f}" if host.load1 is not None else ""
+    used, total = host.mem_used_kib, host.mem_total_kib
+
+    def pct(value):
+        return "-" if value is None else f"{value:.0f}%"
+
+    ram_label = f"RAM {pct(ram[-1] if ram else None)}"
+    if used is not None and total:
+        ram_label += f"  {used / 2**20:.1f}/{total / 2**20:.1f} GiB"
+    return [
+        Series(f"CPU {pct(cpu[-1] if cpu else None)}{cores}{load}", cpu, 100.0, "%", levels.util_level),
+        Series(ram_label, ram, 100.0, "%", levels.mem_level),
+    ]
+
+
 def chart_rows(series: Series, width: int, height: int, window: int, palette: Palette) -> list[Text]:
     """`height` lines of bars, newest at the right; the window's `window` samples span `width`
     columns. A missing sample is a gap (a dim dot on the base line), not a zero."""
@@ -169,16 +190,21 @@ class HistoryView(Themed, Widget):
         host = store.hosts.get(self.host) if store is not None and self.host else None
         if host is None:
             return Text("history: select a host or GPU in the grid", p.style("muted"))
-        what = f"GPU {self.gpu}" if self.gpu is not None else f"all {len(host.gpus)} GPUs"
-        model = host.gpu_model or ""
         window = store.history
+        charts = series_for(host, self.gpu)
+        if charts:
+            what = f"GPU {self.gpu}" if self.gpu is not None else f"all {len(host.gpus)} GPUs"
+            about = f" · {host.gpu_model or ''} · last {window} s"
+        else:  # no GPU (or none reported yet): the host's own CPU and RAM fill the space instead
+            charts = host_series(host)
+            what = "no GPU"
+            about = f" · CPU and RAM · last {window} s"
         title = Text()
         title.append("History ", Style(bold=True))
         title.append(f"{host.name} · {what}", Style(bold=True))
-        title.append(f" · {model} · last {window} s", p.style("muted"))
-        charts = series_for(host, self.gpu)
+        title.append(about, p.style("muted"))
         if not charts:
-            title.append("  (no GPU samples)", p.style("muted"))
+            title.append("  (no samples yet)", p.style("muted"))
             return title
         # title + per chart (label + rows) + time axis
         count = len(charts)

@@ -73,7 +73,7 @@ SORT_KEYS: dict[str, Callable[[JobView], Any]] = {
     "progress": lambda j: -_progress_fraction(j),
     "rate": lambda j: -(j.progress.rate or 0.0),
     "loss": lambda j: j.progress.loss or float("inf"),
-    "eta": lambda j: j.progress.eta_s or float("inf"),
+    "eta": lambda j: float("inf") if levels.job_has_ended(j) else j.progress.eta_s or float("inf"),
 }
 
 
@@ -171,7 +171,8 @@ class JobsTable(LineList, can_focus=True):
         self.cursor = 0
         self.sort_column: str | None = None
         self.sort_reverse = False
-        self._running: dict[str, str] = {}  # job id -> action name running on it (the app's state)
+        self._running_actions: dict[str, str] = {}  # job id -> action name running on it (the app's state)
+        # (Not `_running`: that is Textual's own flag, and an empty dict there stopped every repaint.)
 
     # -- reading it (tests, the screen) ---------------------------------------------------
 
@@ -231,7 +232,8 @@ class JobsTable(LineList, can_focus=True):
             "progress:short": short_progress(progress),
             "rate": formatting.rate(progress),
             "loss": formatting.loss(progress),
-            "eta": formatting.duration(progress.eta_s),
+            # An ended job has no time left: its last ETA would read as a promise.
+            "eta": "-" if levels.job_has_ended(job) else formatting.duration(progress.eta_s),
         }
 
     def show(self, jobs: list[JobView], now: float, force: bool = False,
@@ -243,9 +245,9 @@ class JobsTable(LineList, can_focus=True):
         wanted = {job.id: job for job in jobs}
         same_set = wanted.keys() == self._jobs.keys()
         running = dict(running or {})
-        if not force and same_set and running == self._running and 0 <= now - self._shown_at < 1.0:
+        if not force and same_set and running == self._running_actions and 0 <= now - self._shown_at < 1.0:
             return
-        self._running = running
+        self._running_actions = running
         self._shown_at = now
         selected = self.selected_job_id
         old_cells = self._cells
@@ -391,7 +393,7 @@ class JobsTable(LineList, can_focus=True):
     def sort_by(self, column: str, reverse: bool = False) -> None:
         self.sort_column = column
         self.sort_reverse = reverse
-        self.show(list(self._jobs.values()), self._shown_at, force=True, running=self._running)
+        self.show(list(self._jobs.values()), self._shown_at, force=True, running=self._running_actions)
         self.refresh()
         self.notify(f"Sorted by {column}{' (reversed)' if reverse else ''}", timeout=1.5)
 
