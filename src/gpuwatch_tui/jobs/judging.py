@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..model import ExitInfo, HostSample, ProcInfo
 from .discovery import launcher_kind
@@ -418,6 +419,7 @@ def _clock_crossed(before: tuple[float, ...], after: tuple[float, ...], stall_af
     return False
 
 
+@lru_cache(maxsize=64)
 def _offsets(stall_after: float) -> tuple[float, ...]:
     return (0.0, stall_after, stall_after / 2, min(60.0, stall_after / 2), 60.0, YOUNG_S,
             min(stall_after, YOUNG_S), MIN_SPIN_S, RATE_WINDOW_S, COMPILE_RECENT_S, MID_RUN_S)
@@ -425,10 +427,13 @@ def _offsets(stall_after: float) -> tuple[float, ...]:
 
 def _log_lines(job: JobState, now: float) -> tuple:
     interp = job.interp
-    last_growth = max((b.last_growth for b in job.logs.values() if b.last_growth is not None), default=None)
-    progress = interp.progress.current if interp.progress.current.updated_at is not None else None
-    observed = not job.logs or all(b.received for b in job.logs.values())
-    return log_evidence(interp.hint, last_growth, observed, progress, now)
+    last_growth, observed = None, True
+    for b in job.logs.values():
+        if b.last_growth is not None and (last_growth is None or b.last_growth > last_growth):
+            last_growth = b.last_growth
+        observed = observed and b.received
+    progress = interp.progress.current
+    return log_evidence(interp.hint, last_growth, observed, progress if progress.updated_at is not None else None, now)
 
 
 def _refresh_log_lines(job: JobState, kept: Judged, now: float) -> None:
