@@ -253,9 +253,10 @@ def _facts(job: JobState, skew: float) -> tuple[tuple, tuple]:
     )
     rest = (
         (hint.phase, hint.detail, hint.since, hint.rule) if hint is not None else None,
-        len(interp.failures), interp.finished_at, interp.exit_code, interp.signal, interp.restart_marker,
+        len(interp.failures), interp.failures[-1] if interp.failures else None, interp.finished_at,
+        interp.exit_code, interp.signal, interp.restart_marker,
         interp.phase_progress_phase, tuple(interp.phase_progress.items()),
-        tuple((b.error, b.received) for b in logs),
+        tuple(job.logs), tuple((b.error, b.received) for b in logs),
         job.exit, job.outdir, job.dump_finding, len(job.actions), job.stall_after_s,
         job.compile_worker_since, tuple(job.gpus), last.members, last.states, last.compilers, last.compile_workers,
         tuple(g.index for g in last.gpus),
