@@ -358,8 +358,9 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
     """Whether this frame may keep the job's verdict: nothing the engine reads changed beyond noise,
     no timer of the engine ran out since it was judged, no hysteresis count is under way, and the
     verdict's evidence (durations, rates) is at most REJUDGE_EVERY_S old. A training job whose only
-    change is new lines that advance its progress keeps it too (`_progress_only`): such lines confirm
-    the verdict, and a view reads the progress itself, not the verdict. Records the new basis when
+    change is new lines that advance its progress keeps it too: such lines confirm the verdict, whose
+    log-moved evidence lines (phase line, last line's age, progress and ETA) are refreshed on the frame
+    (`_refresh_log_lines`); its other evidence is at most REJUDGE_EVERY_S old, as on any kept frame. Records the new basis when
     it returns False (the caller judges)."""
     v = job.verdict
     kept = job.judged
@@ -386,7 +387,10 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
         and _bases_close(kept.bases[1], fixed) and not _deadline_passed(fixed, job.stall_after_s, kept.at, now)
     )
     if same and log_moved:
-        same = (kept.facts[1] == facts[1] and interp.last_progress_at > kept.at and bool(kept.lines)
+        # Only new lines that advanced the progress, on a verdict that already showed all three
+        # log-moved lines (a first progress line adds one: judged).
+        same = (kept.facts[1] == facts[1] and interp.last_progress_at > kept.at
+                and bool(kept.lines) and None not in kept.lines
                 and not _clock_crossed(kept.bases[0], moving, job.stall_after_s, kept.at, now))
         if same:
             _refresh_log_lines(job, kept, now)
