@@ -7,11 +7,12 @@
    recorded line as a host session would hand it on: json.loads -> parse_sample ->
    Monitor.host_sample (store, tracker update, wants pushed to the feed). The log-tail keys are
    renamed to each host's own (the tracker numbers them per job). Twice per round, as the
-   dashboard does, every JobView is built (`tracker.views`).
+   dashboard does, every JobView is built (`tracker.views`). The monitor's clock is simulated at
+   1 Hz (round r at t0 + r s) and each frame's time (and its tails' mtimes) put on it, as from a live
+   probe on a host whose clock agrees: rounds run back to back, but what the tracker keeps or
+   judges again over time (timers, refreshes every few seconds) sees a 1 Hz fleet.
 Measured: process CPU time (time.process_time) per host-sample, split into the frame parse, the
 sink (store + tracker + wants) and the views; CPU share of one core at 1 Hz; RSS at the end.
-Rounds run back to back (the tracker's clock is real time, so a round is not one second: the
-phases judged may differ from a 1 Hz run, the work per frame does not).
 
     python benchmarks/bench_core_fleet.py [--hosts 128] [--frames 40] [--repeats 3] [--json OUT]
     python benchmarks/bench_core_fleet.py --profile   # one replay under cProfile, top functions
@@ -32,6 +33,7 @@ from bench_fleet_jobs import JobFleet, send
 
 from gpuwatch_tui.config import load_config_file
 from gpuwatch_tui.jobs.tracker import JobTracker
+from gpuwatch_tui import monitor as monitor_module
 from gpuwatch_tui.monitor import Monitor
 from gpuwatch_tui.probe.frames import FactCache, parse_sample
 
@@ -88,8 +90,23 @@ def rss_mb() -> float:
     return 0.0
 
 
+class SimulatedClock:
+    """`time` for the monitor module: `time()` reads the replay's simulated clock."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def time(self) -> float:
+        return self.now
+
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+
 async def replay(lines: list[str], hosts: int, base: Path) -> dict:
     monitor = Monitor(fleet_config(base, hosts))
+    clock_1hz = SimulatedClock(time.time())
+    monitor_module.time = clock_1hz
     names = list(monitor.sessions)
     # The recording tracker's tail keys -> each host's own, by path (found after the host's first frames).
     rec_key_path: dict[str, str] = {}
@@ -104,12 +121,16 @@ async def replay(lines: list[str], hosts: int, base: Path) -> dict:
     rss_start = rss_mb()
     clock = time.process_time
     for r, line in enumerate(lines):
+        clock_1hz.now += 1.0
         for name in names:
             t0 = clock()
             frame = json.loads(line)
+            frame["t"] = clock_1hz.now
             keys = host_keys[name]
             for t in frame.get("tails", ()):
                 t["key"] = keys.get(rec_key_path.get(t["key"], ""), "unwanted")
+                if t.get("mtime") is not None:
+                    t["mtime"] = clock_1hz.now - 0.5
             sample = parse_sample(frame, host_facts[name])
             t1 = clock()
             monitor.host_sample(name, sample)
@@ -124,7 +145,7 @@ async def replay(lines: list[str], hosts: int, base: Path) -> dict:
         sink_s += clock() - t0
         for _ in range(2):  # the dashboard builds the views at most twice a second
             t0 = clock()
-            views = monitor.tracker.views(time.time())
+            views = monitor.tracker.views(clock_1hz.now)
             views_s += clock() - t0
     phases: dict[str, int] = {}
     for v in views:

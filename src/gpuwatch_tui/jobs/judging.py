@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..model import ExitInfo, HostSample, ProcInfo
 from .discovery import launcher_kind
@@ -34,6 +35,7 @@ from .phase import (
     ResourceSample,
     Verdict,
     infer_phase,
+    log_evidence,
 )
 
 WINDOW_S = 900.0  # resource samples kept per job (the engine looks back at most this far)
@@ -47,6 +49,10 @@ MAX_HISTORY = 200
 # A frame that changes nothing the engine reads (beyond these steps of noise) keeps the verdict, at most
 # this long: its evidence (durations, rates) is then refreshed. Timers never wait for it.
 REJUDGE_EVERY_S = 5.0
+# Verdicts that lines advancing the progress only confirm: such a frame keeps the verdict too (at
+# most REJUDGE_EVERY_S); any other line (a phase line, an error, finished, ...) is judged on its frame.
+PROGRESS_CONFIRMS = ("training",)
+CLOCK_NOISE_S = 0.25  # a host clock offset's jitter between frames (the times read through it)
 GPU_UTIL_NOISE = 3.0  # points of util
 GPU_POWER_NOISE = 0.02  # of the power limit
 GPU_MEM_NOISE_MIB = 64.0
@@ -214,37 +220,50 @@ def _killed_by(job: JobState) -> str | None:
     return mine
 
 
-@dataclass(frozen=True)
+@dataclass
 class Judged:
     """What a verdict was judged from: the log's position, the frame's facts (`_facts`; None while the
-    log moves: every such frame is judged anyway), its time, the CPU class of the window rate, the GPU
-    readings, and the times at which some rule of the engine reads a clock."""
+    log moves and no verdict it could confirm: every such frame is judged anyway), its time, the CPU
+    class of the window rate, the GPU readings, the times at which some rule of the engine reads a
+    clock (`_clock_bases`: those log lines move, the others), and whether it was judged on a frame
+    without new lines (`settled`: else the first frame without any is judged too, as a basis)."""
 
     log_at: tuple
     facts: tuple | None
     at: float
     cpu_class: int
     gpus: tuple
-    bases: tuple[float, ...]
+    bases: tuple
+    settled: bool = True
+    lines: tuple = ()  # the verdict's log-moved evidence lines (`_log_lines`) when it was judged
 
 
-def _facts(job: JobState, skew: float) -> tuple:
-    """Everything but the clock and the noisy numbers that the engine reads about a live job."""
+def _facts(job: JobState, skew: float) -> tuple[tuple, tuple]:
+    """Everything but the clock and the noisy numbers that the engine reads about a live job, as
+    (what new progress lines move, the rest). A line that changes the rest (a phase line, an error,
+    finished, an exit code, a signal, a restart marker, phase progress) is never a progress-only line."""
     interp = job.interp
     last = job.samples[-1]
     lead = lead_process(job.procs)
     hint = interp.hint
-    return (
-        interp.seq, interp.progress.current.updated_at, hint, len(interp.failures), interp.finished_at,
-        interp.exit_code, interp.signal, interp.restart_marker, interp.last_progress_at,
-        interp.phase_progress_phase,
-        tuple((b.total_bytes, b.size, b.mtime, b.error, b.received, b.last_growth) for b in job.logs.values()),
-        job.exit, job.outdir, job.dump_finding, len(job.actions), job.stall_after_s, job.started_at, skew,
+    logs = job.logs.values()
+    moving = (
+        interp.seq, interp.progress.current.updated_at, hint, interp.last_progress_at,
+        tuple((b.total_bytes, b.size, b.mtime, b.last_growth) for b in logs),
+    )
+    rest = (
+        (hint.phase, hint.detail, hint.since, hint.rule) if hint is not None else None,
+        len(interp.failures), interp.failures[-1] if interp.failures else None, interp.finished_at,
+        interp.exit_code, interp.signal, interp.restart_marker,
+        interp.phase_progress_phase, tuple(interp.phase_progress.items()),
+        tuple(job.logs), tuple((b.error, b.received) for b in logs),
+        job.exit, job.outdir, job.dump_finding, len(job.actions), job.stall_after_s,
         job.compile_worker_since, tuple(job.gpus), last.members, last.states, last.compilers, last.compile_workers,
         tuple(g.index for g in last.gpus),
         (lead.stdout, lead.stderr, lead.unbuffered, lead.env_readable, lead.unbuffered_reason, lead.is_python)
         if lead else None,
     )
+    return moving, rest
 
 
 def _cpu_class(samples) -> int:
@@ -252,8 +271,14 @@ def _cpu_class(samples) -> int:
     if len(samples) < 2:
         return -1
     last = samples[-1]
-    window = [s for s in _recent_samples(samples, last.time - RATE_WINDOW_S)]
-    first = window[0] if len(window) > 1 else samples[-2]
+    since = last.time - RATE_WINDOW_S
+    first, count = None, 0  # the oldest sample of the window (walked from the end: no list built)
+    for s in reversed(samples):
+        if s.time < since:
+            break
+        first, count = s, count + 1
+    if count < 2:
+        first = samples[-2]
     span = last.time - first.time
     if span <= 0 or first.cpu_s is None or last.cpu_s is None:
         return -1
@@ -262,16 +287,6 @@ def _cpu_class(samples) -> int:
         cores += max(0.0, last.children_cpu_s - first.children_cpu_s)
     cores /= span
     return 0 if cores < CPU_FLAT_CORES else 2 if cores >= CPU_BUSY_CORES else 1
-
-
-def _recent_samples(samples, since: float) -> list:
-    out = []
-    for s in reversed(samples):
-        if s.time < since:
-            break
-        out.append(s)
-    out.reverse()
-    return out
 
 
 def _gpu_readings(last) -> tuple:
@@ -299,34 +314,37 @@ def _crosses(a: float, b: float, edges: tuple[float, ...]) -> bool:
     return any((a < e) != (b < e) for e in edges)
 
 
-def _clock_bases(job: JobState, skew: float) -> tuple[float, ...]:
-    """The times the engine measures durations from (quiet since, started, first seen, last phase
-    line, last progress, output written, compile workers): a rule can flip only when now passes one
-    of these plus one of its thresholds (`_deadline_passed`)."""
+def _clock_bases(job: JobState, skew: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The times the engine measures durations from, as (those new log lines move: quiet since, log
+    mtime, last phase line, last progress; the others: first seen, started, output written, compile
+    workers): a rule can flip only when now passes one of these plus one of its thresholds
+    (`_deadline_passed`)."""
     interp = job.interp
-    bases = [job.samples[0].time]
-    if job.started_at is not None:
-        bases.append(job.started_at + skew)
+    moving = []
     for b in job.logs.values():
         if b.last_growth is not None:
-            bases.append(b.last_growth)
+            moving.append(b.last_growth)
         if b.mtime is not None:
-            bases.append(b.mtime)
+            moving.append(b.mtime)
     if interp.hint is not None:
-        bases += [interp.hint.time, interp.hint.since]
+        moving.append(interp.hint.time)
     if interp.last_progress_at is not None:
-        bases.append(interp.last_progress_at)
+        moving.append(interp.last_progress_at)
+    fixed = [job.samples[0].time]
+    if job.started_at is not None:
+        fixed.append(job.started_at + skew)
+    if interp.hint is not None:
+        fixed.append(interp.hint.since)
     if job.outdir is not None and job.outdir.newest_mtime is not None:
-        bases.append(job.outdir.newest_mtime)
+        fixed.append(job.outdir.newest_mtime)
     if job.compile_worker_since is not None:
-        bases.append(job.compile_worker_since)
-    return tuple(bases)
+        fixed.append(job.compile_worker_since)
+    return tuple(moving), tuple(fixed)
 
 
 def _deadline_passed(bases: tuple[float, ...], stall_after: float, since: float, now: float) -> bool:
     """Whether some clock the engine reads passed one of its thresholds in (since, now]."""
-    offsets = (0.0, stall_after, stall_after / 2, min(60.0, stall_after / 2), 60.0, YOUNG_S,
-               min(stall_after, YOUNG_S), MIN_SPIN_S, RATE_WINDOW_S, COMPILE_RECENT_S, MID_RUN_S)
+    offsets = _offsets(stall_after)
     for base in bases:
         if base > since:
             return True  # a time from the future of the last judgment (a clock skew): judge
@@ -339,7 +357,10 @@ def _deadline_passed(bases: tuple[float, ...], stall_after: float, since: float,
 def _unchanged(job: JobState, now: float, skew: float) -> bool:
     """Whether this frame may keep the job's verdict: nothing the engine reads changed beyond noise,
     no timer of the engine ran out since it was judged, no hysteresis count is under way, and the
-    verdict's evidence (durations, rates) is at most REJUDGE_EVERY_S old. Records the new basis when
+    verdict's evidence (durations, rates) is at most REJUDGE_EVERY_S old. A training job whose only
+    change is new lines that advance its progress keeps it too: such lines confirm the verdict, whose
+    log-moved evidence lines (phase line, last line's age, progress and ETA) are refreshed on the frame
+    (`_refresh_log_lines`); its other evidence is at most REJUDGE_EVERY_S old, as on any kept frame. Records the new basis when
     it returns False (the caller judges)."""
     v = job.verdict
     kept = job.judged
@@ -347,26 +368,90 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
     if interp is None or not job.samples:
         return False
     log_at = (interp.seq, interp.progress.current.updated_at)
-    if not isinstance(kept, Judged) or kept.log_at != log_at:
-        # New log lines: judged. The full basis is taken on the first frame without any (one more
-        # judgment per quiet spell), so a job that logs every second costs nothing here.
-        job.judged = Judged(log_at, None, now, -1, (), ())
+    log_moved = not isinstance(kept, Judged) or kept.log_at != log_at
+    if log_moved and (v is None or v.phase not in PROGRESS_CONFIRMS or interp.last_progress_at is None):
+        # New lines and no verdict they could confirm: judged. The full basis is taken on the first
+        # frame without any (one more judgment per quiet spell), so such a job costs nothing here.
+        job.judged = Judged(log_at, None, now, -1, (), (), settled=False)
         return False
     facts = _facts(job, skew)
     cpu = _cpu_class(job.samples)
     gpus = _gpu_readings(job.samples[-1])
-    bases = _clock_bases(job, skew)
+    moving, fixed = _clock_bases(job, skew)
     same = (
-        kept.facts is not None and v is not None and v.memory.pending is None
+        isinstance(kept, Judged) and kept.facts is not None and v is not None and v.memory.pending is None
         and job.exit is None and job.alive and now - kept.at < REJUDGE_EVERY_S
-        and kept.facts == facts and kept.cpu_class == cpu and kept.bases == bases
+        and kept.cpu_class == cpu
         and not _spin_possible(job.samples[-1]) and not _compilers_recent(job.samples, now)
         and _gpus_close(kept.gpus, gpus)
-        and not _deadline_passed(bases, job.stall_after_s, kept.at, now)
+        and _bases_close(kept.bases[1], fixed) and not _deadline_passed(fixed, job.stall_after_s, kept.at, now)
     )
+    if same and log_moved:
+        # Only new lines that advanced the progress, on a verdict that already showed all three
+        # log-moved lines (a first progress line adds one: judged).
+        same = (kept.facts[1] == facts[1] and interp.last_progress_at > kept.at
+                and bool(kept.lines) and None not in kept.lines
+                and not _clock_crossed(kept.bases[0], moving, job.stall_after_s, kept.at, now))
+        if same:
+            _refresh_log_lines(job, kept, now)
+    elif same:
+        same = kept.settled and kept.facts == facts and kept.bases[0] == moving and not _deadline_passed(
+            moving, job.stall_after_s, kept.at, now)
     if not same:
-        job.judged = Judged(log_at, facts, now, cpu, gpus, bases)
+        job.judged = Judged(log_at, facts, now, cpu, gpus, (moving, fixed), settled=not log_moved)
     return same
+
+
+def _bases_close(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    """The same times within CLOCK_NOISE_S: a process start is read through the host's clock offset,
+    measured anew on every frame (now - the frame's time) and so jittering by the link's latency."""
+    return len(a) == len(b) and all(abs(x - y) <= CLOCK_NOISE_S for x, y in zip(a, b))
+
+
+def _clock_crossed(before: tuple[float, ...], after: tuple[float, ...], stall_after: float,
+                   then: float, now: float) -> bool:
+    """Whether some rule reading how long ago a log-moved time was ("quiet for X") would answer now
+    otherwise than at the judgment (`then`): the same time, moved by new lines or not, compared
+    with each threshold of the engine at both moments."""
+    if len(before) != len(after):
+        return True
+    for old, new in zip(before, after):
+        if new > now:
+            return True  # a time from the future (a clock skew): judge
+        for off in _offsets(stall_after):
+            if (then - old >= off) != (now - new >= off):
+                return True
+    return False
+
+
+@lru_cache(maxsize=64)
+def _offsets(stall_after: float) -> tuple[float, ...]:
+    return (0.0, stall_after, stall_after / 2, min(60.0, stall_after / 2), 60.0, YOUNG_S,
+            min(stall_after, YOUNG_S), MIN_SPIN_S, RATE_WINDOW_S, COMPILE_RECENT_S, MID_RUN_S)
+
+
+def _log_lines(job: JobState, now: float) -> tuple:
+    interp = job.interp
+    last_growth, observed = None, True
+    for b in job.logs.values():
+        if b.last_growth is not None and (last_growth is None or b.last_growth > last_growth):
+            last_growth = b.last_growth
+        observed = observed and b.received
+    progress = interp.progress.current
+    return log_evidence(interp.hint, last_growth, observed, progress if progress.updated_at is not None else None, now)
+
+
+def _refresh_log_lines(job: JobState, kept: Judged, now: float) -> None:
+    """The kept verdict with its log-moved evidence lines (phase line, last line's age, progress and
+    ETA) as of now: what judging this frame would write there."""
+    fresh = _log_lines(job, now)
+    if fresh == kept.lines:
+        return
+    swap = {old: new for old, new in zip(kept.lines, fresh) if old is not None}
+    v = job.verdict
+    evidence = tuple(dict.fromkeys(e for e in (swap.get(e, e) for e in v.evidence) if e))
+    job.verdict = Verdict(v.phase, v.since, v.confidence, v.detail, evidence, v.advice, v.actions, v.memory)
+    kept.lines = fresh
 
 
 def _spin_possible(last) -> bool:
@@ -377,7 +462,13 @@ def _spin_possible(last) -> bool:
 
 
 def _compilers_recent(samples, now: float) -> bool:
-    return any(s.compilers for s in _recent_samples(samples, now - COMPILE_RECENT_S - 1.0))
+    since = now - COMPILE_RECENT_S - 1.0
+    for s in reversed(samples):
+        if s.time < since:
+            return False
+        if s.compilers:
+            return True
+    return False
 
 
 def judge(job: JobState, now: float, skew: float) -> None:
@@ -394,6 +485,9 @@ def judge(job: JobState, now: float, skew: float) -> None:
         job.history.append((verdict.phase, verdict.since))
         del job.history[:-MAX_HISTORY]
     job.verdict = verdict
+    kept = job.judged
+    if isinstance(kept, Judged) and kept.facts is not None and verdict.phase in PROGRESS_CONFIRMS:
+        kept.lines = _log_lines(job, now)  # what a frame of progress lines only refreshes
 
 
 def lead_process(procs: list[ProcInfo]) -> ProcInfo | None:

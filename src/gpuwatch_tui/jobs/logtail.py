@@ -8,10 +8,9 @@ no control characters at all, so widgets and the JSON output can show it as is.
 from __future__ import annotations
 
 import re
-from collections import deque
-from dataclasses import dataclass
 
 from ..model import TailChunk
+from .line_ring import LineRing, LogLine
 
 # CSI (colours, cursor moves) and OSC (titles, hyperlinks) sequences are dropped whole:
 # colour codes are common and harmless in intent, the rest must not reach a terminal.
@@ -60,13 +59,6 @@ def last_frame(segment: bytes) -> bytes:
     return b""
 
 
-@dataclass(frozen=True)
-class LogLine:
-    seq: int  # 1-based position among all complete lines seen
-    time: float  # when the line was completed
-    text: str
-
-
 class LogBuffer:
     """The last N safe lines of one followed file, fed with the probe's TailChunks.
 
@@ -85,7 +77,7 @@ class LogBuffer:
         self.max_lines = max_lines
         self.max_line_chars = max_line_chars
         self.partial_stale_s = partial_stale_s
-        self._lines: deque[LogLine] = deque(maxlen=max_lines)
+        self._lines = LineRing(max_lines)
         self._partial = b""
         self._partial_since: float | None = None
         self._partial_shown = False  # the stale partial sits provisionally at the end of _lines
@@ -203,13 +195,13 @@ class LogBuffer:
         ):
             text = self._safe(last_frame(self._partial), self._partial_cut)
             if text.strip():
-                self._lines.append(LogLine(self.total_lines + 1, now, text))
+                self._lines.append(self.total_lines + 1, now, text)
                 self._partial_shown = True
 
     def _append(self, raw: bytes, now: float, cut: int = 0) -> None:
         self.total_lines += 1
         line = LogLine(self.total_lines, now, self._safe(raw, cut))
-        self._lines.append(line)
+        self._lines.append(*line)
         self._new.append(line)
         if len(self._new) > self.max_lines * 4:
             del self._new[: len(self._new) - self.max_lines]
@@ -218,7 +210,7 @@ class LogBuffer:
         if self._partial_shown:
             self._lines.pop()
             self._partial_shown = False
-        self._lines.append(LogLine(self.total_lines, now, text))
+        self._lines.append(self.total_lines, now, text)
 
     def _drop_partial(self) -> None:
         if self._partial_shown:
@@ -245,10 +237,10 @@ class LogBuffer:
 
     def lines(self, n: int | None = None) -> list[str]:
         """The last n display lines (all kept lines by default), a stale partial included."""
-        items = list(self._lines)
+        items = self._lines.texts()
         if n is not None:
             items = items[-n:] if n > 0 else []
-        return [line.text for line in items]
+        return items
 
     def records(self) -> list[LogLine]:
         return list(self._lines)

@@ -396,6 +396,18 @@ def _progress_evidence(p: Progress | None, with_eta: bool = True) -> str | None:
     return ", ".join(parts) if parts else None
 
 
+def log_evidence(hint, last_growth_at: float | None, observed: bool, progress: Progress | None,
+                 now: float) -> tuple[str | None, str | None, str | None]:
+    """The evidence lines of a training verdict that the log's new lines move, as `_active` writes
+    them: the phase line, how long ago the last line came, the progress (with its ETA)."""
+    quiet_s = max(0.0, now - last_growth_at) if last_growth_at is not None and observed else 0.0
+    return (
+        f"log: {hint.text[:120]}" if hint is not None else None,
+        f"last log line {fmt_duration(quiet_s)} ago" if last_growth_at is not None else None,
+        _progress_evidence(progress),
+    )
+
+
 def _phase_progress_evidence(log: LogFacts) -> str | None:
     pp = log.phase_progress
     if not pp or "step" not in pp:
