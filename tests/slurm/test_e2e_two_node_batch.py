@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import signal
 import time
@@ -92,7 +93,9 @@ def test_slurm_batch_job_over_two_nodes(slurm_in_nodes, ssh_env, tmp_path, monke
     job = c.sbatch("-N", "2", "--job-name=ddp", "--time=5", "-o", "ddp-%j-%N.out",
                    f"--export=ALL,OMP_NUM_THREADS=1",
                    script=f"srun --ntasks-per-node=1 sh -c '{agent}'")
+    submitted = time.monotonic()
     c.wait_state(job, {"RUNNING"})
+    figures: dict[str, float | str] = {}
     expected_log = c.jobs_dir / f"ddp-{job}-node-a.out"  # %N: the batch node's host name
     ranks: dict[str, psutil.Process] = {}
 
@@ -123,6 +126,7 @@ def test_slurm_batch_job_over_two_nodes(slurm_in_nodes, ssh_env, tmp_path, monke
             except AssertionError:
                 raise AssertionError(f"ranks: {[(v.hosts, v.ranks) for v in joined()]} views: {monitor.tracker.views()}\nlog: {_read(expected_log)[-800:]}\n"
                                      f"hosts: {[(h, r.state) for h, r in monitor.store.hosts.items()]}") from None
+            figures["submit_to_one_job_s"] = time.monotonic() - submitted
             views = monitor.tracker.views()
             assert len([v for v in views if set(v.hosts or (v.host,)) & set(NODES)]) == 1, views
             view = joined()[0]
@@ -136,13 +140,18 @@ def test_slurm_batch_job_over_two_nodes(slurm_in_nodes, ssh_env, tmp_path, monke
             victim = ranks["node-b"]
             os.kill(victim.pid, signal.SIGSTOP)
             stopped_at = time.monotonic()
-            await wait_for(lambda: (j := joined()) and j[0].phase == "stalled" and j[0].evidence
-                           and j[0].evidence[0].startswith("rank 1 on gwnode2: process stopped (T)"),
+            named = "rank 1 on gwnode2: process stopped (T)"
+            await wait_for(lambda: (j := joined()) and j[0].evidence and j[0].evidence[0].startswith(named),
                            30, 0.05, "the stopped rank named")
-            named_after = time.monotonic() - stopped_at
+            figures["named_s"] = time.monotonic() - stopped_at
+            await wait_for(lambda: (j := joined()) and j[0].phase == "stalled" and j[0].evidence[0].startswith(named),
+                           30, 0.05, "the job stalled with the stopped rank named")
+            figures["stalled_s"] = time.monotonic() - stopped_at
             view = joined()[0]
             assert [r.rank for r in view.ranks if r.culprit] == [1], view.ranks
-            print(f"culprit named {named_after:.2f} s after the stop: {view.evidence[0]}")
+            figures.update(evidence=view.evidence[0], phase=f"{view.phase} ({view.detail})")
+            print(f"culprit named {figures['named_s']:.2f} s, stalled {figures['stalled_s']:.2f} s after the stop: "
+                  f"{view.evidence[0]}")
 
             # Kill is scancel: Slurm ends every rank on both nodes and frees the allocation.
             await watch.poll()
@@ -150,6 +159,7 @@ def test_slurm_batch_job_over_two_nodes(slurm_in_nodes, ssh_env, tmp_path, monke
                                     AuditLog(tmp_path / "state" / "audit.jsonl"), False, "ana", slurm=watch)
             plan = service.plan(view.id, "kill")
             assert plan.slurm_cancel is not None and plan.slurm_cancel.argv[-1] == job, plan
+            cancelled_at = time.monotonic()
             done = await service.execute(plan)
             assert done.ok, done.summary()
             await wait_for(lambda: not c.run(["squeue", "-h", "-j", job], check=False).stdout.strip(), 20, 0.2,
@@ -157,12 +167,12 @@ def test_slurm_batch_job_over_two_nodes(slurm_in_nodes, ssh_env, tmp_path, monke
             await wait_for(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE
                                            for p in ranks.values()) and not rank_procs(ns_of), 20, 0.2,
                            "the ranks gone on both nodes")
-            return named_after
+            figures["scancel_to_ranks_gone_s"] = time.monotonic() - cancelled_at
         finally:
             await monitor.stop()
 
     try:
-        named_after = asyncio.run(scenario())
+        asyncio.run(scenario())
     finally:
         for p in ranks.values():  # a stopped rank keeps its signals until continued
             try:
@@ -171,5 +181,6 @@ def test_slurm_batch_job_over_two_nodes(slurm_in_nodes, ssh_env, tmp_path, monke
                 pass
         c.run(["scancel", job], check=False)
     out = os.environ.get("GPUWATCH_BENCH_OUT")
-    if out:  # benchmarks/bench_multinode_culprit.py --slurm reads the figure from here
-        Path(out).write_text(f"{named_after:.3f}\n")
+    if out:  # benchmarks/bench_slurm_e2e.py collects the figures of each run from here
+        Path(out).write_text(json.dumps({k: round(v, 3) if isinstance(v, float) else v
+                                         for k, v in figures.items()}))
