@@ -14,6 +14,12 @@ from tests.core.helpers import settings_for, toml_value, write_toml
 from .cluster import NODE
 
 
+def test_kill_help_says_a_slurm_job_is_cancelled_with_scancel():
+    r = subprocess.run([sys.executable, "-m", "gpuwatch_tui.cli", "kill", "--help"], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0 and "a Slurm job is cancelled with scancel" in " ".join(r.stdout.split()), r.stdout
+
+
 def test_cli_kill_of_a_slurm_job_is_scancel(slurm_env, sshd_factory, ssh_env, tmp_path):
     c = slurm_env
     (node,) = sshd_factory(1)
