@@ -11,7 +11,9 @@ import asyncio
 import dataclasses
 import json
 import os
+import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -29,9 +31,9 @@ from gpuwatch_tui.slurm.run import make_watch
 from tests.core.helpers import settings_for, wait_for
 from tests.multinode import cluster as nodes_mod
 from tests.support.net import free_port
+from tests.support.services import service_missing
 
 from .cluster import SlurmCluster, slurm_unavailable_reason
-from .conftest import _missing
 
 NODES = {"gwnode1": "node-a", "gwnode2": "node-b"}  # Slurm node -> the sshd test node it lives in
 STALL_AFTER = 3.0
@@ -43,9 +45,10 @@ def _pid_ns(pid: int) -> str:
 
 @pytest.fixture
 def slurm_in_nodes(sshd_factory, tmp_path):
-    reason = slurm_unavailable_reason() or nodes_mod.nodes_unavailable()
+    reason = (slurm_unavailable_reason() or nodes_mod.nodes_unavailable()
+              or (None if shutil.which("nsenter") else "nsenter (util-linux) is missing"))
     if reason:
-        _missing(reason)
+        service_missing("Slurm with namespaced test nodes", reason)
     nodes = nodes_mod.start_nodes(sshd_factory, tmp_path)
     # Each node's sshd is pid 1 of that node's namespaces (unshare's child, which exec'd it).
     ns_root = {n.name: psutil.Process(n.pid).children()[0].pid for n in nodes}
@@ -87,11 +90,11 @@ def test_slurm_batch_job_over_two_nodes(slurm_in_nodes, ssh_env, tmp_path, monke
     monkeypatch.setenv("SLURM_CONF", str(c.conf))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     port = free_port("127.0.0.1")
-    agent = (f"exec {nodes_mod.sys.executable} -m torch.distributed.run --nnodes 2 --nproc_per_node 1 "
+    agent = (f"exec {sys.executable} -m torch.distributed.run --nnodes 2 --nproc_per_node 1 "
              f"--rdzv_backend c10d --rdzv_endpoint 127.0.0.1:{port} --rdzv_id slurm-$SLURM_JOB_ID "
              f"--max_restarts 0 {nodes_mod.SCRIPT}")
     job = c.sbatch("-N", "2", "--job-name=ddp", "--time=5", "-o", "ddp-%j-%N.out",
-                   f"--export=ALL,OMP_NUM_THREADS=1",
+                   "--export=ALL,OMP_NUM_THREADS=1",
                    script=f"srun --ntasks-per-node=1 sh -c '{agent}'")
     submitted = time.monotonic()
     c.wait_state(job, {"RUNNING"})
