@@ -350,20 +350,29 @@ async def _wait_jobs_observed(monitor: Monitor, limit: float) -> None:
 async def run_watch(config: Config, count: int | None) -> int:
     from .monitor import Monitor
 
+    slurm = None
+    if config.slurm is not None:  # as `status`: the queue first, its running jobs' nodes watched too
+        from .slurm.status import read_slurm
+
+        config, slurm = await read_slurm(config)
     monitor = Monitor(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await monitor.start()
+    poller = _start_slurm_poller(config, slurm, monitor) if slurm is not None else None
     interval = config.settings.sample_interval
     emitted = 0
     try:
         await monitor.wait_settled(min(config.settings.connect_timeout, 3 * interval))
         next_at = time.monotonic()
         while not stop.is_set():
+            snapshot = monitor.snapshot()
+            if slurm is not None:
+                snapshot["slurm"] = slurm.to_json()  # the same object as `status --json`'s
             try:
-                sys.stdout.write(json.dumps(monitor.snapshot()) + "\n")
+                sys.stdout.write(json.dumps(snapshot) + "\n")
                 sys.stdout.flush()
             except BrokenPipeError:
                 break
@@ -376,8 +385,22 @@ async def run_watch(config: Config, count: int | None) -> int:
             except asyncio.TimeoutError:
                 pass
     finally:
+        if poller is not None:
+            await poller.stop()
         await monitor.stop()
     return 0
+
+
+def _start_slurm_poller(config: Config, watch, monitor: Monitor):
+    """Re-read the queue every poll_interval; jobs that start later get their nodes and scripts watched."""
+    from .slurm.hosts import adopt_new_jobs
+    from .slurm.poller import SlurmPoller
+
+    known_jobs = {j.name for j in config.jobs}
+    poller = SlurmPoller(watch, config.slurm.poll_interval,
+                         lambda: adopt_new_jobs(monitor, config.slurm, watch.running(), known_jobs))
+    poller.start()
+    return poller
 
 
 async def run_watch_alerts(config: Config, count: int | None) -> int:

@@ -50,11 +50,16 @@ def slurm_unavailable_reason() -> str | None:
 
 
 class SlurmCluster:
-    def __init__(self, workdir: Path, nodes: int = 1) -> None:
+    def __init__(self, workdir: Path, nodes: int = 1, node_prefix: dict[str, list[str]] | None = None,
+                 node_hostname: dict[str, str] | None = None) -> None:
         """`nodes` > 1: more slurmd on this machine (gwnode1, gwnode2, ...), each on its own port, for
         multi-node jobs (`sbatch -N 2`); their processes all run here, so each node can be mapped to
-        a test sshd host with [slurm.node_address]."""
+        a test sshd host with [slurm.node_address]. `node_prefix[node]` runs that node's slurmd under a
+        command (e.g. nsenter into a test node's namespaces, so its job steps live there), and
+        `node_hostname[node]` is its NodeHostname (the host name it has there)."""
         self.dir = workdir
+        self.node_prefix = node_prefix or {}
+        self.node_hostname = node_hostname or {}
         self.node_names = [NODE] + [f"gwnode{i}" for i in range(2, nodes + 1)]
         self.node_ports = {name: free_port("127.0.0.1") for name in self.node_names}
         self.procs: dict[str, subprocess.Popen] = {}
@@ -110,7 +115,7 @@ class SlurmCluster:
             "InactiveLimit=0",
             "KillWait=2",
             "SchedulerParameters=sched_interval=1",
-            *(f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={self.node_ports[name]} CPUs=2 "
+            *(f"NodeName={name} NodeHostname={self.node_hostname.get(name, host)} NodeAddr=127.0.0.1 Port={self.node_ports[name]} CPUs=2 "
               "RealMemory=1000 State=UNKNOWN" for name in self.node_names),
             f"PartitionName={PARTITION} Nodes={','.join(self.node_names)} Default=YES MaxTime=INFINITE State=UP",
             "",
@@ -141,7 +146,7 @@ class SlurmCluster:
         self._spawn("slurmctld", [binary("slurmctld"), "-D", "-i", "-f", str(self.conf)])
         for name in self.node_names:
             self._spawn(f"slurmd-{name}" if name != NODE else "slurmd",
-                        [binary("slurmd"), "-D", "-N", name, "-f", str(self.conf)])
+                        [*self.node_prefix.get(name, ()), binary("slurmd"), "-D", "-N", name, "-f", str(self.conf)])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for name, proc in self.procs.items():

@@ -58,6 +58,9 @@ async def test_k_on_a_slurm_job_is_scancel(slurm_env, sshd_factory, ssh_env, tmp
             await until(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), 5, "the confirm dialog")
             text = "\n".join(static_text(w) for w in app.screen.query("#confirm-targets-head, #confirm-command"))
             assert f"scancel -- {running}" in text and f"Slurm job {running} (RUNNING) on {NODE}" in text
+            # The dialog says it is a cancel in Slurm, not signals to pids.
+            assert "Kill (cancel with scancel)?" in static_text(app.screen.query_one("#confirm-title"))
+            assert str(app.screen.query_one("#confirm-ok").label) == "scancel (y)"
             await pilot.press("y")
             await until(pilot, lambda: not app.running_actions and view.id in app.action_outcomes, 30, "the outcome")
             outcome = app.action_outcomes[view.id][0]

@@ -53,6 +53,13 @@ async def run_action(config, spec: ActionSpec, host: str, job: str, *, yes: bool
     if readonly:
         return refuse(audit, host, job, spec.name, f"read-only mode: {spec.cli_verb} is disabled "
                       "(--readonly or settings.readonly)", err)
+    slurm = None
+    if config.slurm is not None:
+        # As `status` and the dashboard: the queue read first, so a running job's nodes are hosts here and
+        # the kill of a Slurm job is scancel (it frees the allocation and ends every node's ranks).
+        from ..slurm.status import read_slurm  # noqa: PLC0415
+
+        config, slurm = await read_slurm(config)
     names = [h.name for h in config.hosts]
     if host not in names:
         print(f"gpuwatch: no host {host!r} in the config; hosts: {', '.join(names)}", file=err)
@@ -60,7 +67,7 @@ async def run_action(config, spec: ActionSpec, host: str, job: str, *, yes: bool
     if not yes and not stdin.isatty():
         return refuse(audit, host, job, spec.name, "not asking without a terminal: pass --yes to act", err)
     monitor = Monitor(config)
-    service = ActionService(monitor, config.actions, audit, readonly, current_user())
+    service = ActionService(monitor, config.actions, audit, readonly, current_user(), slurm=slurm)
     await monitor.start()
     try:
         await monitor.wait_settled(config.settings.connect_timeout + 5)
@@ -96,6 +103,8 @@ async def run_action(config, spec: ActionSpec, host: str, job: str, *, yes: bool
         return EXIT_DONE if outcome.ok else EXIT_FAILED
     finally:
         await monitor.stop()
+        if slurm is not None:
+            await slurm.client.runner.close()
 
 
 async def _wait_job(monitor, service: ActionService, host: str, job: str, limit: float):

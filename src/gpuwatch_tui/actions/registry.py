@@ -38,7 +38,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
                confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
     ActionSpec("theme", "t", "Theme", "cycle gpuwatch themes",
                confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
-    ActionSpec("kill", "k", "Kill", "stop the selected job's processes (SIGTERM, then SIGKILL)",
+    ActionSpec("kill", "k", "Kill", "stop the selected job's processes (SIGTERM, then SIGKILL); a Slurm job is cancelled "
+               "with scancel",
                confirm=True, readonly_safe=False, cli_verb="kill", scope="job"),
     ActionSpec("restart_unbuffered", "u", "Restart with -u",
                "start the selected job again with unbuffered output, so its log shows what it prints",

@@ -18,7 +18,7 @@ from ..model import GpuSample, ProcInfo
 from ..views import JobView, PhaseEntry, RankView
 from ..vocab import PHASE_URGENCY
 from .culprit import Culprit, find_culprit
-from .discovery import launcher_kind
+from .discovery import is_python, launcher_kind
 from .job_actions import DUMP, KILL
 from .phase import format_history
 
@@ -79,7 +79,9 @@ def rank_processes(procs: Iterable[ProcInfo]) -> list[ProcInfo]:
     agent (a launcher may carry a stale RANK from its own environment)."""
     procs = [p for p in procs if launcher_kind(p) is None]
     with_rank = [p for p in procs if dict(p.dist).get("RANK") is not None]
-    return with_rank or [p for p in procs if dict(p.dist).get("SLURM_PROCID") is not None]
+    # SLURM_PROCID alone: a Python task of an srun step. The batch script and srun carry SLURM_PROCID=0
+    # too (the batch step's), and are no rank.
+    return with_rank or [p for p in procs if dict(p.dist).get("SLURM_PROCID") is not None and is_python(p)]
 
 
 def ranks_of(part: PartFacts) -> list[RankView]:
@@ -201,10 +203,18 @@ class MultiNodeJobs:
             ranks = [dataclasses.replace(r, culprit=True, note=culprit.notes[i]) if i in culprit.notes else r
                      for i, r in enumerate(ranks)]
         # Rank 0's host leads (its log is the one people read); parts in rank order after it.
+        # On that host a part with a log leads: under srun the batch script's part holds the one log.
         order = {r.job_id: i for i, r in reversed(list(enumerate(ranks)))}
-        members = sorted(members, key=lambda m: (order.get(m.view.id, len(order)), m.view.host))
+        host_order = {r.host: i for i, r in reversed(list(enumerate(ranks)))}
+        members = sorted(members, key=lambda m: (host_order.get(m.view.host, len(order)), not m.view.logs,
+                                                 order.get(m.view.id, len(order)), m.view.host))
         lead = members[0].view
-        worst = min(members, key=lambda m: PHASE_URGENCY.get(m.view.phase, 3)).view
+        # srun pipes every node's rank output into the batch step's one log: a part without a log of its
+        # own that is "stalled" for want of progress says nothing while a part with a log is alive.
+        logged = any(m.view.logs and m.view.alive for m in members)
+        judged = [m for m in members if not (logged and not m.view.logs and m.view.phase == "stalled"
+                                             and m.view.detail == "no-progress")] or members
+        worst = min(judged, key=lambda m: PHASE_URGENCY.get(m.view.phase, 3)).view
         all_ended = all(not m.view.alive for m in members)
         phase, detail, since = worst.phase, worst.detail, worst.since
         confidence, advice, actions = worst.confidence, worst.advice, worst.actions

@@ -600,6 +600,12 @@ class JobCandidates(object):
         parent = seen.get(ppid)
         if parent is not None and parent[2] in LAUNCHER_COMMS:
             return "launcher"
+        # torchrun's agent starts as "python" and names itself pt_elastic later: the comm recorded when
+        # it was first seen is stale, so read it now (a rank whose stdout is a pipe, as under srun, has
+        # nothing else that makes it a job before it touches a GPU).
+        comm = read_raw("/proc/%d/comm" % ppid) if parent is not None else None
+        if comm is not None and comm.strip().decode("utf-8", "replace") in LAUNCHER_COMMS:
+            return "launcher"
         try:
             out = os.readlink("/proc/%d/fd/1" % pid)
         except OSError:

@@ -63,9 +63,11 @@ class ConfirmActionScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         plan = self.plan
         spec = by_name(plan.action)
+        cancel = getattr(plan, "slurm_cancel", None)
         with Vertical(id="confirm-box", classes=f"-{plan.action}"):
             title = Text()
-            title.append(f"{spec.title}?", "bold")
+            # A Slurm job is not signalled: Slurm cancels it (and frees its allocation) when scancel runs.
+            title.append(f"{spec.title} (cancel with scancel)?" if cancel is not None else f"{spec.title}?", "bold")
             title.append(f"  {plan.job} on {plan.host}")
             yield Static(title, id="confirm-title")
             facts = Text()
@@ -75,7 +77,6 @@ class ConfirmActionScreen(ModalScreen[bool]):
             facts.append(f"{plan.job} ({plan.job_id})")
             yield Static(facts, id="confirm-facts")
             count = len(plan.targets)
-            cancel = getattr(plan, "slurm_cancel", None)
             if cancel is not None:  # scancel: Slurm ends every process of the job, on every node
                 head = (f"Slurm job {cancel.job.job_id} ({cancel.job.state}) on {cancel.job.nodelist or '-'}, "
                         f"user {cancel.job.user or '?'}: every process on every node")
@@ -93,7 +94,8 @@ class ConfirmActionScreen(ModalScreen[bool]):
                 yield Static("\n".join(f"! {w}" for w in plan.warnings), id="confirm-warnings")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Cancel (n)", id="confirm-cancel")
-                yield Button(f"{_CONFIRM_LABEL.get(plan.action, 'Do it')} (y)", id="confirm-ok",
+                label = "scancel" if cancel is not None else _CONFIRM_LABEL.get(plan.action, "Do it")
+                yield Button(f"{label} (y)", id="confirm-ok",
                              variant="error" if plan.action == "kill" else "warning")
 
     def on_mount(self) -> None:
