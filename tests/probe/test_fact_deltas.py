@@ -89,6 +89,10 @@ def job(tmp_path):
     (tmp_path / "elsewhere").mkdir()
     log = open(tmp_path / "first.log", "wb")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, cwd=tmp_path)
+    deadline = time.monotonic() + 10
+    while not _child_is_sleep(proc.pid):  # the test reads the child's facts: let its exec finish first
+        assert time.monotonic() < deadline, "the job's sleep child never started"
+        time.sleep(0.02)
     yield proc, tmp_path
     if proc.poll() is None:
         # its sleep child first, by the pid the job itself started
@@ -97,6 +101,14 @@ def job(tmp_path):
         proc.kill()
         proc.wait()
     log.close()
+
+
+def _child_is_sleep(pid: int) -> bool:
+    try:
+        kids = open(f"/proc/{pid}/task/{pid}/children").read().split()
+        return bool(kids) and open(f"/proc/{kids[0]}/cmdline", "rb").read() == b"sleep\x0060\x00"
+    except OSError:
+        return False
 
 
 def _proc(frame: dict, pid: int) -> dict:
