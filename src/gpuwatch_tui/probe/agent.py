@@ -538,6 +538,20 @@ def maps_have(pid, needles):
         os.close(fd)
 
 
+def probe_ancestors():
+    """(pid, start) of every process above this probe: its session's shell, sshd, the gpuwatch or
+    test runner that started it. A Python one among them supervises; it is never a job."""
+    out = set()
+    pid = os.getppid()
+    while pid > 1 and len(out) < 64:
+        parent = read_parent(pid)
+        if parent is None:
+            break
+        out.add((pid, parent[1]))
+        pid = parent[0]
+    return out
+
+
 class JobCandidates(object):
     """Python processes that are jobs before they touch a GPU, judged once per (pid, start), and
     re-judged every sample while young and undecided (libraries load late).
@@ -553,6 +567,7 @@ class JobCandidates(object):
         self.found = {}  # pid -> reason
         self.rechecked_at = 0.0
         self.new_pids = PidCursor()  # /proc is listed again only when a pid was handed out
+        self.ancestors = probe_ancestors()
 
     def scan(self, seen, now):
         """`seen`: {pid: (ppid, start, comm)} from the full scan."""
@@ -587,6 +602,8 @@ class JobCandidates(object):
     def consider(self, pid, now):
         ppid, start, comm = self.seen[pid]
         if not comm.startswith("python") and comm != "pypy3":
+            return
+        if (pid, start) in self.ancestors:  # what started the probe (a shell, a gpuwatch) is no job
             return
         key = (pid, start)
         state = self.judged.get(key)
