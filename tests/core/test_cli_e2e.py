@@ -318,6 +318,10 @@ def test_status_shows_a_match_that_takes_other_sessions_processes(tmp_path):
     marker = f"gpuwatch-broad-{os.getpid()}-{time.monotonic_ns()}"
     procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker], start_new_session=True)
              for _ in range(2)]
+    deadline = time.monotonic() + 10
+    while not all(marker.encode() in open(f"/proc/{p.pid}/cmdline", "rb").read() for p in procs):
+        assert time.monotonic() < deadline  # exec'd: a probe must not see the pre-exec fork first
+        time.sleep(0.02)
     try:
         cfg = tmp_path / "hosts.toml"
         cfg.write_text('[settings]\nsample_interval = 0.2\n\n[[hosts]]\nname = "me"\nlocal = true\n\n'

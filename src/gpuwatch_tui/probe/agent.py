@@ -20,7 +20,6 @@ import time
 
 PROTOCOL_VERSION = 1
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-EXEC_SETTLE_S = 2.0  # a process younger than this may not have exec'd yet
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 TAIL_CAP_BYTES = 256 * 1024  # at most this much of one log per frame; the rest waits (see Tail)
 DIR_ENTRY_CAP = 2000
@@ -390,12 +389,8 @@ class ProcCache(object):
     def static_facts(self, pid, start):
         key = (pid, start)
         facts = self.static.get(key)
-        # A fork's child shows its parent's cmdline and environ until its exec: facts read that
-        # early are read again until the process is EXEC_SETTLE_S old, so they can't stick.
-        if facts is None or facts["read_at"] < start + EXEC_SETTLE_S:
-            facts = dict(facts or {})
-            facts.pop("kind", None)  # judged from the cmdline and environ read below
-            facts["read_at"] = time.time()
+        if facts is None:
+            facts = {}
             try:
                 raw = open("/proc/%d/cmdline" % pid, "rb").read()
                 facts["cmdline"] = [a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]][:256]
