@@ -1288,6 +1288,7 @@ class Probe(object):
         self.pids_handed_out = True
         self.scanned_procs = 0
         self.last_scan = 0.0  # when a walk was last due (0: one is due now)
+        self.wants_gen = 0  # bumped by each set_wants
         self.last_walk = 0.0  # when every process's stat was last read (a full walk)
         self.walk_pids = PidCursor()
         self.cpu_count = os.cpu_count()
@@ -1328,6 +1329,7 @@ class Probe(object):
                     rx = None
                 self.matches[key] = (rx, spec.get("pid_file"))
             self.last_scan = 0.0  # scan at the next tick
+            self.wants_gen += 1
 
     def set_interval(self, seconds):
         self.interval = max(0.1, float(seconds))
@@ -1347,6 +1349,7 @@ class Probe(object):
         live = {}
         with self.lock:
             matches = dict(self.matches)
+            gen = self.wants_gen
         matched = dict((key, []) for key in matches)
         me = os.getpid()
         seen = {}
@@ -1376,7 +1379,8 @@ class Probe(object):
         self.children_of = children_of
         self.match_pids = matched
         self.candidates.scan(seen, now)
-        self.last_scan = now
+        # wants that came during this walk (new matches) were not looked for: walk again at once
+        self.last_scan = now if gen == self.wants_gen else 0.0
         if full:
             self.last_walk = now
             self.cpu_count = os.cpu_count()
