@@ -32,6 +32,7 @@ from pathlib import Path
 from bench_fleet_jobs import JobFleet, send
 
 from gpuwatch_tui.config import load_config_file
+from gpuwatch_tui.gc_policy import relax_gc
 from gpuwatch_tui.jobs.tracker import JobTracker
 from gpuwatch_tui import monitor as monitor_module
 from gpuwatch_tui.monitor import Monitor
@@ -162,6 +163,7 @@ async def replay(lines: list[str], hosts: int, base: Path) -> dict:
 
 
 def main() -> int:
+    relax_gc()  # as the gpuwatch command does at start
     ap = argparse.ArgumentParser()
     ap.add_argument("--hosts", type=int, default=128)
     ap.add_argument("--frames", type=int, default=40)

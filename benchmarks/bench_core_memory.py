@@ -15,16 +15,10 @@ import sys
 import time
 from pathlib import Path
 
+from bench_core_fleet import rss_mb
+
 from gpuwatch_tui.jobs.tracker import JobTracker
 from gpuwatch_tui.probe.frames import FactCache, parse_sample
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def main() -> int:

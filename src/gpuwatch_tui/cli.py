@@ -23,6 +23,7 @@ from . import __version__  # noqa: E402
 from .actions import registry  # noqa: E402
 from .config import Config, load_config  # noqa: E402
 from .errors import ConfigError  # noqa: E402
+from .gc_policy import relax_gc  # noqa: E402
 from .recording.at_time import AT_HELP  # noqa: E402
 
 if _collector_was_on:
@@ -228,6 +229,7 @@ def check_theme(name: str) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    relax_gc()
     args = build_parser().parse_args(argv)
     if args.theme is not None:
         problem = check_theme(args.theme)

@@ -18,6 +18,7 @@ from .feeds.base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
 from .feeds.pending import PendingRequests
 from .probe.frames import PROTOCOL_VERSION, FactCache, parse_sample
 from .requests import BAD_ARGS, HOST_DOWN, LINK_LOST, TIMEOUT, RequestError
+from .tasks import cancel_and_wait
 from .transport.channel import probe_channel
 from .transport.failure import ConnectFailure
 from .transport.link import ProbeExited, ProbeLink
@@ -62,12 +63,7 @@ class HostSession(HostFeed):
     async def stop(self) -> None:
         self._stopping = True
         self._pending.fail_all(LINK_LOST, f"{self.name}: the watch stopped before a reply came")
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await cancel_and_wait(self._task)
         await self._teardown()
 
     async def _teardown(self, keep_conn: bool = False) -> None:

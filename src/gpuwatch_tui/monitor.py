@@ -6,7 +6,6 @@ The dashboard and the `status` / `watch` verbs drive exactly this object.
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from typing import Callable
 
@@ -25,23 +24,8 @@ def _reached_over_ssh(host: HostConfig) -> bool:
     return not host.local and (host.ssh is not None or host.source is None)
 
 
-# The fleet's state is hundreds of thousands of long-lived objects (samples, log lines, views). With
-# Python's default (a young collection every 700 allocations, older ones after 10 of those) the cycle
-# collector re-scanned them often: ~25% of the process's CPU at 128 hosts (bench_core_fleet). The
-# tracker makes few cycles; collecting them less often costs little memory.
-GC_THRESHOLDS = (50_000, 50, 100)
-_DEFAULT_GC_THRESHOLDS = (700, 10, 10)
-
-
-def relax_gc() -> None:
-    """Collect cycles less often, unless someone already chose the thresholds."""
-    if gc.get_threshold() == _DEFAULT_GC_THRESHOLDS:
-        gc.set_threshold(*GC_THRESHOLDS)
-
-
 class Monitor:
     def __init__(self, config: Config, tracker=None) -> None:
-        relax_gc()
         self.config = config
         self.settings = config.settings
         self.store = Store([h.name for h in config.hosts], config.settings.history)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpuwatch_tui.jobs.rules import Rule, RuleSet, builtin_rules, required_text
+from gpuwatch_tui.jobs.rules import Rule, RuleSet, builtin_rules, required_any
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 
@@ -40,17 +40,21 @@ def test_same_matches_as_searching_every_rule_on_captured_logs():
 
 
 def test_needed_text_of_plain_case_and_group_patterns():
-    assert required_text(re.compile(r"\d+%\|[^|]*\|")) == ("%|", "|")
-    assert required_text(re.compile(r"(?P<d>\S+)\s+━+\s")) == ("━",)
-    assert required_text(re.compile(r"Saving (model|optimizer) to")) == ("Saving ", " to")
-    assert required_text(re.compile(r"(?:loss: )?x")) == ("x",)  # optional part: not needed
+    # the longest piece every match needs; an alternation gives one piece per branch
+    assert required_any(re.compile(r"\d+%\|[^|]*\|")) == ("%|",)
+    assert required_any(re.compile(r"(?P<d>\S+)\s+━+\s")) == ("━",)  # at least one
+    assert required_any(re.compile(r"Saving (model|optimizer) to")) == ("Saving ",)
+    assert required_any(re.compile(r"(?:loss: )?x")) == ("x",)  # optional part: not needed
+    assert required_any(re.compile(r"(step|iter) \d+")) == ("step", "iter")
 
 
-def test_case_insensitive_pieces_are_folded_ascii_and_alternatives_give_none():
-    assert required_text(re.compile(r"(?i)epoch")) == ()
-    assert required_text(re.compile(r"(?i)Epoch\s+Ünit"), folded=True) == ("epoch", "nit")
-    assert required_text(re.compile(r"a(?i:bc)d")) == ("a", "d")
-    assert required_text(re.compile(r"foo|bar")) == ()
+def test_case_insensitive_pieces_are_folded_ascii_and_unknown_branches_give_none():
+    assert required_any(re.compile(r"(?i)epoch")) == ()
+    assert required_any(re.compile(r"(?i)Epoch\s+Ünit"), folded=True) == ("epoch",)
+    assert required_any(re.compile(r"(?i)Ünit"), folded=True) == ("nit",)  # cut at non-ASCII
+    assert required_any(re.compile(r"a(?i:bc)d")) in {("a",), ("d",)}  # the (?i:) part is not plain
+    assert required_any(re.compile(r"(?:foo|\d+)x")) == ("x",)  # a branch with no text: none from it
+    assert required_any(re.compile(r"foo|\d+")) == ()
     rules = RuleSet([Rule("e", re.compile(r"(?i)EPOCH (?P<epoch>\d+)"))], desc_phases={})
     assert rules.match("epoch 3").fields == {"epoch": "3"}
     assert rules.match("Step 9").empty

@@ -17,12 +17,11 @@ def _missing(reason: str) -> None:
     service_missing("Slurm", reason)
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster(tmp_path_factory):
+def _running_cluster(tmp_path_factory, name: str, nodes: int = 1):
     reason = slurm_unavailable_reason()
     if reason:
         _missing(reason)
-    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    cluster = SlurmCluster(tmp_path_factory.mktemp(name), nodes=nodes)
     try:
         cluster.start()
     except Exception:
@@ -30,6 +29,11 @@ def slurm_cluster(tmp_path_factory):
         raise
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    yield from _running_cluster(tmp_path_factory, "slurm")
 
 
 @pytest.fixture
@@ -42,14 +46,4 @@ def slurm_env(slurm_cluster, monkeypatch):
 @pytest.fixture(scope="session")
 def slurm_cluster_2(tmp_path_factory):
     """The same, with two slurmd (gwnode1, gwnode2) on this machine: jobs with `-N 2` and srun steps."""
-    reason = slurm_unavailable_reason()
-    if reason:
-        _missing(reason)
-    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm2"), nodes=2)
-    try:
-        cluster.start()
-    except Exception:
-        cluster.stop()
-        raise
-    yield cluster
-    cluster.stop()
+    yield from _running_cluster(tmp_path_factory, "slurm2", nodes=2)

@@ -4,20 +4,12 @@ table is not there."""
 
 from __future__ import annotations
 
-import asyncio
 
 from gpuwatch_tui.config import load_config
 from gpuwatch_tui.ui.app import GpuwatchApp
 from gpuwatch_tui.ui.monitor_source import MonitorSource
 from gpuwatch_tui.ui.widgets.slurm_queue import SlurmQueueTable
-
-
-async def wait_until(pilot, predicate, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "timed out"
-        await pilot.pause(0.1)
+from tests.support.pilot import wait_until
 
 
 def rows(table: SlurmQueueTable) -> dict[str, list[str]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -16,17 +15,10 @@ from gpuwatch_tui.ui.widgets.gpu_grid import GpuGrid
 from gpuwatch_tui.ui.widgets.host_bar import HostBar
 from gpuwatch_tui.ui.widgets.jobs_table import JobsTable
 from gpuwatch_tui.ui.widgets.log_view import LogView
+from tests.support.pilot import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "tests" / "scenarios" / "train_logging.py"
-
-
-async def wait_until(pilot, predicate, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "timed out"
-        await pilot.pause(0.1)
 
 
 async def test_live_local_host_and_job_log_follows(tmp_path):

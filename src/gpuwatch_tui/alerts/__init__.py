@@ -6,7 +6,7 @@ frame should not wait for the dispatcher, the sinks and their imports.
 
 from __future__ import annotations
 
-from importlib import import_module
+from ..lazy_exports import lazy_exports
 
 _HOMES = {
     "AlertDispatcher": ".dispatch", "AlertEngine": ".engine", "HostFacts": ".engine", "TRIGGERS": ".events",
@@ -19,10 +19,4 @@ __all__ = ["AlertDispatcher", "AlertEngine", "AlertEvent", "AlertRule", "AlertRu
            "HostFacts", "TRIGGERS", "build_sinks", "desktop_notification", "parse_alerts", "terminal_writer"]
 
 
-def __getattr__(name: str):
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOMES)

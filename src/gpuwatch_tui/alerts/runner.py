@@ -16,6 +16,7 @@ from .engine import AlertEngine, host_facts_from_store
 from .events import AlertEvent
 from .settings import AlertsConfig
 from .sinks import CallbackSink, HookSink, Sink, TerminalSink, WebhookSink
+from ..tasks import cancel_and_wait
 
 
 def terminal_writer() -> Callable[[bytes], None] | None:
@@ -86,10 +87,5 @@ class AlertRunner:
         return self._task
 
     async def stop(self, drain_s: float = 5.0) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await cancel_and_wait(self._task)
         await self.dispatcher.drain(drain_s)

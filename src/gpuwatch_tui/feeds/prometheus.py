@@ -23,6 +23,7 @@ from ..requests import RequestError
 from .base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
 from .dcgm import SCRAPE_CLOCK_METRIC, HostGpus, history_by_host, latest_by_host, metrics_selector
 from .prometheus_api import STATE_UNREACHABLE, PromClient, PromError
+from ..tasks import cancel_and_wait
 
 UNSUPPORTED = "unsupported"  # RequestError code: this feed carries no ops to the host
 # A host whose last scrape is older than this many scrape intervals is stale (one missed scrape is normal).
@@ -134,12 +135,7 @@ class SourcePoller:
 
     async def close(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await cancel_and_wait(task)
         await self.client.aclose()
         if self._on_empty is not None:
             self._on_empty()

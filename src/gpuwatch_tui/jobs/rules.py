@@ -267,8 +267,8 @@ def required_any(pattern: re.Pattern[str], folded: bool = False) -> tuple[str, .
     (one piece), or one piece from each branch of an alternation (`step|iter`). Empty when unsure.
     The best-known requirement is chosen: the one whose shortest piece is longest.
 
-    Case handling as `required_text`: a case-insensitive pattern gives nothing unless `folded`,
-    then its pieces are lowercased and cut at non-ASCII characters."""
+    A case-insensitive pattern gives nothing unless `folded`: then its pieces are lowercased and
+    cut at non-ASCII characters, for a check against an ASCII line's lowercase."""
     if not isinstance(pattern.pattern, str) or pattern.flags & re.VERBOSE:
         return ()
     if pattern.flags & re.IGNORECASE and not folded:
@@ -330,48 +330,6 @@ def _any_of(items: list, folded: bool) -> tuple[str, ...] | None:
 def _strength(alternatives: tuple[str, ...]) -> tuple[int, int]:
     """Longer pieces are rarer in a line; fewer alternatives, fewer chances."""
     return min(len(a) for a in alternatives), -len(alternatives)
-
-
-def required_text(pattern: re.Pattern[str], folded: bool = False) -> tuple[str, ...]:
-    """Pieces of text every match of `pattern` contains: its runs of plain characters outside any
-    alternative, optional part or lookaround. Empty when unsure.
-
-    A case-insensitive pattern gives nothing unless `folded`: then its pieces are lowercased and
-    cut at non-ASCII characters, for a check against an ASCII line's lowercase."""
-    if not isinstance(pattern.pattern, str) or pattern.flags & re.VERBOSE:
-        return ()
-    if pattern.flags & re.IGNORECASE and not folded:
-        return ()
-    try:
-        parsed = _sre_parse.parse(pattern.pattern, pattern.flags)
-    except Exception:  # a parser detail changed: search every line, as before
-        return ()
-    needs: list[str] = []
-    _collect_required(list(parsed), needs, folded)
-    if not folded:
-        return tuple(needs)
-    pieces = [p.lower() for n in needs for p in re.split(r"[^\x00-\x7f]+", n)]
-    return tuple(p for p in pieces if p)
-
-
-def _collect_required(items: list, needs: list[str], folded: bool) -> None:
-    run = ""
-    for op, arg in items:
-        if op is _c.LITERAL:
-            run += chr(arg)
-            continue
-        if run:
-            needs.append(run)
-            run = ""
-        if op is _c.SUBPATTERN:
-            if folded or not arg[1] & re.IGNORECASE:  # (?i:...) inside: letters of either case
-                _collect_required(list(arg[-1]), needs, folded)  # a group: its text is needed too
-        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and arg[0] >= 1:
-            body = list(arg[2])
-            if len(body) == 1 and body[0][0] is _c.LITERAL:
-                needs.append(chr(body[0][1]))  # "━+": at least one
-    if run:
-        needs.append(run)
 
 
 def _merge(into: dict[str, str], numbers: dict[str, str]) -> None:

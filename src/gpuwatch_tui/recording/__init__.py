@@ -5,7 +5,7 @@ No Textual here: the dashboard's ReplaySource (ui/replay_source.py) sits on top 
 
 from __future__ import annotations
 
-from importlib import import_module
+from ..lazy_exports import lazy_exports
 
 # Loaded on first use: `gpuwatch --help` and the dashboard's first frame need only `at_time`.
 _HOMES = {
@@ -18,10 +18,4 @@ __all__ = ["FORMAT", "VERSION", "RecordingError", "RecordingWriter", "read_recor
            "RollingRecorder", "Replay", "ReplayMonitor", "Timeline"]
 
 
-def __getattr__(name: str):
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOMES)

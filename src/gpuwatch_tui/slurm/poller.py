@@ -11,6 +11,7 @@ import time
 from typing import Callable
 
 from .watch import SlurmWatch
+from ..tasks import cancel_and_wait
 
 
 class SlurmPoller:
@@ -46,10 +47,5 @@ class SlurmPoller:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await cancel_and_wait(task)
         await self.watch.client.runner.close()
