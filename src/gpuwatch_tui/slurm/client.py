@@ -3,7 +3,7 @@
     client = SlurmClient(runner, slurm_config)
     queue = await client.queue()                  # QueueRead: jobs + problems (+ error)
     ended = await client.final_states(["123"])    # sacct, or scontrol when accounting is off
-    result = await client.scancel("123", signal="TERM", full=True)
+    result = await client.run_plan(plan_cancel(job, login))  # scancel, checked (slurm/cancel.py)
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from .records import SlurmJob
 from .runner import CommandResult, CommandRunner
 from .sacct import accounting_disabled, parse_sacct, sacct_argv
-from .scancel import scancel_argv
 from .scontrol_job import parse_node_hosts, parse_scontrol_jobs, scontrol_argv
 from .settings import SlurmConfig
 from .squeue_json import parse_squeue_json, parse_version, squeue_json_argv, supports_json
@@ -180,6 +179,3 @@ class SlurmClient:
         """Run a confirmed CancelPlan (cancel.py)."""
         return await self._run(list(plan.argv))
 
-    async def scancel(self, job_id: str, signal: str | None = None, full: bool = False,
-                      batch: bool = False) -> CommandResult:
-        return await self._run(scancel_argv(job_id, signal, full, batch))

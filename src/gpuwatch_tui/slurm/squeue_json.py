@@ -71,12 +71,6 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def plugin_version(data: dict) -> str:
-    meta = data.get("meta") or {}
-    plugin = meta.get("plugin") or {}
-    return str(plugin.get("data_parser") or plugin.get("type") or "")
-
-
 def parse_squeue_json(text: str, now: float | None = None,
                       node_host: Callable[[str], str] | None = None) -> list[SlurmJob]:
     data = json.loads(text)
