@@ -234,6 +234,8 @@ class JobView:
         if self.parts:  # additive: a single-host job's JSON is unchanged
             out.update(hosts=list(self.hosts), ranks=[r.to_json() for r in self.ranks], parts=list(self.parts),
                        run_key=self.run_key)
+        elif self.ranks:  # a job of several ranks on one host: its ranks, additive too
+            out["ranks"] = [r.to_json() for r in self.ranks]
         return out
 
     def _base_json(self) -> dict:

@@ -139,7 +139,7 @@ class MultiNodeJobs:
 
     def __init__(self) -> None:
         self.joined: dict[str, str] = {}  # per-host job id -> the multi-node job's id (as of the last join)
-        self._keys: dict[str, tuple] = {}  # job id -> (its process list, its run keys)
+        self._keys: dict[str, tuple] = {}  # job id -> (its process list, its run keys, has several ranks)
         self._stopped_since: dict[tuple[str, int, int], float] = {}
         self._history: dict[str, list[tuple[str, float]]] = {}
 
@@ -152,16 +152,20 @@ class MultiNodeJobs:
             procs_list = (job.procs or job.last_procs) if job is not None else []
             # The keys of a job change only with its process list (a new list each frame of its host).
             cached = self._keys.get(v.id)
-            keys = cached[1] if cached is not None and cached[0] is procs_list else frozenset(part_keys(procs_list))
-            keys_seen[v.id] = (procs_list, keys)
-            if not keys:
+            if cached is not None and cached[0] is procs_list:
+                keys, ranked = cached[1], cached[2]
+            else:
+                keys = frozenset(part_keys(procs_list))
+                ranked = any(p.dist for p in procs_list) and len(rank_processes(procs_list)) > 1
+            keys_seen[v.id] = (procs_list, keys, ranked)
+            if not keys and not ranked:
                 parts.append(PartFacts(v, (), frozenset(), (), None))
                 continue
             last_log = max((b.last_growth for b in job.logs.values() if b.last_growth is not None), default=None)
             parts.append(PartFacts(v, tuple(procs_list), frozenset(p.pid for p in job.procs),
                                    tracker.host_gpus(v.host), last_log, keys))
         self._keys = keys_seen
-        if not any(p.keys for p in parts):  # the common case: nothing to join
+        if not any(p.procs for p in parts):  # the common case: nothing to join, no job of several ranks
             self.joined = {}
             self._stopped_since.clear()
             return views
@@ -173,9 +177,6 @@ class MultiNodeJobs:
     def combine(self, parts: list[PartFacts], now: float) -> tuple[list[JobView], dict[str, str]]:
         """(the views every reader gets, per-host job id -> the joined job's id)."""
         groups = group_parts(parts)
-        if not groups:
-            self._stopped_since.clear()
-            return [p.view for p in parts], {}
         joined: dict[str, str] = {}
         views: list[JobView] = []
         stopped_seen: set[tuple[str, int, int]] = set()
@@ -183,14 +184,18 @@ class MultiNodeJobs:
             view = self._join(key, members, now, stopped_seen)
             views.append(view)
             joined.update((m.view.id, view.id) for m in members)
+        # A job of several ranks on one host (torchrun --nproc_per_node 8) is judged over its ranks too.
+        rest = [self._ranked(p, now, stopped_seen) if p.procs and p.view.id not in joined else p.view
+                for p in parts if p.view.id not in joined]
         for k in [k for k in self._stopped_since if k not in stopped_seen]:
             del self._stopped_since[k]
         for k in [k for k in self._history if k not in set(joined.values())]:
             del self._history[k]  # a run no longer joined (dismissed, or down to one host)
-        rest = [p.view for p in parts if p.view.id not in joined]
         return rest + views, joined
 
-    def _join(self, key: str, members: list[PartFacts], now: float, stopped_seen: set) -> JobView:
+    def _ranks_and_culprit(self, members: list[PartFacts], now: float,
+                           stopped_seen: set) -> tuple[list[RankView], Culprit | None]:
+        """Every rank of the members in rank order, the culprit marked; since when each stopped rank is noted."""
         ranks = [r for m in members for r in ranks_of(m)]
         ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.host, r.pid))
         for r in ranks:
@@ -202,6 +207,37 @@ class MultiNodeJobs:
         if culprit is not None:
             ranks = [dataclasses.replace(r, culprit=True, note=culprit.notes[i]) if i in culprit.notes else r
                      for i, r in enumerate(ranks)]
+        return ranks, culprit
+
+    def _stopped_rank_since(self, ranks: list[RankView], now: float) -> float | None:
+        """Since when a culprit rank has been stopped, once that is no passing pause (STOPPED_GRACE_S)."""
+        stopped_at = [self._stopped_since[(r.host, r.pid, r.start_ticks)] for r in ranks
+                      if r.culprit and r.state == "T"]
+        return min(stopped_at) if stopped_at and now - min(stopped_at) >= STOPPED_GRACE_S else None
+
+    def _ranked(self, part: PartFacts, now: float, stopped_seen: set) -> JobView:
+        """A single-host job of several ranks: its ranks listed, the one that holds the others up named."""
+        ranks, culprit = self._ranks_and_culprit([part], now, stopped_seen)
+        v = part.view
+        if culprit is None or not v.alive:
+            return dataclasses.replace(v, ranks=tuple(ranks))
+        phase, detail, since, confidence = v.phase, v.detail, v.since, v.confidence
+        history = v.history
+        stopped_since = self._stopped_rank_since(ranks, now)
+        if stopped_since is not None and phase not in ("crashed", "stalled"):
+            # One stopped rank stops every collective: the run cannot move, whatever the others show.
+            phase, detail, since, confidence = "stalled", "rank-stopped", stopped_since, 0.9
+            history = (*history, PhaseEntry(phase, since))
+        advice, actions = v.advice, v.actions
+        if phase == "stalled":
+            advice, actions = culprit.advice, tuple(dict.fromkeys((*culprit.actions, *actions)))
+        return dataclasses.replace(
+            v, phase=phase, detail=detail, since=since, confidence=confidence,
+            evidence=(culprit.summary, *v.evidence), advice=advice, actions=actions, ranks=tuple(ranks),
+            history=history, history_text=format_history([(h.phase, h.since) for h in history], now))
+
+    def _join(self, key: str, members: list[PartFacts], now: float, stopped_seen: set) -> JobView:
+        ranks, culprit = self._ranks_and_culprit(members, now, stopped_seen)
         # Rank 0's host leads (its log is the one people read); parts in rank order after it.
         # On that host a part with a log leads: under srun the batch script's part holds the one log.
         order = {r.job_id: i for i, r in reversed(list(enumerate(ranks)))}
@@ -221,11 +257,10 @@ class MultiNodeJobs:
         evidence = [f"{worst.host}: {e}" for e in worst.evidence]
         if culprit is not None and not all_ended:
             evidence = [culprit.summary, *evidence]
-            stopped_at = [self._stopped_since[(r.host, r.pid, r.start_ticks)] for r in ranks
-                          if r.culprit and r.state == "T"]
-            if stopped_at and phase not in ("crashed", "stalled") and now - min(stopped_at) >= STOPPED_GRACE_S:
+            stopped_since = self._stopped_rank_since(ranks, now)
+            if stopped_since is not None and phase not in ("crashed", "stalled"):
                 # One stopped rank stops every collective: the run cannot move, whatever the others show.
-                phase, detail, since, confidence = "stalled", "rank-stopped", min(stopped_at), 0.9
+                phase, detail, since, confidence = "stalled", "rank-stopped", stopped_since, 0.9
             if phase == "stalled":
                 advice = culprit.advice
                 actions = tuple(dict.fromkeys((*culprit.actions, *actions)))

@@ -1,0 +1,109 @@
+"""A real torchrun of three ranks on one host (gloo, CPU), watched over a loopback sshd: the job lists its
+ranks; after the test SIGSTOPs rank 1 the job is `stalled (rank-stopped)` with rank 1 named first in the
+evidence and in `status --json`'s ranks; after SIGCONT it trains again and nobody is blamed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from gpuwatch_tui.config import parse_config
+from gpuwatch_tui.monitor import Monitor
+
+from tests.core.helpers import host_entry, settings_for, wait_for
+from tests.multinode.cluster import SCRIPT
+
+NPROC = 3
+
+
+def ranked(monitor):
+    return [v for v in monitor.tracker.views() if len(v.ranks) == NPROC and not v.multi_node]
+
+
+@pytest.fixture
+def run(tmp_path):
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pytest.fail("torch is not installed")  # under CI this must not pass by skipping
+    log = tmp_path / "ddp.log"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    env.pop("TORCHELASTIC_RUN_ID", None)
+    with open(log, "wb") as out:
+        agent = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                  "--nproc_per_node", str(NPROC), "--max_restarts", "0", str(SCRIPT)],
+                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                 cwd=tmp_path, start_new_session=True)
+    yield agent, log
+    family = []
+    try:
+        family = psutil.Process(agent.pid).children(recursive=True)
+    except psutil.Error:
+        pass
+    for p in family:
+        try:
+            p.send_signal(signal.SIGCONT)
+            p.kill()
+        except psutil.Error:
+            pass
+    agent.kill()
+    agent.wait(10)
+
+
+def rank_pids(agent) -> dict[int, int]:
+    """rank -> pid, from the workers' RANK variables (torchrun's own children)."""
+    out = {}
+    for p in psutil.Process(agent.pid).children():
+        try:
+            rank = p.environ().get("RANK")
+        except psutil.Error:
+            continue
+        if rank is not None:
+            out[int(rank)] = p.pid
+    return out
+
+
+def test_one_host_job_of_three_ranks_names_the_stopped_one(sshd_factory, ssh_env, run):
+    agent, log = run
+    (host,) = sshd_factory(1)
+    cfg = parse_config({"settings": settings_for(ssh_env, stall_after=60.0),
+                        "hosts": [host_entry(host, gpu_source="none")]}, "ranks.toml")
+    monitor = Monitor(cfg)
+
+    async def scenario():
+        await monitor.start()
+        try:
+            await wait_for(lambda: ranked(monitor) and log.read_text().count(" loss ") >= 2 * NPROC, 60, 0.1,
+                           "one job with its three ranks, training")
+            job = ranked(monitor)[0]
+            pids = rank_pids(agent)
+            assert [(r.rank, r.pid, r.host) for r in job.ranks] == [(i, pids[i], host.name) for i in range(NPROC)]
+            assert job.phase != "stalled" and not any(r.culprit for r in job.ranks), job
+            assert "ranks" in job.to_json() and job.to_json()["ranks"][1]["pid"] == pids[1]
+
+            os.kill(pids[1], signal.SIGSTOP)
+            stopped_at = time.monotonic()
+            await wait_for(lambda: (j := ranked(monitor)) and j[0].phase == "stalled"
+                           and j[0].detail == "rank-stopped", 20, 0.05, "the job stalled by its stopped rank")
+            after = time.monotonic() - stopped_at
+            job = ranked(monitor)[0]
+            assert job.evidence[0] == f"rank 1 on {host.name}: process stopped (T); ranks 0,2 waiting (state S)", job
+            assert [r.rank for r in job.ranks if r.culprit] == [1]
+            assert "SIGCONT" in job.advice and job.history[-1].phase == "stalled", job
+            assert after >= 3.0  # a rank stopped for less is a passing pause (a py-spy dump stops it too)
+            print(f"stalled (rank-stopped) {after:.2f} s after the stop: {job.evidence[0]}")
+
+            os.kill(pids[1], signal.SIGCONT)
+            await wait_for(lambda: (j := ranked(monitor)) and j[0].phase != "stalled"
+                           and not any(r.culprit for r in j[0].ranks), 20, 0.05, "training again, nobody blamed")
+        finally:
+            await monitor.stop()
+
+    asyncio.run(scenario())
