@@ -15,10 +15,13 @@ import psutil
 import pytest
 
 from gpuwatch_tui.config import parse_config
+from gpuwatch_tui.jobs.multinode import MultiNodeJobs, PartFacts
 from gpuwatch_tui.monitor import Monitor
 
 from tests.core.helpers import host_entry, settings_for, wait_for
+from tests.jobs.procs import proc
 from tests.multinode.cluster import SCRIPT
+from tests.multinode.test_srun_parts import view, with_env
 
 NPROC = 3
 
@@ -107,3 +110,30 @@ def test_one_host_job_of_three_ranks_names_the_stopped_one(sshd_factory, ssh_env
             await monitor.stop()
 
     asyncio.run(scenario())
+
+
+def one_host_part(phase: str, detail: str | None, victim_state: str) -> PartFacts:
+    ranks = tuple(with_env(proc(50 + r, 49, ["/venv/bin/python", "-u", "train.py"], stdout=None,
+                                state=victim_state if r == 1 else "S"),
+                           RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="3") for r in range(3))
+    v = view("h:49", "h", phase, detail=detail)
+    return PartFacts(v, ranks, frozenset(p.pid for p in ranks), (), None)
+
+
+def test_a_stopped_rank_outranks_a_generic_stall_but_not_a_crash_or_an_nccl_spin():
+    jobs = MultiNodeJobs()
+    (first,), _ = jobs.combine([one_host_part("training", None, "T")], 100.0)
+    assert first.phase == "training" and first.evidence[0].startswith("rank 1 on h: process stopped (T)")
+    (job,), _ = jobs.combine([one_host_part("training", None, "T")], 103.5)
+    assert (job.phase, job.detail, job.since) == ("stalled", "rank-stopped", 100.0), job
+    assert [h.phase for h in job.history][-1] == "stalled" and [r.rank for r in job.ranks if r.culprit] == [1]
+    # The engine's own stall after stall_after keeps the more telling reason ...
+    (job,), _ = jobs.combine([one_host_part("stalled", "no-progress", "T")], 140.0)
+    assert (job.phase, job.detail, job.since) == ("stalled", "rank-stopped", 100.0), job
+    # ... but a GPU-level reason or a crash stands, the rank still named.
+    for phase, detail in (("stalled", "nccl-spin"), ("crashed", "exception")):
+        (job,), _ = jobs.combine([one_host_part(phase, detail, "T")], 150.0)
+        assert (job.phase, job.detail) == (phase, detail) and job.evidence[0].startswith("rank 1 on h:"), job
+    # Resumed: nobody blamed, the engine's verdict as it is.
+    (job,), _ = jobs.combine([one_host_part("training", None, "S")], 160.0)
+    assert job.phase == "training" and not any(r.culprit for r in job.ranks) and len(job.ranks) == 3

@@ -47,6 +47,12 @@ def run_keys(dist: dict[str, str]) -> set[str]:
     return keys
 
 
+def overridable(phase: str, detail: str | None) -> bool:
+    """Whether a stopped culprit rank says more than the verdict: anything but a crash, or a stall the
+    engine could only call `no-progress` (an `nccl-spin` says more about the GPUs, and stays)."""
+    return phase != "crashed" and (phase != "stalled" or detail == "no-progress")
+
+
 def _int(value: str | None) -> int | None:
     try:
         return int(value) if value is not None else None
@@ -224,10 +230,11 @@ class MultiNodeJobs:
         phase, detail, since, confidence = v.phase, v.detail, v.since, v.confidence
         history = v.history
         stopped_since = self._stopped_rank_since(ranks, now)
-        if stopped_since is not None and phase not in ("crashed", "stalled"):
+        if stopped_since is not None and overridable(phase, detail):
             # One stopped rank stops every collective: the run cannot move, whatever the others show.
+            if phase != "stalled":
+                history = (*history, PhaseEntry("stalled", stopped_since))
             phase, detail, since, confidence = "stalled", "rank-stopped", stopped_since, 0.9
-            history = (*history, PhaseEntry(phase, since))
         advice, actions = v.advice, v.actions
         if phase == "stalled":
             advice, actions = culprit.advice, tuple(dict.fromkeys((*culprit.actions, *actions)))
@@ -258,7 +265,7 @@ class MultiNodeJobs:
         if culprit is not None and not all_ended:
             evidence = [culprit.summary, *evidence]
             stopped_since = self._stopped_rank_since(ranks, now)
-            if stopped_since is not None and phase not in ("crashed", "stalled"):
+            if stopped_since is not None and overridable(phase, detail):
                 # One stopped rank stops every collective: the run cannot move, whatever the others show.
                 phase, detail, since, confidence = "stalled", "rank-stopped", stopped_since, 0.9
             if phase == "stalled":
