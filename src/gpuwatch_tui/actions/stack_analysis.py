@@ -248,7 +248,7 @@ def _names(vs: Sequence[ProcessVerdict]) -> str:
 
 
 def _hang_summary(outside: Sequence[ProcessVerdict], waiting: Sequence[ProcessVerdict]) -> str:
-    who = "; ".join(f"{v.label} is {v.why}" for v in outside)
+    who = "; ".join(f"{v.label}: {v.why}" for v in outside)
     verb = "is" if len(outside) == 1 else "are"
     return (
         f"Collective hang: suspect {_names(outside)}. {who}. Meanwhile {_names(waiting)} "
