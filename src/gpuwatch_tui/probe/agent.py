@@ -750,6 +750,9 @@ class NoGpu(object):
         pass
 
 
+PROCS_MAX_AGE_S = 5.0  # a GPU's process list, kept while its memory used does not change
+
+
 class NvmlSource(object):
     name = "nvml"
 
@@ -769,6 +772,11 @@ class NvmlSource(object):
             })
         self.limits = [None] * len(self.handles)
         self.limits_at = 0.0
+        # Per GPU: (memory used, when read, its compute processes). Listing processes is the dearest NVML
+        # call (two driver round trips and a struct per process: a fifth of the probe's CPU on an H200 in a
+        # sandbox); a process that starts, ends or grows changes the memory used, so the list is read again
+        # then, and at least every PROCS_MAX_AGE_S.
+        self.gpu_procs = [None] * len(self.handles)
         self.mem_v2 = hasattr(nvml, "nvmlMemory_v2")
         self.driver = _s(self._try(nvml.nvmlSystemGetDriverVersion) or "") or None
 
@@ -788,9 +796,19 @@ class NvmlSource(object):
                 self.mem_v2 = False
         return self._try(nvml.nvmlDeviceGetMemoryInfo, h)
 
+    def processes(self, h):
+        procs = []
+        for p in self._try(self.nvml.nvmlDeviceGetComputeRunningProcesses, h) or []:
+            used = getattr(p, "usedGpuMemory", None)
+            procs.append({"pid": int(p.pid),
+                          "mem_used_mib": None if not isinstance(used, int) or used >= (1 << 60)
+                          else round(used / 1048576.0, 1)})
+        return procs
+
     def sample(self):
         nvml = self.nvml
         now = time.time()
+        mono = time.monotonic()
         if now - self.limits_at > 30:
             self.limits = [self._try(nvml.nvmlDeviceGetEnforcedPowerLimit, h) for h in self.handles]
             self.limits_at = now
@@ -800,12 +818,14 @@ class NvmlSource(object):
             mem = self.memory(h)
             power = self._try(nvml.nvmlDeviceGetPowerUsage, h)
             limit = self.limits[i]
-            procs = []
-            for p in self._try(nvml.nvmlDeviceGetComputeRunningProcesses, h) or []:
-                used = getattr(p, "usedGpuMemory", None)
-                procs.append({"pid": int(p.pid),
-                              "mem_used_mib": None if not isinstance(used, int) or used >= (1 << 60)
-                              else round(used / 1048576.0, 1)})
+            mem_used = None if mem is None else mem.used
+            kept = self.gpu_procs[i]
+            if kept is not None and kept[0] == mem_used and mem_used is not None and mono - kept[1] < PROCS_MAX_AGE_S:
+                procs = [dict(p) for p in kept[2]]
+            else:
+                procs = self.processes(h)
+                self.gpu_procs[i] = (mem_used, mono, procs)
+                procs = [dict(p) for p in procs]
             out.append({
                 "index": i, "uuid": self.static[i]["uuid"], "name": self.static[i]["name"],
                 "util_pct": None if util is None else util.gpu,
