@@ -1135,7 +1135,8 @@ class Tail(object):
         self.key = key
         self.path = path
         self.backlog = backlog
-        self.f = None
+        self.fd = None  # a raw descriptor: a regular file is read with one pread() at the offset
+        self.regular = True
         self.ino = None
         self.offset = 0
         self.first = True
@@ -1143,10 +1144,19 @@ class Tail(object):
         self.dropping = 0  # bytes of the current line dropped and not yet reported
 
     def _open(self):
-        f = open(self.path, "rb")
-        st = os.fstat(f.fileno())
-        self.f, self.ino = f, (st.st_dev, st.st_ino)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            raise
+        self.fd, self.ino, self.regular = fd, (st.st_dev, st.st_ino), S_ISREG(st.st_mode)
         return st
+
+    def _close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
     def poll(self):
         chunk = {"key": self.key, "path": self.path, "data": "", "reset": False, "skipped": 0,
@@ -1156,19 +1166,17 @@ class Tail(object):
             st = os.stat(self.path)
         except OSError as exc:
             chunk["error"] = exc.strerror or str(exc)
-            if self.f is not None:
+            if self.fd is not None:
                 self._drain(out, chunk["cut"])  # deleted: keep what the old file still had
-                self.f.close()
-                self.f = None
+                self._close()
             chunk["data"] = _b64(bytes(out))
             return chunk
         chunk["size"], chunk["mtime"] = st.st_size, st.st_mtime
-        if self.f is not None and (st.st_dev, st.st_ino) != self.ino:
+        if self.fd is not None and (st.st_dev, st.st_ino) != self.ino:
             self._drain(out, chunk["cut"])  # rotated: finish the old file first
-            self.f.close()
-            self.f = None
+            self._close()
             chunk["reset"] = True
-        if self.f is None:
+        if self.fd is None:
             try:
                 st = self._open()
             except (OSError, IOError) as exc:
@@ -1199,14 +1207,17 @@ class Tail(object):
 
     def _read(self, out, cuts, budget):
         """Read up to `budget` bytes from the offset into `out`, cutting over-long lines."""
-        self.f.seek(self.offset)
         while budget > 0 and len(out) < TAIL_CAP_BYTES:
-            block = self.f.read(min(self.BLOCK_BYTES, budget))
+            want = min(self.BLOCK_BYTES, budget)
+            # pread: no seek, and a short block means the end of what is there now (no read for the EOF)
+            block = os.pread(self.fd, want, self.offset) if self.regular else os.read(self.fd, want)
             if not block:
                 break
             budget -= len(block)
             self.offset += len(block)
             self._keep(block, out, cuts)
+            if self.regular and len(block) < want:
+                break
         if self.dropping:
             # The long line is still being written: say so now, more may follow.
             cuts.append([len(out), self.dropping])
@@ -1238,8 +1249,7 @@ class Tail(object):
             pass
 
     def close(self):
-        if self.f is not None:
-            self.f.close()
+        self._close()
 
 
 def _b64(data):
