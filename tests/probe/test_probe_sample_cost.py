@@ -215,3 +215,17 @@ def test_a_walk_between_full_ones_still_finds_a_new_matching_process(probe_ns, s
         time.sleep(0.05)
     assert frame["matches"]["m"] == [job.pid]
     assert probe.last_walk == full_walk_at  # found by a walk that read the new pids only
+
+
+def test_the_compiler_polls_rest_on_a_quiet_host_and_resume_when_a_process_starts(probe_ns, spawn):
+    """Between samples the compiler polls (each a wakeup) run only while pids are being handed out."""
+    parent = spawn("import time; print('up', flush=True); time.sleep(60)")
+    assert parent.stdout.readline().strip() == "up"
+    probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600})
+    probe.want_pids = {parent.pid}
+    probe.sample()
+    probe.pids_moved_at = time.time() - 60  # as after a minute with no process started
+    assert not probe.host_busy()
+    spawn("import time; time.sleep(60)")  # a pid is handed out
+    probe.sample()
+    assert probe.host_busy()

@@ -652,6 +652,10 @@ class JobCandidates(object):
 COMPILER_COMMS = frozenset(("gcc", "cc", "cc1", "cc1plus", "g++", "c++", "clang", "clang++", "ld", "as",
                             "collect2", "ptxas", "nvcc", "cicc", "nvlink", "fatbinary", "ninja"))
 COMPILER_POLL_TARGETS = 64  # at most this many processes polled between samples
+# Polled only while processes are being started on the host: each poll is a wakeup of its own, and
+# on a quiet host it finds nothing. A compile is a burst of compiler runs: the sample that sees the
+# first new pid turns the polls back on for the rest of it.
+COMPILER_POLL_QUIET_S = 10.0
 
 
 class CompilerWatch(object):
@@ -1316,6 +1320,7 @@ class Probe(object):
         self.child_lists_used = {}
         self.sample_pids = PidCursor()
         self.pids_handed_out = True
+        self.pids_moved_at = time.time()  # when a sample last saw a pid handed out
         self.scanned_procs = 0
         self.last_scan = 0.0  # when a walk was last due (0: one is due now)
         self.wants_gen = 0  # bumped by each set_wants
@@ -1476,6 +1481,8 @@ class Probe(object):
             tails = list(self.tails.values())
             dirs = dict(self.dirs)
         self.pids_handed_out = self.sample_pids.changed()
+        if self.pids_handed_out:
+            self.pids_moved_at = now
         gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
@@ -1538,11 +1545,17 @@ class Probe(object):
         frame["driver"] = getattr(self.gpu, "driver", None)
         return frame
 
+    def host_busy(self):
+        """Were processes started on the host lately (the polls between samples can find something)?"""
+        return time.time() - self.pids_moved_at < COMPILER_POLL_QUIET_S
+
     def exit_when_idle(self):
+        # Wakes when the deadline can have passed, not every second: a wakeup is a cost of its own.
         while True:
-            time.sleep(min(1.0, self.idle_exit / 4))
-            if time.time() - self.last_input > self.idle_exit:
+            left = self.last_input + self.idle_exit - time.time()
+            if left < 0:
                 shutdown(0)
+            time.sleep(max(0.05, left + 0.01))
 
     def run(self):
         self.gpu = open_gpu_source(self.prefer, self.interval)
@@ -1568,7 +1581,7 @@ class Probe(object):
             if delay < 0:
                 next_tick = time.time()  # fell behind (suspended?): don't burst
                 delay = 0
-            polls = self.compiler_polls if self.compiler_watch.targets else 0
+            polls = self.compiler_polls if self.compiler_watch.targets and self.host_busy() else 0
             for _ in range(polls):
                 time.sleep(delay / (polls + 1))
                 self.compiler_watch.poll()
