@@ -217,15 +217,24 @@ def test_a_walk_between_full_ones_still_finds_a_new_matching_process(probe_ns, s
     assert probe.last_walk == full_walk_at  # found by a walk that read the new pids only
 
 
-def test_the_compiler_polls_rest_on_a_quiet_host_and_resume_when_a_process_starts(probe_ns, spawn):
-    """Between samples the compiler polls (each a wakeup) run only while pids are being handed out."""
-    parent = spawn("import time; print('up', flush=True); time.sleep(60)")
+def test_the_compiler_polls_rest_while_the_jobs_start_nothing_and_resume_when_one_does(probe_ns, spawn, tmp_path):
+    """Between samples the compiler polls (each a wakeup) run only while a watched tree starts processes."""
+    go = tmp_path / "go"
+    parent = spawn("import os, subprocess, sys, time\n"
+                   "print('up', flush=True)\n"
+                   "while not os.path.exists(%r): time.sleep(0.02)\n"
+                   # a compiler-like child: short, but it uses CPU (reaped, that CPU shows in ours)
+                   "subprocess.run([sys.executable, '-c', 'sum(range(4000000))'])\n"
+                   "print('ran', flush=True); time.sleep(60)\n" % str(go))
     assert parent.stdout.readline().strip() == "up"
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600})
     probe.want_pids = {parent.pid}
     probe.sample()
-    probe.pids_moved_at = time.time() - 60  # as after a minute with no process started
-    assert not probe.host_busy()
-    spawn("import time; time.sleep(60)")  # a pid is handed out
+    spawn("import time; time.sleep(60)")  # a process started elsewhere on the host does not count
+    probe.trees_moved_at = time.time() - 60  # as after a minute in which the job started nothing
     probe.sample()
-    assert probe.host_busy()
+    assert not probe.jobs_spawning()
+    go.touch()  # the job starts a short child that is gone (reaped) before the next sample
+    assert parent.stdout.readline().strip() == "ran"
+    probe.sample()
+    assert probe.jobs_spawning()

@@ -652,9 +652,10 @@ class JobCandidates(object):
 COMPILER_COMMS = frozenset(("gcc", "cc", "cc1", "cc1plus", "g++", "c++", "clang", "clang++", "ld", "as",
                             "collect2", "ptxas", "nvcc", "cicc", "nvlink", "fatbinary", "ninja"))
 COMPILER_POLL_TARGETS = 64  # at most this many processes polled between samples
-# Polled only while processes are being started on the host: each poll is a wakeup of its own, and
-# on a quiet host it finds nothing. A compile is a burst of compiler runs: the sample that sees the
-# first new pid turns the polls back on for the rest of it.
+# Polled only while a watched process tree starts processes: each poll is a wakeup of its own, and
+# while the jobs start nothing it finds nothing. A compile is a burst of compiler runs; the sample
+# after the first one sees it (a new child, or a worker's reaped-children CPU grown) and turns the
+# polls back on for the rest of the burst.
 COMPILER_POLL_QUIET_S = 10.0
 
 
@@ -1338,7 +1339,8 @@ class Probe(object):
         self.child_lists_used = {}
         self.sample_pids = PidCursor()
         self.pids_handed_out = True
-        self.pids_moved_at = time.time()  # when a sample last saw a pid handed out
+        self.tree_marks = {}  # watched pid -> (start, descendants, reaped children's CPU) last sample
+        self.trees_moved_at = time.time()  # when a watched tree last started (or reaped) a process
         self.scanned_procs = 0
         self.last_scan = 0.0  # when a walk was last due (0: one is due now)
         self.wants_gen = 0  # bumped by each set_wants
@@ -1499,8 +1501,6 @@ class Probe(object):
             tails = list(self.tails.values())
             dirs = dict(self.dirs)
         self.pids_handed_out = self.sample_pids.changed()
-        if self.pids_handed_out:
-            self.pids_moved_at = now
         gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
@@ -1521,6 +1521,7 @@ class Probe(object):
         procs = []
         current = {}
         poll_tree = {}
+        marks = {}
         for pid in sorted(watched):
             s = read_stat(pid, self.files)
             if s is None or s.state == "Z":
@@ -1531,6 +1532,12 @@ class Probe(object):
             seen_between = self.compiler_watch.take(pid)
             procs.append(proc_info(s, self.cache, below, now, self.slow_refresh, seen_between))
             poll_tree[pid] = [s] + below
+            # A child that came or went since the last sample, or one reaped (its CPU added to
+            # its parent's children CPU): this tree is starting processes.
+            marks[pid] = (s.ticks, [d.pid for d in below], s.ccpu + sum(d.ccpu for d in below))
+            if marks[pid] != self.tree_marks.get(pid) or seen_between:
+                self.trees_moved_at = now
+        self.tree_marks = marks
         self.child_lists, self.child_lists_used = self.child_lists_used, {}
         self.compiler_watch.frame_done()
         self.compiler_watch.set_targets(poll_tree)
@@ -1563,9 +1570,9 @@ class Probe(object):
         frame["driver"] = getattr(self.gpu, "driver", None)
         return frame
 
-    def host_busy(self):
-        """Were processes started on the host lately (the polls between samples can find something)?"""
-        return time.time() - self.pids_moved_at < COMPILER_POLL_QUIET_S
+    def jobs_spawning(self):
+        """Did a watched tree start processes lately (the polls between samples can find something)?"""
+        return time.time() - self.trees_moved_at < COMPILER_POLL_QUIET_S
 
     def exit_when_idle(self):
         # Wakes when the deadline can have passed, not every second: a wakeup is a cost of its own.
@@ -1599,7 +1606,7 @@ class Probe(object):
             if delay < 0:
                 next_tick = time.time()  # fell behind (suspended?): don't burst
                 delay = 0
-            polls = self.compiler_polls if self.compiler_watch.targets and self.host_busy() else 0
+            polls = self.compiler_polls if self.compiler_watch.targets and self.jobs_spawning() else 0
             for _ in range(polls):
                 time.sleep(delay / (polls + 1))
                 self.compiler_watch.poll()
