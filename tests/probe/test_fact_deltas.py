@@ -207,41 +207,78 @@ def _entry(pid: int, cwd: str = "/w") -> dict:
             "children": [{"pid": pid + 1, "start_ticks": 8, "cmdline": ["gcc"], "uid": 0, "user": "root"}]}
 
 
+def _frame(procs: list[dict], gpus: list[dict] | None = None, tails: list[dict] | None = None) -> dict:
+    return {"procs": procs, "gpus": gpus or [], "tails": tails or []}
+
+
 def test_a_client_that_lost_a_frame_recovers_within_the_resend_period(probe_ns):
-    deltas = probe_ns["FactDeltas"]()
+    deltas = probe_ns["FrameDeltas"]()
     resend = probe_ns["FACT_RESEND_S"]
     cache = FactCache()
     first = [_entry(10)]
-    deltas.apply(first, 100.0)  # this frame never reaches the client (dropped as malformed)
+    deltas.apply(_frame(first), 100.0)  # this frame never reaches the client (dropped as malformed)
     second = [_entry(10)]
-    deltas.apply(second, 101.0)
+    deltas.apply(_frame(second), 101.0)
     assert "cmdline" not in second[0]
     cache.fill(second)
     assert "cmdline" not in second[0]  # the client cannot know it: defaults until the resend
     third = [_entry(10)]
-    deltas.apply(third, 100.0 + resend)
+    deltas.apply(_frame(third), 100.0 + resend)
     cache.fill(third)
     assert third[0]["cmdline"] == ["python", "t.py"] and third[0]["children"][0]["cmdline"] == ["gcc"]
     fourth = [_entry(10)]
-    deltas.apply(fourth, 101.0 + resend)
+    deltas.apply(_frame(fourth), 101.0 + resend)
     cache.fill(fourth)
     assert fourth[0]["cmdline"] == ["python", "t.py"] and fourth[0]["children"][0]["cmdline"] == ["gcc"]
 
 
 def test_a_process_that_leaves_and_returns_is_sent_in_full_and_a_shared_child_is_filled(probe_ns):
-    deltas = probe_ns["FactDeltas"]()
+    deltas = probe_ns["FrameDeltas"]()
     cache = FactCache()
     frame = [_entry(10), _entry(20)]
     frame[1]["children"] = [dict(frame[0]["children"][0])]  # one child seen under two roots
-    deltas.apply(frame, 1.0)
+    deltas.apply(_frame(frame), 1.0)
     assert "cmdline" in frame[0]["children"][0] and "cmdline" not in frame[1]["children"][0]
     cache.fill(frame)
     assert frame[1]["children"][0]["cmdline"] == ["gcc"]
     gone = [_entry(20)]
-    deltas.apply(gone, 2.0)
+    deltas.apply(_frame(gone), 2.0)
     cache.fill(gone)
     back = [_entry(10, cwd="/other")]
-    deltas.apply(back, 3.0)
+    deltas.apply(_frame(back), 3.0)
     assert back[0]["cmdline"] == ["python", "t.py"]  # forgotten on both sides: sent again
     cache.fill(back)
     assert back[0]["cwd"] == "/other"
+
+
+def _gpu(util: float, procs: list[int]) -> dict:
+    return {"index": 0, "uuid": "GPU-1", "name": "NVIDIA H200", "util_pct": util, "mem_used_mib": 1139.0,
+            "mem_total_mib": 143771.0, "temp_c": 55, "power_w": 690.1, "power_limit_w": 700.0,
+            "sm_clock_mhz": 1980, "processes": [{"pid": p, "mem_used_mib": 500.0} for p in procs]}
+
+
+def _tail(data: str = "", size: int = 10, mtime: float = 5.0, reset: bool = False) -> dict:
+    return {"key": "job", "path": "/w/train.log", "data": data, "reset": reset, "skipped": 0,
+            "size": size, "mtime": mtime, "error": None, "cut": []}
+
+
+def test_gpus_and_tails_are_sent_as_deltas_and_read_as_full_frames(probe_ns):
+    """Each frame through FrameDeltas then FactCache parses exactly as the full frame does."""
+    deltas = probe_ns["FrameDeltas"]()
+    cache = FactCache()
+    script = [
+        (_gpu(97, [10]), _tail("c3RlcAo=", 10, 5.0)),
+        (_gpu(97, [10]), _tail()),  # nothing new: the tail's size and mtime are unchanged
+        (_gpu(40, [10, 11]), _tail("c3RlcAo=", 15, 6.0)),
+        (_gpu(40, []), _tail("", 0, 7.0, reset=True)),  # truncated; the GPU's processes left
+        (_gpu(40, []), _tail()),  # a size and mtime of two frames ago: sent again, not taken for the last
+    ]
+    for t, (gpu, tail) in enumerate(script):
+        full = {"t": float(t), "procs": [_entry(10)], "gpus": [dict(gpu)], "tails": [dict(tail)]}
+        sent = json.loads(json.dumps({"t": float(t), "procs": [_entry(10)], "gpus": [gpu], "tails": [tail]}))
+        deltas.apply(sent, float(t))
+        sent = json.loads(json.dumps(sent))  # as the wire carries it
+        if t == 1:
+            assert sent["gpus"] == [{"index": 0}] and sent["tails"] == [{"key": "job"}]
+            assert set(sent["procs"][0]) == {"pid", "start_ticks", "children"}
+        assert parse_sample(sent, cache) == parse_sample(full)

@@ -441,35 +441,47 @@ class ProcCache(object):
                 del self.static[key]
 
 
-# Facts of a process that change rarely or never: with fact deltas on, a frame carries each of them
-# only when it is new or changed for that (pid, start) (see FactDeltas).
-ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_reason", "is_python",
-              "env_readable", "uid", "user", "dist")
-CHILD_FACTS = ("cmdline", "uid", "user")
-FACT_RESEND_S = 30.0  # every fact is sent in full this often anyway: a client that dropped a frame recovers
+# With fact deltas on, a frame carries a process's, a GPU's or a log tail's field only when it is new
+# or changed since the frame that last sent it (see FrameDeltas); the client fills the rest back in
+# (frames.FactCache). Names an entry by (never left out):
+PROC_IDENTITY = ("pid", "start_ticks", "children")
+CHILD_IDENTITY = ("pid", "start_ticks")
+GPU_IDENTITY = ("index",)
+TAIL_IDENTITY = ("key",)
+# Per-frame events, not state: left out when empty, never filled in from an earlier frame.
+PROC_EVENTS = {"compilers_seen": []}
+TAIL_EVENTS = {"data": "", "reset": False, "skipped": 0, "cut": []}
+NO_EVENTS = {}
+FACT_RESEND_S = 30.0  # every field is sent in full this often anyway: a client that dropped a frame recovers
 
 
-class FactDeltas(object):
-    """Drops from a sample's process list the fixed facts the client already has.
+class FrameDeltas(object):
+    """Leaves out of a sample frame the fields the client already has.
 
-    The client keeps the last value of each fact per (pid, start) and fills missing ones in. Both
-    sides keep exactly the processes of the latest frame, so one that leaves and comes back is sent
-    in full again.
+    Most of a frame repeats the last one (a process's cmdline, start and owner, a GPU's name and
+    total memory, a log's path, size and mtime while it does not grow): encoding them is most of the
+    frame's cost and reading them most of the client's. The client keeps the last value of every field
+    per process (pid, start), GPU (index) and tail (key) and fills missing ones in. Both sides keep
+    exactly the entries of the latest frame, so one that leaves and comes back is sent in full again.
     """
 
     def __init__(self):
-        self.roots = {}  # (pid, start_ticks) -> [{fact: value last sent}, sent in full at]
+        self.roots = {}  # (pid, start_ticks) -> [{field: value last sent}, sent in full at]
         self.children = {}
+        self.gpus = {}
+        self.tails = {}
 
-    def _strip(self, entry, names, sent, kept, now):
-        names = [name for name in names if name in entry]  # a fact this frame does not carry is not sent
-        key = (entry["pid"], entry["start_ticks"])
+    @staticmethod
+    def _strip(entry, key, identity, events, sent, kept, now):
+        for name, empty in events.items():
+            if name in entry and entry[name] == empty:
+                del entry[name]
         last = sent.get(key)
         if last is None or (now - last[1] >= FACT_RESEND_S and key not in kept):
-            sent[key] = [dict((name, entry[name]) for name in names), now]
+            sent[key] = [dict((n, v) for n, v in entry.items() if n not in identity and n not in events), now]
         else:
             values = last[0]
-            for name in names:
+            for name in [n for n in entry if n not in identity and n not in events]:
                 value = entry[name]
                 if name in values and values[name] == value:
                     del entry[name]
@@ -477,16 +489,26 @@ class FactDeltas(object):
                     values[name] = value
         kept[key] = True
 
-    def apply(self, procs, now):
-        roots, children = {}, {}
-        for proc in procs:
-            self._strip(proc, ROOT_FACTS, self.roots, roots, now)
+    @staticmethod
+    def _keep(sent, kept):
+        return sent if len(kept) == len(sent) else dict((k, v) for k, v in sent.items() if k in kept)
+
+    def apply(self, frame, now):
+        roots, children, gpus, tails = {}, {}, {}, {}
+        strip = self._strip
+        for proc in frame["procs"]:
+            strip(proc, (proc["pid"], proc["start_ticks"]), PROC_IDENTITY, PROC_EVENTS, self.roots, roots, now)
             for child in proc["children"]:
-                self._strip(child, CHILD_FACTS, self.children, children, now)
-        if len(roots) != len(self.roots):
-            self.roots = dict((k, v) for k, v in self.roots.items() if k in roots)
-        if len(children) != len(self.children):
-            self.children = dict((k, v) for k, v in self.children.items() if k in children)
+                strip(child, (child["pid"], child["start_ticks"]), CHILD_IDENTITY, NO_EVENTS,
+                      self.children, children, now)
+        for gpu in frame["gpus"]:
+            strip(gpu, gpu["index"], GPU_IDENTITY, NO_EVENTS, self.gpus, gpus, now)
+        for tail in frame["tails"]:
+            strip(tail, tail["key"], TAIL_IDENTITY, TAIL_EVENTS, self.tails, tails, now)
+        self.roots = self._keep(self.roots, roots)
+        self.children = self._keep(self.children, children)
+        self.gpus = self._keep(self.gpus, gpus)
+        self.tails = self._keep(self.tails, tails)
 
 
 # A job is seen from its first sample, not only once it opens a CUDA context (seconds later): a Python
@@ -1351,7 +1373,7 @@ class Probe(object):
         self.match_pids = {}
         # Send fixed process facts only when they change: the client asks for it at start (an
         # older client never does and gets every fact every frame).
-        self.deltas = FactDeltas() if options.get("fact_deltas") else None
+        self.deltas = FrameDeltas() if options.get("fact_deltas") else None
         self.candidates = JobCandidates()
         self.compiler_watch = CompilerWatch()
         self.compiler_polls = int(options.get("compiler_polls", 3))  # between two samples
@@ -1546,8 +1568,6 @@ class Probe(object):
             if current.get(pid) != start:
                 gone.append({"pid": pid, "start_time": start, "seen_gone_at": now})
         self.watched_keys = current
-        if self.deltas is not None:
-            self.deltas.apply(procs, now)
         frame["procs"] = procs
         frame["gone"] = gone
         frame["matches"] = self.match_pids
@@ -1568,6 +1588,8 @@ class Probe(object):
         frame["cpu_count"] = self.cpu_count  # read again at each /proc walk (CPUs rarely come and go)
         frame["mem_total_kib"], frame["mem_avail_kib"] = read_meminfo()
         frame["driver"] = getattr(self.gpu, "driver", None)
+        if self.deltas is not None:
+            self.deltas.apply(frame, now)
         return frame
 
     def jobs_spawning(self):

@@ -45,47 +45,66 @@ def parse_gpu(raw: dict) -> GpuSample:
     )
 
 
-ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_reason", "is_python",
-              "env_readable", "uid", "user", "dist")
-CHILD_FACTS = ("cmdline", "uid", "user")
+# A probe that sends fact deltas (its hello says `fact_deltas`) leaves out of each process, GPU and log
+# tail every field that has not changed since it last sent it (agent.FrameDeltas). Never left out:
+PROC_IDENTITY = ("pid", "start_ticks", "children")
+CHILD_IDENTITY = ("pid", "start_ticks")
+GPU_IDENTITY = ("index",)
+TAIL_IDENTITY = ("key",)
+# Per-frame events (left out when empty; never filled in from an earlier frame).
+PROC_EVENTS = ("compilers_seen",)
+TAIL_EVENTS = ("data", "reset", "skipped", "cut")
 
 
 class FactCache:
-    """The last fixed facts of every process of one probe, for a probe that sends them only when
-    they change (its hello says `fact_deltas`). One per probe run: a new hello starts a new one.
+    """The last value of every field of every process, GPU and log tail of one probe, for a probe that
+    sends fact deltas. One per probe run: a new hello starts a new one.
 
-    It fills the facts a frame left out back into the raw process dicts, so every reader sees the
-    same `ProcInfo` as from a full frame. Like the probe, it keeps only the latest frame's processes.
+    It fills the fields a frame left out back into the raw dicts, so every reader sees the same
+    `HostSample` as from a full frame. Like the probe, it keeps only the latest frame's entries.
     """
 
     def __init__(self) -> None:
         self.roots: dict[tuple[int, int], dict] = {}
         self.children: dict[tuple[int, int], dict] = {}
+        self.gpus: dict[int, dict] = {}
+        self.tails: dict[str, dict] = {}
 
     @staticmethod
-    def _fill(entry: dict, names: tuple[str, ...], cache: dict, seen: dict) -> None:
-        key = (entry["pid"], entry.get("start_ticks", 0))
+    def _fill(entry: dict, key, skip: tuple[str, ...], cache: dict, seen: dict) -> None:
         known = cache.get(key)
         if known is None:
             known = cache[key] = {}
-        for name in names:
-            if name in entry:
-                known[name] = entry[name]
-            elif name in known:
-                entry[name] = known[name]
+        for name, value in entry.items():
+            if name not in skip:
+                known[name] = value
+        for name, value in known.items():
+            if name not in entry:
+                entry[name] = value
         seen[key] = True
 
-    def fill(self, procs: list[dict]) -> None:
+    @staticmethod
+    def _keep(cache: dict, seen: dict) -> dict:
+        return cache if len(seen) == len(cache) else {k: v for k, v in cache.items() if k in seen}
+
+    def fill(self, procs: list[dict], gpus: list[dict] = (), tails: list[dict] = ()) -> None:
         roots: dict = {}
         children: dict = {}
+        seen_gpus: dict = {}
+        seen_tails: dict = {}
+        fill = self._fill
         for proc in procs:
-            self._fill(proc, ROOT_FACTS, self.roots, roots)
+            fill(proc, (proc["pid"], proc.get("start_ticks", 0)), PROC_IDENTITY + PROC_EVENTS, self.roots, roots)
             for child in proc.get("children") or ():
-                self._fill(child, CHILD_FACTS, self.children, children)
-        if len(roots) != len(self.roots):
-            self.roots = {k: v for k, v in self.roots.items() if k in roots}
-        if len(children) != len(self.children):
-            self.children = {k: v for k, v in self.children.items() if k in children}
+                fill(child, (child["pid"], child.get("start_ticks", 0)), CHILD_IDENTITY, self.children, children)
+        for gpu in gpus:
+            fill(gpu, gpu["index"], GPU_IDENTITY, self.gpus, seen_gpus)
+        for tail in tails:
+            fill(tail, tail["key"], TAIL_IDENTITY + TAIL_EVENTS, self.tails, seen_tails)
+        self.roots = self._keep(self.roots, roots)
+        self.children = self._keep(self.children, children)
+        self.gpus = self._keep(self.gpus, seen_gpus)
+        self.tails = self._keep(self.tails, seen_tails)
 
 
 def parse_proc(raw: dict) -> ProcInfo:
@@ -135,7 +154,7 @@ def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:
     procs = {}
     raw_procs = frame.get("procs", [])
     if facts is not None:
-        facts.fill(raw_procs)
+        facts.fill(raw_procs, frame.get("gpus", ()), frame.get("tails", ()))
     for raw in raw_procs:
         info = parse_proc(raw)
         procs[info.pid] = info
