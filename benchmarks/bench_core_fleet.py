@@ -113,7 +113,8 @@ async def replay(lines: list[str], hosts: int, base: Path) -> dict:
     rec_key_path: dict[str, str] = {}
     for line in lines:
         for t in json.loads(line).get("tails", []):
-            rec_key_path[t["key"]] = t["path"]
+            if "path" in t:  # sent when new or changed (the probe leaves out what did not change)
+                rec_key_path[t["key"]] = t["path"]
     host_keys: dict[str, dict[str, str]] = {n: {} for n in names}
     host_facts = {n: FactCache() for n in names}  # as each host session keeps one per probe run
     parse_s = sink_s = views_s = 0.0

@@ -27,6 +27,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from gpuwatch_tui.probe.bundle import build_payload, local_argv  # noqa: E402
+from gpuwatch_tui.probe.frames import FactCache  # noqa: E402
 
 from bench_fleet_jobs import JobFleet, send  # noqa: E402
 
@@ -91,9 +92,12 @@ def fleet_probe_cost(fleet: JobFleet, samples: int, interval: float, repeats: in
             proc.stdout.readline()
         start_run, start_cpu, start = run_seconds(proc.pid), cpu_seconds(proc.pid), time.time()
         tail_bytes = 0
+        facts = FactCache() if hello.get("fact_deltas") else None
         for _ in range(samples):
             frame = json.loads(proc.stdout.readline())
-            tail_bytes += sum(len(t["data"]) for t in frame["tails"])
+            if facts is not None:  # fields left out as unchanged filled back in, as gpuwatch does
+                facts.fill(frame["procs"], frame["gpus"], frame["tails"])
+            tail_bytes += sum(len(t.get("data", "")) for t in frame["tails"])
         used_run, used_cpu = run_seconds(proc.pid) - start_run, cpu_seconds(proc.pid) - start_cpu
         elapsed = time.time() - start
         proc.stdin.close()
@@ -218,10 +222,13 @@ async def _link_probe_cost(jobs: HostJobs, samples: int, interval: float) -> dic
                                       {"interval": interval, "gpu_source": "auto", "fact_deltas": True})
     await link.send({"op": "want", "pids": jobs.pids, "tails": jobs.tails(), "dirs": {}, "matches": {}})
 
+    facts = FactCache()  # the probe leaves out fields that did not change: filled back in, as gpuwatch does
+
     async def next_sample() -> dict:
         while True:
             frame = await link.next_frame()
             if frame.get("type") == "sample":
+                facts.fill(frame["procs"], frame["gpus"], frame["tails"])
                 return frame
 
     try:
