@@ -441,52 +441,50 @@ class ProcCache(object):
                 del self.static[key]
 
 
-# With fact deltas on, a frame carries a process's, a GPU's or a log tail's field only when it is new
-# or changed since the frame that last sent it (see FrameDeltas); the client fills the rest back in
-# (frames.FactCache). Names an entry by (never left out):
-PROC_IDENTITY = ("pid", "start_ticks", "children")
-CHILD_IDENTITY = ("pid", "start_ticks")
-GPU_IDENTITY = ("index",)
-TAIL_IDENTITY = ("key",)
-# Per-frame events, not state: left out when empty, never filled in from an earlier frame.
-PROC_EVENTS = {"compilers_seen": []}
-TAIL_EVENTS = {"data": "", "reset": False, "skipped": 0, "cut": []}
-NO_EVENTS = {}
-FACT_RESEND_S = 30.0  # every field is sent in full this often anyway: a client that dropped a frame recovers
+# With fact deltas on, a frame carries these fields of a process, a GPU or a log tail only when they are
+# new or changed since the frame that last sent them (see FrameDeltas); the client fills them back in
+# (frames.FactCache). They are the ones that change rarely: comparing a field costs the probe about
+# what encoding it does, so the ones that move every sample (CPU, power, ...) are always sent.
+ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_reason", "is_python",
+              "env_readable", "uid", "user", "dist", "ppid", "start_time", "name", "sid", "pgid")
+CHILD_FACTS = ("cmdline", "uid", "user", "ppid", "name", "start_time")
+GPU_FACTS = ("uuid", "name", "mem_total_mib", "power_limit_w", "processes")
+TAIL_FACTS = ("path", "size", "mtime", "error")
+# Per-frame events, not state: left out when empty (the client reads them as empty).
+TAIL_EVENTS = (("data", ""), ("reset", False), ("skipped", 0), ("cut", []))
+FACT_RESEND_S = 30.0  # every fact is sent in full this often anyway: a client that dropped a frame recovers
 
 
 class FrameDeltas(object):
-    """Leaves out of a sample frame the fields the client already has.
+    """Leaves out of a sample frame the facts the client already has.
 
     Most of a frame repeats the last one (a process's cmdline, start and owner, a GPU's name and
-    total memory, a log's path, size and mtime while it does not grow): encoding them is most of the
-    frame's cost and reading them most of the client's. The client keeps the last value of every field
-    per process (pid, start), GPU (index) and tail (key) and fills missing ones in. Both sides keep
-    exactly the entries of the latest frame, so one that leaves and comes back is sent in full again.
+    total memory, a log's path, size and mtime while it does not grow). The client keeps the last
+    value of each fact per process (pid, start), GPU (index) and tail (key) and fills missing ones
+    in. Both sides keep exactly the entries of the latest frame, so one that leaves and comes back
+    is sent in full again.
     """
 
     def __init__(self):
-        self.roots = {}  # (pid, start_ticks) -> [{field: value last sent}, sent in full at]
+        self.roots = {}  # (pid, start_ticks) -> [{fact: value last sent}, sent in full at]
         self.children = {}
         self.gpus = {}
         self.tails = {}
 
     @staticmethod
-    def _strip(entry, key, identity, events, sent, kept, now):
-        for name, empty in events.items():
-            if name in entry and entry[name] == empty:
-                del entry[name]
+    def _strip(entry, key, names, sent, kept, now):
         last = sent.get(key)
         if last is None or (now - last[1] >= FACT_RESEND_S and key not in kept):
-            sent[key] = [dict((n, v) for n, v in entry.items() if n not in identity and n not in events), now]
+            sent[key] = [dict((name, entry[name]) for name in names if name in entry), now]
         else:
             values = last[0]
-            for name in [n for n in entry if n not in identity and n not in events]:
-                value = entry[name]
-                if name in values and values[name] == value:
-                    del entry[name]
-                else:
-                    values[name] = value
+            for name in names:
+                if name in entry:
+                    value = entry[name]
+                    if name in values and values[name] == value:
+                        del entry[name]
+                    else:
+                        values[name] = value
         kept[key] = True
 
     @staticmethod
@@ -497,14 +495,18 @@ class FrameDeltas(object):
         roots, children, gpus, tails = {}, {}, {}, {}
         strip = self._strip
         for proc in frame["procs"]:
-            strip(proc, (proc["pid"], proc["start_ticks"]), PROC_IDENTITY, PROC_EVENTS, self.roots, roots, now)
+            strip(proc, (proc["pid"], proc["start_ticks"]), ROOT_FACTS, self.roots, roots, now)
+            if not proc.get("compilers_seen", True):
+                del proc["compilers_seen"]
             for child in proc["children"]:
-                strip(child, (child["pid"], child["start_ticks"]), CHILD_IDENTITY, NO_EVENTS,
-                      self.children, children, now)
+                strip(child, (child["pid"], child["start_ticks"]), CHILD_FACTS, self.children, children, now)
         for gpu in frame["gpus"]:
-            strip(gpu, gpu["index"], GPU_IDENTITY, NO_EVENTS, self.gpus, gpus, now)
+            strip(gpu, gpu["index"], GPU_FACTS, self.gpus, gpus, now)
         for tail in frame["tails"]:
-            strip(tail, tail["key"], TAIL_IDENTITY, TAIL_EVENTS, self.tails, tails, now)
+            for name, empty in TAIL_EVENTS:
+                if name in tail and tail[name] == empty:
+                    del tail[name]
+            strip(tail, tail["key"], TAIL_FACTS, self.tails, tails, now)
         self.roots = self._keep(self.roots, roots)
         self.children = self._keep(self.children, children)
         self.gpus = self._keep(self.gpus, gpus)
@@ -1362,7 +1364,7 @@ class Probe(object):
         self.sample_pids = PidCursor()
         self.pids_handed_out = True
         self.tree_marks = {}  # watched pid -> (start, descendants, reaped children's CPU) last sample
-        self.trees_moved_at = time.time()  # when a watched tree last started (or reaped) a process
+        self.trees_moved_at = 0.0  # when a watched tree last started (or reaped) a process
         self.scanned_procs = 0
         self.last_scan = 0.0  # when a walk was last due (0: one is due now)
         self.wants_gen = 0  # bumped by each set_wants
@@ -1556,8 +1558,9 @@ class Probe(object):
             poll_tree[pid] = [s] + below
             # A child that came or went since the last sample, or one reaped (its CPU added to
             # its parent's children CPU): this tree is starting processes.
+            # (A tree seen for the first time is not: that is the probe starting, or a job found.)
             marks[pid] = (s.ticks, [d.pid for d in below], s.ccpu + sum(d.ccpu for d in below))
-            if marks[pid] != self.tree_marks.get(pid) or seen_between:
+            if seen_between or (pid in self.tree_marks and marks[pid] != self.tree_marks[pid]):
                 self.trees_moved_at = now
         self.tree_marks = marks
         self.child_lists, self.child_lists_used = self.child_lists_used, {}

@@ -45,22 +45,21 @@ def parse_gpu(raw: dict) -> GpuSample:
     )
 
 
-# A probe that sends fact deltas (its hello says `fact_deltas`) leaves out of each process, GPU and log
-# tail every field that has not changed since it last sent it (agent.FrameDeltas). Never left out:
-PROC_IDENTITY = ("pid", "start_ticks", "children")
-CHILD_IDENTITY = ("pid", "start_ticks")
-GPU_IDENTITY = ("index",)
-TAIL_IDENTITY = ("key",)
-# Per-frame events (left out when empty; never filled in from an earlier frame).
-PROC_EVENTS = ("compilers_seen",)
-TAIL_EVENTS = ("data", "reset", "skipped", "cut")
+# A probe that sends fact deltas (its hello says `fact_deltas`) leaves these fields of a process, a GPU
+# and a log tail out of a frame while they have not changed (agent.FrameDeltas), and empty per-frame
+# events of a tail (data, reset, skipped, cut), which read as empty.
+ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_reason", "is_python",
+              "env_readable", "uid", "user", "dist", "ppid", "start_time", "name", "sid", "pgid")
+CHILD_FACTS = ("cmdline", "uid", "user", "ppid", "name", "start_time")
+GPU_FACTS = ("uuid", "name", "mem_total_mib", "power_limit_w", "processes")
+TAIL_FACTS = ("path", "size", "mtime", "error")
 
 
 class FactCache:
-    """The last value of every field of every process, GPU and log tail of one probe, for a probe that
-    sends fact deltas. One per probe run: a new hello starts a new one.
+    """The last facts of every process, GPU and log tail of one probe, for a probe that sends them
+    only when they change. One per probe run: a new hello starts a new one.
 
-    It fills the fields a frame left out back into the raw dicts, so every reader sees the same
+    It fills the facts a frame left out back into the raw dicts, so every reader sees the same
     `HostSample` as from a full frame. Like the probe, it keeps only the latest frame's entries.
     """
 
@@ -71,16 +70,15 @@ class FactCache:
         self.tails: dict[str, dict] = {}
 
     @staticmethod
-    def _fill(entry: dict, key, skip: tuple[str, ...], cache: dict, seen: dict) -> None:
+    def _fill(entry: dict, key, names: tuple[str, ...], cache: dict, seen: dict) -> None:
         known = cache.get(key)
         if known is None:
             known = cache[key] = {}
-        for name, value in entry.items():
-            if name not in skip:
-                known[name] = value
-        for name, value in known.items():
-            if name not in entry:
-                entry[name] = value
+        for name in names:
+            if name in entry:
+                known[name] = entry[name]
+            elif name in known:
+                entry[name] = known[name]
         seen[key] = True
 
     @staticmethod
@@ -94,13 +92,13 @@ class FactCache:
         seen_tails: dict = {}
         fill = self._fill
         for proc in procs:
-            fill(proc, (proc["pid"], proc.get("start_ticks", 0)), PROC_IDENTITY + PROC_EVENTS, self.roots, roots)
+            fill(proc, (proc["pid"], proc.get("start_ticks", 0)), ROOT_FACTS, self.roots, roots)
             for child in proc.get("children") or ():
-                fill(child, (child["pid"], child.get("start_ticks", 0)), CHILD_IDENTITY, self.children, children)
+                fill(child, (child["pid"], child.get("start_ticks", 0)), CHILD_FACTS, self.children, children)
         for gpu in gpus:
-            fill(gpu, gpu["index"], GPU_IDENTITY, self.gpus, seen_gpus)
+            fill(gpu, gpu["index"], GPU_FACTS, self.gpus, seen_gpus)
         for tail in tails:
-            fill(tail, tail["key"], TAIL_IDENTITY + TAIL_EVENTS, self.tails, seen_tails)
+            fill(tail, tail["key"], TAIL_FACTS, self.tails, seen_tails)
         self.roots = self._keep(self.roots, roots)
         self.children = self._keep(self.children, children)
         self.gpus = self._keep(self.gpus, seen_gpus)
