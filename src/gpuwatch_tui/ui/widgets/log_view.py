@@ -90,6 +90,24 @@ class LogView(Themed, ScrollView, can_focus=True):
         """Whether the next update should re-read the lines (only when following)."""
         return self.follow
 
+    def reset(self) -> None:
+        """Back to the state of a new view (no lines, following, no search, no wrap): the job pane
+        is reused for the next job, and nothing of the last job's log may stay."""
+        self.lines = []
+        self._total_shown = 0
+        self._longest = 0
+        self.search_term = ""
+        self.matches = []
+        self.match_index = -1
+        self.wrap = False
+        self._rows = []
+        self._rows_width = 0
+        self.new_lines = 0
+        self.follow = True
+        self._sync_size()
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
     def set_lines(self, lines: list[str], total: int) -> None:
         """New lines while following; replaces the view and sticks to the bottom."""
         self.lines = lines
