@@ -194,11 +194,21 @@ class LogView(Themed, ScrollView, can_focus=True):
 
     # -- drawing ---------------------------------------------------------------------------
 
+    _paint: tuple[Style, int] | None = None  # (base style, width) for the repaint under way
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The base style walks every ancestor's styles: once per repaint, not once per line (a
+        # full pane of lines spent ~10 ms on it, on every open of a job pane).
+        self._paint = (self.rich_style, self.scrollable_content_region.width)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint = None
+
     def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
+        base, width = self._paint or (self.rich_style, self.scrollable_content_region.width)
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
-        base = self.rich_style
         if self.wrap:
             rows = self._wrapped_rows()
             if index >= len(rows):
