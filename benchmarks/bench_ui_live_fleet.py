@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +30,8 @@ from bench_ui_harness import ROOT, capture, child_env, drive, percentile, tmux
 TARGETS = {"cpu_share_of_one_core": 0.25, "rss_mb_max": 300, "key_latency_ms_p95": 100}
 
 
-def write_fleet(base: Path, hosts: int, gpus: int) -> Path:
+def write_fleet(base: Path, hosts: int, gpus: int, job_tag: str | None = None) -> Path:
+    """The fleet's config; with `job_tag`, one [[jobs]] entry on host-000 matching that tag."""
     sys.path.insert(0, str(ROOT))
     from tests.support.fake_nvidia_smi import install_fake_nvidia_smi
     from tests.support.fake_smi_scenario import write_scenario
@@ -45,9 +47,28 @@ def write_fleet(base: Path, hosts: int, gpus: int) -> Path:
             "[[hosts]]", f'name = "host-{i:03d}"', "local = true", 'gpu_source = "nvidia-smi"',
             f'env = {{ PATH = "{bindir}:/usr/local/bin:/usr/bin:/bin", GPUWATCH_FAKE_SMI = "{scenario}" }}', "",
         ]
-    config = base / "hosts.toml"
+    if job_tag is not None:
+        lines += ["[[jobs]]", 'name = "train-bench"', 'host = "host-000"', f'match = "{job_tag}$"',
+                  f'log = "{base / "train.log"}"', f'output_dir = "{base}"', ""]
+    config = base / ("hosts-with-job.toml" if job_tag else "hosts.toml")
     config.write_text("\n".join(lines))
     return config
+
+
+def start_job(base: Path, tag: str) -> subprocess.Popen:
+    """A real process for the job pane to show: it logs 300 lines, then waits (stopped by pid)."""
+    log = (base / "train.log").open("w")
+    code = ("import sys, time\n"
+            "for i in range(300): print(f'step {i} | loss {2 - i / 300:.4f} | lr 3e-4 | tok/s 412,000', flush=True)\n"
+            "time.sleep(900)")
+    return subprocess.Popen([sys.executable, "-c", code, tag], stdin=subprocess.DEVNULL, stdout=log,
+                            stderr=subprocess.STDOUT)
+
+
+def all_connected(hosts: int):
+    """Whether a screen's summary bar says every host is connected ("128 hosts: ● 128 connected")."""
+    bar = re.compile(rf"\b{hosts} hosts: \W*{hosts} connected\b")
+    return lambda screen: bar.search(screen) is not None
 
 
 JOB_PANE = re.compile(r"^ output ", re.MULTILINE)  # the job pane's output-directory line
@@ -60,12 +81,12 @@ def time_job_pane(config: Path, hosts: int, presses: int) -> dict:
     start_file = Path(f"/tmp/gpuwatch-bench-pane-{os.getpid()}.start")
     env = {"BENCH_APP_START_FILE": str(start_file), "PYTHONPATH": str(ROOT / "src"), "TERM": "xterm-256color",
            "PATH": os.environ.get("PATH", ""), "ESCDELAY": str(ESCDELAY_MS)}
-    everyone = f"{hosts} hosts: {hosts} connected"
+    everyone = all_connected(hosts)
     tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", *child_env(env),
          sys.executable, __file__, "--serve", config.as_posix())
     try:
         start = time.monotonic()
-        while not (everyone in (screen := capture(session)) and "Job" in screen):
+        while not (everyone(screen := capture(session)) and "train-bench" in screen):
             if time.monotonic() - start > 180:
                 raise SystemExit("the dashboard did not come up:\n" + screen)
             time.sleep(0.05)
@@ -85,7 +106,7 @@ def time_job_pane(config: Path, hosts: int, presses: int) -> dict:
         for _ in range(presses):
             enter.append(press("Enter", lambda s: JOB_PANE.search(s) is not None))
             time.sleep(0.3)
-            escape.append(press("Escape", lambda s: everyone in s and JOB_PANE.search(s) is None))
+            escape.append(press("Escape", lambda s: everyone(s) and JOB_PANE.search(s) is None))
             time.sleep(0.3)
 
         def figures(values: list[float]) -> dict:
@@ -120,14 +141,21 @@ def main() -> int:
         config = write_fleet(Path(tmp), args.hosts, args.gpus)
         if not args.skip_drive:
             # Measured once every host is connected and streaming (the host bar says so).
-            everyone = f"{args.hosts} hosts: {args.hosts} connected"
-            result = drive(__file__, [config.as_posix()], ready=lambda s: everyone in s and "Job" in s,
+            everyone = all_connected(args.hosts)
+            result = drive(__file__, [config.as_posix()], ready=lambda s: everyone(s) and "Job" in s,
                            toggled=lambda s: "PAUSED" in s, measure_s=args.seconds, ready_timeout=180)
             # With real probes "first frame" here means every host connected, not the first paint.
             result["all_hosts_connected_from_spawn_s"] = result.pop("first_frame_from_spawn_s")
             result["all_hosts_connected_from_app_s"] = result.pop("first_frame_s")
         if args.job_pane:
-            result["job_pane"] = time_job_pane(config, args.hosts, args.job_pane)
+            tag = f"gpuwatch-bench-job-{os.getpid()}"
+            job = start_job(Path(tmp), tag)
+            try:
+                with_job = write_fleet(Path(tmp), args.hosts, args.gpus, job_tag=tag)
+                result["job_pane"] = time_job_pane(with_job, args.hosts, args.job_pane)
+            finally:
+                job.kill()
+                job.wait()
     result["hosts"], result["gpus_per_host"] = args.hosts, args.gpus
     if not args.skip_drive:
         result["targets"] = TARGETS
