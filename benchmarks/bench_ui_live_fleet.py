@@ -75,7 +75,7 @@ JOB_PANE = re.compile(r"^ output ", re.MULTILINE)  # the job pane's output-direc
 ESCDELAY_MS = 10
 
 
-def time_job_pane(config: Path, hosts: int, presses: int) -> dict:
+def time_job_pane(config: Path, hosts: int, presses: int, settle_s: float) -> dict:
     """enter -> job pane on screen, escape -> dashboard on screen, `presses` times each, in tmux."""
     session = f"gpuwatch-bench-pane-{os.getpid()}"
     start_file = Path(f"/tmp/gpuwatch-bench-pane-{os.getpid()}.start")
@@ -90,7 +90,7 @@ def time_job_pane(config: Path, hosts: int, presses: int) -> dict:
             if time.monotonic() - start > 180:
                 raise SystemExit("the dashboard did not come up:\n" + screen)
             time.sleep(0.05)
-        time.sleep(2.0)  # let start-up settle
+        time.sleep(settle_s)  # 128 probes starting load the machine for a while, as in drive()
 
         def press(key: str, shown) -> float:
             sent = time.monotonic()
@@ -152,7 +152,7 @@ def main() -> int:
             job = start_job(Path(tmp), tag)
             try:
                 with_job = write_fleet(Path(tmp), args.hosts, args.gpus, job_tag=tag)
-                result["job_pane"] = time_job_pane(with_job, args.hosts, args.job_pane)
+                result["job_pane"] = time_job_pane(with_job, args.hosts, args.job_pane, 2.0 + args.seconds)
             finally:
                 job.kill()
                 job.wait()
