@@ -185,3 +185,14 @@ async def test_the_rank_table_of_a_multi_node_job_goes_with_it(app, source):
         await back(pilot)
         assert await open_job(app, pilot, DPO) is pane
         assert_shows(pane, source, DPO)  # no rank table, no rows left over
+
+
+async def test_a_pane_left_before_its_first_mount_shows_the_next_job(app, source):
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_job(LLAMA)
+        app.pop_screen()  # enter, escape, enter faster than the first pane mounts
+        app.open_job(DPO)
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, JobScreen)
+        assert_shows(app.screen, source, DPO)

@@ -108,6 +108,8 @@ class JobScreen(Screen):
         self.job_id = job_id
         self.job = None
         self._title = Text(job_id)
+        if not self.is_mounted:  # opened and left before its first mount ended: on_mount reads this job
+            return
         if self.app.theme != self._theme:  # changed while this pane was off the stack
             self.theme_changed(Palette(self.app.theme_variables))
         box = self.query_one("#log-search", Input)

@@ -102,8 +102,8 @@ class LogView(Themed, ScrollView, can_focus=True):
         self.wrap = False
         self._rows = []
         self._rows_width = 0
+        self.follow = True  # before the count: no "paused · +0 new lines" mark on the way
         self.new_lines = 0
-        self.follow = True
         self._sync_size()
         self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
