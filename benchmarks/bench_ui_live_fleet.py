@@ -96,8 +96,8 @@ def time_job_pane(config: Path, hosts: int, presses: int, settle_s: float) -> di
             sent = time.monotonic()
             tmux("send-keys", "-t", session, key)
             while not shown(capture(session)):
-                if time.monotonic() - sent > 5:
-                    raise SystemExit(f"no reaction to {key} in 5 s:\n" + capture(session))
+                if time.monotonic() - sent > 15:  # the 128 probes can load two cores past 40
+                    raise SystemExit(f"no reaction to {key} in 15 s:\n" + capture(session))
                 time.sleep(0.002)
             return time.monotonic() - sent
 
@@ -106,7 +106,9 @@ def time_job_pane(config: Path, hosts: int, presses: int, settle_s: float) -> di
         for _ in range(presses):
             enter.append(press("Enter", lambda s: JOB_PANE.search(s) is not None))
             time.sleep(0.3)
-            escape.append(press("Escape", lambda s: everyone(s) and JOB_PANE.search(s) is None))
+            # Back on the dashboard: its summary bar, whatever the hosts' states are by now (under
+            # this load a probe may be late, and a host shown stale for a moment).
+            escape.append(press("Escape", lambda s: f"{hosts} hosts:" in s and JOB_PANE.search(s) is None))
             time.sleep(0.3)
 
         def figures(values: list[float]) -> dict:
