@@ -350,8 +350,8 @@ class GpuwatchApp(App):
         self.call_after_refresh(self._refresh_screen)
 
     def open_job(self, job_id: str) -> None:
-        from .screens.job_screen import JobScreen  # not needed for the first frame
+        from .screens.job_screen import JobScreen, job_pane  # not needed for the first frame
 
         if isinstance(self.screen, JobScreen) and self.screen.job_id == job_id:
             return
-        self.push_screen(JobScreen(job_id))
+        self.push_screen(job_pane(self, job_id))  # built once, then reused

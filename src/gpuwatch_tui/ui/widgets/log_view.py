@@ -90,6 +90,24 @@ class LogView(Themed, ScrollView, can_focus=True):
         """Whether the next update should re-read the lines (only when following)."""
         return self.follow
 
+    def reset(self) -> None:
+        """Back to the state of a new view (no lines, following, no search, no wrap): the job pane
+        is reused for the next job, and nothing of the last job's log may stay."""
+        self.lines = []
+        self._total_shown = 0
+        self._longest = 0
+        self.search_term = ""
+        self.matches = []
+        self.match_index = -1
+        self.wrap = False
+        self._rows = []
+        self._rows_width = 0
+        self.follow = True  # before the count: no "paused · +0 new lines" mark on the way
+        self.new_lines = 0
+        self._sync_size()
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
     def set_lines(self, lines: list[str], total: int) -> None:
         """New lines while following; replaces the view and sticks to the bottom."""
         self.lines = lines
@@ -176,11 +194,21 @@ class LogView(Themed, ScrollView, can_focus=True):
 
     # -- drawing ---------------------------------------------------------------------------
 
+    _paint: tuple[Style, int] | None = None  # (base style, width) for the repaint under way
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The base style walks every ancestor's styles: once per repaint, not once per line (a
+        # full pane of lines spent ~10 ms on it, on every open of a job pane).
+        self._paint = (self.rich_style, self.scrollable_content_region.width)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint = None
+
     def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
+        base, width = self._paint or (self.rich_style, self.scrollable_content_region.width)
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
-        base = self.rich_style
         if self.wrap:
             rows = self._wrapped_rows()
             if index >= len(rows):

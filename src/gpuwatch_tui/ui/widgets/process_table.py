@@ -68,6 +68,14 @@ class ProcessTable(DataTable):
             width -= self.styles.scrollbar_size_vertical
         return max(MIN_COMMAND, width - others - pad)
 
+    def reset(self) -> None:
+        """No rows and nothing remembered (the job pane is reused for another job)."""
+        self.clear()
+        self._cells.clear()
+        self._commands.clear()
+        self._cpu_seen.clear()
+        self.tooltip = None
+
     def show(self, procs: list[ProcInfo], now: float, sampled_at: float | None = None) -> None:
         """`sampled_at`: when these process facts were taken (the host's last sample)."""
         sampled_at = now if sampled_at is None else sampled_at

@@ -31,6 +31,11 @@ class RankTable(DataTable):
         for key, label in COLUMNS:
             self.add_column(label, key=key)
 
+    def reset(self) -> None:
+        """No rows (the job pane is reused for another job)."""
+        self.clear()
+        self._cells = {}
+
     def show(self, ranks: tuple[RankView, ...], now: float) -> None:
         wanted = {f"{r.host}:{r.pid}:{r.start_ticks}": rank_cells(r, now) for r in ranks}
         if list(wanted) != list(self._cells):  # ranks came or went: rebuild in rank order

@@ -18,6 +18,12 @@ class ThemedStatic(Themed, Static):
         if self._args:
             self.update(self.build(*self._args))
 
+    def clear(self) -> None:
+        """Empty, as when first mounted (a reused pane shown for another item)."""
+        if self._args:
+            self._args = ()
+            self.update("")
+
     def show(self, *args) -> None:
         if args == self._args:
             return  # unchanged data: no repaint
