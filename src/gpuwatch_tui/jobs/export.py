@@ -19,13 +19,23 @@ def progress_view(progress: Progress) -> ProgressView:
 
 def current_view(job: JobState, now: float | None = None) -> JobView:
     """`job_view`, reusing the last one built while no frame of the job's host came in since
-    (the dashboard asks for every job twice a second; a host reports once)."""
-    text = job.history_text(now if now is not None else job.last_seen)
+    (the dashboard asks for every job twice a second; a host reports once). Asked again at the same
+    time, even the history text (its durations read `now`) is not made again."""
+    at = now if now is not None else job.last_seen
+    history = job.history
+    basis = (job.revision, job.verdict, len(history), history[-1] if history else None)
     kept = job.view_parts.get("view")
-    if kept is not None and kept[0] == job.revision and kept[1] is job.verdict and kept[2] == text:
-        return kept[3]
+    if kept is not None and kept[0] == basis and kept[0][1] is job.verdict:
+        if kept[1] == at:
+            return kept[3]
+        text = job.history_text(at)
+        if kept[2] == text:
+            job.view_parts["view"] = (basis, at, text, kept[3])
+            return kept[3]
+    else:
+        text = job.history_text(at)
     view = job_view(job, now, text)
-    job.view_parts["view"] = (job.revision, job.verdict, text, view)
+    job.view_parts["view"] = (basis, at, text, view)
     return view
 
 

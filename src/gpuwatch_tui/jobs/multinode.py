@@ -145,26 +145,33 @@ class MultiNodeJobs:
 
     def join(self, views: list[JobView], tracker, now: float | None) -> list[JobView]:
         """The tracker's per-host views with the parts of each multi-node run replaced by one view."""
-        parts = []
         keys_seen: dict[str, tuple] = {}
+        old_keys = self._keys
+        any_keys = False
         for v in views:
             job = tracker.state(v.id)
             procs_list = (job.procs or job.last_procs) if job is not None else []
             # The keys of a job change only with its process list (a new list each frame of its host).
-            cached = self._keys.get(v.id)
+            cached = old_keys.get(v.id)
             keys = cached[1] if cached is not None and cached[0] is procs_list else frozenset(part_keys(procs_list))
             keys_seen[v.id] = (procs_list, keys)
-            if not keys:
-                parts.append(PartFacts(v, (), frozenset(), (), None))
-                continue
-            last_log = max((b.last_growth for b in job.logs.values() if b.last_growth is not None), default=None)
-            parts.append(PartFacts(v, tuple(procs_list), frozenset(p.pid for p in job.procs),
-                                   tracker.host_gpus(v.host), last_log, keys))
+            any_keys = any_keys or bool(keys)
         self._keys = keys_seen
-        if not any(p.keys for p in parts):  # the common case: nothing to join
+        if not any_keys:  # the common case: nothing to join (and no part facts to gather)
             self.joined = {}
             self._stopped_since.clear()
             return views
+        parts = []
+        for v in views:
+            keys = keys_seen[v.id][1]
+            if not keys:
+                parts.append(PartFacts(v, (), frozenset(), (), None))
+                continue
+            job = tracker.state(v.id)
+            procs_list = keys_seen[v.id][0]
+            last_log = max((b.last_growth for b in job.logs.values() if b.last_growth is not None), default=None)
+            parts.append(PartFacts(v, tuple(procs_list), frozenset(p.pid for p in job.procs),
+                                   tracker.host_gpus(v.host), last_log, keys))
         if now is None:
             now = max((j.last_seen for j in tracker.states()), default=0.0)
         views, self.joined = self.combine(parts, now)
