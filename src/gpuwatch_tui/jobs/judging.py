@@ -260,10 +260,17 @@ def _facts(job: JobState, skew: float) -> tuple[tuple, tuple]:
         job.exit, job.outdir, job.dump_finding, len(job.actions), job.stall_after_s,
         job.compile_worker_since, tuple(job.gpus), last.members, last.states, last.compilers, last.compile_workers,
         tuple(g.index for g in last.gpus),
-        (lead.stdout, lead.stderr, lead.unbuffered, lead.env_readable, lead.unbuffered_reason, lead.is_python)
+        (_target(lead.stdout), _target(lead.stderr), lead.unbuffered, lead.env_readable, lead.unbuffered_reason,
+         lead.is_python)
         if lead else None,
     )
     return moving, rest
+
+
+def _target(fd) -> tuple | None:
+    """What the engine reads of a stdout/stderr target: not its size, which the probe reports again
+    as the log grows (each new size re-judged a training job for nothing)."""
+    return None if fd is None else (fd.path, fd.kind, fd.append)
 
 
 def _cpu_class(samples) -> int:

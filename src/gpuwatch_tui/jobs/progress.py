@@ -70,8 +70,11 @@ def parse_rate(rate: str | None, unit: str | None) -> tuple[float | None, str | 
     return value, unit
 
 
-def _finite(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None
+def _json_number(x: float | None) -> float | int | None:
+    """A whole value as an int, others rounded to 6 places; None for a non-finite one."""
+    if x is None or not math.isfinite(x):
+        return None
+    return int(x) if float(x).is_integer() and abs(x) < 2**53 else round(x, 6)
 
 
 @dataclass
@@ -94,12 +97,7 @@ class Progress:
         return max(0.0, min(1.0, self.step / self.total))
 
     def to_json(self) -> dict:
-        def num(x: float | None) -> float | int | None:
-            x = _finite(x)
-            if x is None:
-                return None
-            return int(x) if float(x).is_integer() and abs(x) < 2**53 else round(x, 6)
-
+        num = _json_number
         out = {
             "step": num(self.step),
             "total": num(self.total),
