@@ -355,9 +355,14 @@ def _deadline_passed(bases: tuple[float, ...], stall_after: float, since: float,
     for base in bases:
         if base > since:
             return True  # a time from the future of the last judgment (a clock skew): judge
-        for off in offsets:
-            if since < base + off <= now:
+        # Only the offsets near (since - base, now - base] can pass (sorted: found by bisection); the
+        # exact test is then made on those, as written, so rounding cannot tell a different story.
+        i = bisect_left(offsets, since - base - _ROUNDING_S)
+        top = now - base + _ROUNDING_S
+        while i < len(offsets) and offsets[i] <= top:
+            if since < base + offsets[i] <= now:
                 return True
+            i += 1
     return False
 
 
@@ -422,19 +427,24 @@ def _clock_crossed(before: tuple[float, ...], after: tuple[float, ...], stall_af
     with each threshold of the engine at both moments."""
     if len(before) != len(after):
         return True
+    offsets = _offsets(stall_after)
     for old, new in zip(before, after):
         if new > now:
             return True  # a time from the future (a clock skew): judge
-        for off in _offsets(stall_after):
-            if (then - old >= off) != (now - new >= off):
-                return True
+        # The same answer for every threshold <=> as many (sorted) thresholds reached at both moments.
+        if bisect_right(offsets, then - old) != bisect_right(offsets, now - new):
+            return True
     return False
+
+
+_ROUNDING_S = 1e-6  # slack for the bisection in _deadline_passed (the exact test follows it)
 
 
 @lru_cache(maxsize=64)
 def _offsets(stall_after: float) -> tuple[float, ...]:
-    return (0.0, stall_after, stall_after / 2, min(60.0, stall_after / 2), 60.0, YOUNG_S,
-            min(stall_after, YOUNG_S), MIN_SPIN_S, RATE_WINDOW_S, COMPILE_RECENT_S, MID_RUN_S)
+    """The engine's thresholds, sorted (bisected by _deadline_passed and _clock_crossed)."""
+    return tuple(sorted((0.0, stall_after, stall_after / 2, min(60.0, stall_after / 2), 60.0, YOUNG_S,
+                         min(stall_after, YOUNG_S), MIN_SPIN_S, RATE_WINDOW_S, COMPILE_RECENT_S, MID_RUN_S)))
 
 
 def _log_lines(job: JobState, now: float) -> tuple:
