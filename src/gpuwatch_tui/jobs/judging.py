@@ -91,10 +91,15 @@ def track_members(job: JobState, procs: dict[int, ProcInfo], gone: dict, skew: f
 
 def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], skew: float, now: float) -> None:
     """Record this frame's resource sample for `job`, then judge it."""
-    procs = [sample.procs[pid] for pid in job.members if pid in sample.procs
-             and abs(sample.procs[pid].start_time - job.members[pid]) < 0.5]
+    frame_procs = sample.procs
+    procs = []
+    for pid, start in job.members.items():
+        p = frame_procs.get(pid)
+        if p is not None and abs(p.start_time - start) < 0.5:
+            procs.append(p)
     root_pid = job.root[0] if job.root else None
-    procs.sort(key=lambda p: (p.pid != root_pid, p.pid))  # root (launcher) first
+    if len(procs) > 1:
+        procs.sort(key=lambda p: (p.pid != root_pid, p.pid))  # root (launcher) first
     job.procs = procs  # an ended job lists none: its last facts would read as a live process
     if procs:
         job.last_procs = procs  # but the verdict on its end still needs them (stdout, -u)
@@ -115,8 +120,11 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
             gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
             gpu_indices.add(g.index)
     job.gpus = tuple(sorted(gpu_indices))
-    compilers = tuple(sorted({c.name for c in children.values() if c.name in COMPILER_NAMES}
-                             | {n for p in procs for n in p.compilers_seen}))
+    named = {c.name for c in children.values() if c.name in COMPILER_NAMES}
+    for p in procs:
+        if p.compilers_seen:
+            named.update(p.compilers_seen)
+    compilers = tuple(sorted(named)) if named else ()
     workers = sum(1 for c in children.values() if COMPILE_WORKER_MARK in " ".join(c.cmdline))
     if workers and job.compile_worker_since is None:
         job.compile_worker_since = now
@@ -318,7 +326,12 @@ def _gpus_close(a: tuple, b: tuple) -> bool:
 
 
 def _crosses(a: float, b: float, edges: tuple[float, ...]) -> bool:
-    return any((a < e) != (b < e) for e in edges)
+    """Whether an edge lies between a and b (one below it, the other not). (A loop, not any() over
+    a generator: this runs for every GPU of every kept frame.)"""
+    for e in edges:
+        if (a < e) != (b < e):
+            return True
+    return False
 
 
 def _clock_bases(job: JobState, skew: float) -> tuple[tuple[float, ...], tuple[float, ...]]:

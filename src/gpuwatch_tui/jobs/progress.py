@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
+from operator import attrgetter
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
@@ -116,6 +117,9 @@ class Progress:
         return out
 
 
+_point_time = attrgetter("time")  # the bisection key of the step history (a C call, not a lambda)
+
+
 @dataclass(frozen=True)
 class ProgressPoint:
     time: float
@@ -178,7 +182,7 @@ class ProgressTracker:
             advanced = True
             cur.loss = loss
         for name in ("epoch", "epochs", "lr"):
-            value = parse_number(fields.get(name))
+            value = parse_number(fields[name]) if name in fields else None
             if value is not None:
                 setattr(cur, name, value)
         cur.updated_at = now
@@ -231,7 +235,7 @@ class ProgressTracker:
         # Otherwise from the step history of the last few minutes.
         # Points come in time order: find the window's ends, don't walk its (up to 2000) points.
         history = self.history
-        first = bisect_left(history, now - ETA_WINDOW_S, key=lambda p: p.time)
+        first = bisect_left(history, now - ETA_WINDOW_S, key=_point_time)
         newest = next((history[i] for i in range(len(history) - 1, first - 1, -1) if history[i].step is not None), None)
         oldest = next((history[i] for i in range(first, len(history)) if history[i].step is not None), None)
         if newest is not None and newest is not oldest and newest.step > oldest.step and newest.time > oldest.time:
