@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import math
+
 from ..model import ProcessRef
 from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView, finite_or_none
 from .job_actions import events_text
 from .job_state import JobState
-from .progress import Progress
+from .progress import Progress, json_number
 
 PROGRESS_POINTS = 100  # progress history points a view carries (enough for a chart)
 
 
 def progress_view(progress: Progress) -> ProgressView:
-    # Progress.to_json already makes the numbers JSON-ready (ints, None for non-finite):
-    # one rounding rule, not two.
-    return ProgressView(**progress.to_json())
+    # The numbers JSON-ready (ints, None for non-finite) by Progress.to_json's own rule: one rounding
+    # rule, not two (built directly rather than through its dict: this runs for every job's frame).
+    num = json_number
+    loss = progress.loss
+    return ProgressView(
+        step=num(progress.step), total=num(progress.total), rate=num(progress.rate), unit=progress.unit,
+        loss=num(loss), epoch=num(progress.epoch), eta_s=num(progress.eta_s), epochs=num(progress.epochs),
+        lr=num(progress.lr), desc=progress.desc, updated_at=progress.updated_at,
+        loss_text=str(loss) if loss is not None and not math.isfinite(loss) else None,
+    )
 
 
 def current_view(job: JobState, now: float | None = None) -> JobView:

@@ -38,7 +38,8 @@ def sanitize_line(raw: bytes | str, max_chars: int | None = None) -> str:
         text = _CSI.sub("", text)
         text = _OTHER_ESC.sub("", text)
     text = text.expandtabs(8) if "\t" in text else text
-    text = _UNSAFE.sub(_escape_char, text)
+    if not text.isprintable():  # every unsafe character is a control or format one (not printable)
+        text = _UNSAFE.sub(_escape_char, text)
     if max_chars is not None and len(text) > max_chars:
         text = f"{text[:max_chars]}… [+{len(text) - max_chars} chars]"
     return text

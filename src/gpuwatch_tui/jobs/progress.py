@@ -71,7 +71,7 @@ def parse_rate(rate: str | None, unit: str | None) -> tuple[float | None, str | 
     return value, unit
 
 
-def _json_number(x: float | None) -> float | int | None:
+def json_number(x: float | None) -> float | int | None:
     """A whole value as an int, others rounded to 6 places; None for a non-finite one."""
     if x is None or not math.isfinite(x):
         return None
@@ -98,7 +98,7 @@ class Progress:
         return max(0.0, min(1.0, self.step / self.total))
 
     def to_json(self) -> dict:
-        num = _json_number
+        num = json_number
         out = {
             "step": num(self.step),
             "total": num(self.total),
