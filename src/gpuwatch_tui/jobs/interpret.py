@@ -144,6 +144,8 @@ class LogInterpreter:
 
     # -- tracebacks -----------------------------------------------------------------
     def _track_traceback(self, text: str, m: LineMatch, now: float) -> None:
+        if not self._open and not m.events:
+            return  # no traceback open nor starting here: nothing to follow (most lines)
         prefix = _RANK_PREFIX.match(text)
         rank = int(prefix.group(1)) if prefix else None
         body = text[prefix.end():] if prefix else text
