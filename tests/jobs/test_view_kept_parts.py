@@ -9,6 +9,9 @@ from gpuwatch_tui.jobs.export import job_view
 from gpuwatch_tui.jobs.settings import JobSettings
 from gpuwatch_tui.jobs.tracker import JobTracker
 from gpuwatch_tui.model import TailChunk
+from gpuwatch_tui.views import JobView
+
+FIELDS = dataclasses.fields(JobView)
 
 from .procs import LOG, sample, torchrun_tree
 
@@ -71,9 +74,27 @@ def test_a_view_asked_again_equals_a_fresh_one_at_the_same_and_later_times():
             for view in tracker.views(when):
                 job = tracker.state(view.id)
                 assert view == _fresh(job, when), (i, when)
+                # Built without JobView's __init__ (export._frozen): the very object __init__ makes.
+                assert vars(view) == vars(JobView(**{f.name: getattr(view, f.name) for f in FIELDS}))
                 checked += 1
     phases = [p for p, _ in tracker.states("gpu1")[0].history]
     assert len(set(phases)) >= 2 and checked >= 90
     # A view kept from the round before is the same object (not rebuilt) while nothing changed.
     [job] = tracker.states("gpu1")
     assert tracker.views(200.0)[0] is tracker.views(200.0)[0]
+
+
+def test_a_view_built_without_init_is_frozen_and_complete():
+    tracker = JobTracker(JobSettings(stall_after_s=4))
+    procs, gpus = torchrun_tree()
+    tracker.update("gpu1", sample(100.0, procs, gpus), now=100.0)
+    [view] = tracker.views(100.0)
+    assert set(vars(view)) == {f.name for f in FIELDS}  # every field, the defaults too, nothing else
+    assert view.hosts == () and view.run_key is None and hash(view.pids) is not None
+    try:
+        view.phase = "x"
+    except dataclasses.FrozenInstanceError:
+        pass
+    else:
+        raise AssertionError("a view must stay frozen")
+    assert dataclasses.replace(view, phase="stalled").phase == "stalled" and view.phase != "stalled"
