@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from ..model import ProcessRef
@@ -12,30 +11,6 @@ from .job_state import JobState
 from .progress import Progress, json_number
 
 PROGRESS_POINTS = 100  # progress history points a view carries (enough for a chart)
-
-
-def _defaults(cls) -> dict:
-    """Every field of a frozen view class with a plain default (none of them has a factory)."""
-    out = {}
-    for f in dataclasses.fields(cls):
-        if f.default_factory is not dataclasses.MISSING:
-            raise TypeError(f"{cls.__name__}.{f.name} has a default factory: build it with its __init__")
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-    return out
-
-
-_JOB_VIEW_DEFAULTS = _defaults(JobView)
-
-
-def _frozen(cls, defaults: dict, values: dict):
-    """An instance of a frozen dataclass from its field values (the defaults for the rest), equal to
-    cls(**values): made without the generated __init__, which sets each field through
-    object.__setattr__ (a JobView has 35; one is made for every job on every frame)."""
-    obj = object.__new__(cls)
-    obj.__dict__.update(defaults)
-    obj.__dict__.update(values)
-    return obj
 
 
 def progress_view(progress: Progress) -> ProgressView:
@@ -81,40 +56,39 @@ def job_view(job: JobState, now: float | None = None, history_text: str | None =
         code = interp.exit_code  # as torchrun reported it
     log = job.primary_log
     processes, root = _process_refs(job)
-    return _frozen(JobView, _JOB_VIEW_DEFAULTS, {
-        "id": job.id,
-        "name": job.name,
-        "host": job.host,
-        "pids": tuple(job.pids),
-        "gpus": tuple(job.gpus),
-        "phase": v.phase if v else "unknown",
-        "detail": v.detail if v else None,
-        "since": v.since if v else job.first_seen,
-        "confidence": round(v.confidence, 2) if v else 0.0,
-        "evidence": tuple(v.evidence) if v else (),
-        "advice": v.advice if v else "",
-        "actions": tuple(v.actions) if v else (),
-        "log": next(iter(job.logs), None),
-        "logs": tuple(job.logs),
-        "exit_code": code,
-        "exit_signal": job.exit.signal if job.exit else None,
-        "progress": _kept_progress_view(job, interp.progress.current) if interp else ProgressView(),
-        "history": _history_entries(job),
-        "configured": job.spec is not None,
-        "launcher": job.launcher,
-        "alive": job.alive,
-        "ended_at": job.exit.ended_at if job.exit else None,
-        "output_dir": job.output_dir,
-        "log_lines": log.total_lines if log else 0,
-        "stall_after_s": job.stall_after_s,
-        "progress_history": progress_history_view(job),
-        "history_text": history_text if history_text is not None else job.history_text(
+    return JobView(
+        id=job.id,
+        name=job.name,
+        host=job.host,
+        pids=tuple(job.pids),
+        gpus=tuple(job.gpus),
+        phase=v.phase if v else "unknown",
+        detail=v.detail if v else None,
+        since=v.since if v else job.first_seen,
+        confidence=round(v.confidence, 2) if v else 0.0,
+        evidence=tuple(v.evidence) if v else (),
+        advice=v.advice if v else "",
+        actions=tuple(v.actions) if v else (),
+        log=next(iter(job.logs), None),
+        logs=tuple(job.logs),
+        exit_code=code,
+        exit_signal=job.exit.signal if job.exit else None,
+        progress=_kept_progress_view(job, interp.progress.current) if interp else ProgressView(),
+        history=_history_entries(job),
+        configured=job.spec is not None,
+        launcher=job.launcher,
+        alive=job.alive,
+        ended_at=job.exit.ended_at if job.exit else None,
+        output_dir=job.output_dir,
+        log_lines=log.total_lines if log else 0,
+        stall_after_s=job.stall_after_s,
+        progress_history=progress_history_view(job),
+        history_text=history_text if history_text is not None else job.history_text(
             now if now is not None else job.last_seen),
-        "processes": processes,
-        "root": root,
-        "events": _events(job),
-    })
-
+        processes=processes,
+        root=root,
+        events=_events(job),
+    )
 
 
 # The parts below change far less often than a view is built (every frame of the job's host): each is

@@ -7,6 +7,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
+from ..quick_init import quick_init
 from .progress import ProgressTracker
 from .restart_marker import RestartMarker, parse_marker
 from .rules import LineMatch, RuleSet
@@ -23,6 +24,7 @@ RECOVERY_S = 20.0
 RECOVERY_STEPS = 3
 
 
+@quick_init
 @dataclass(frozen=True)
 class PhaseHint:
     phase: str

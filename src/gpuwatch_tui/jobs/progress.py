@@ -9,6 +9,8 @@ from operator import attrgetter
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
+from ..quick_init import quick_init
+
 _SI = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "Z": 1e21, "Y": 1e24}
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([kMGTPEZY]?)\s*$")
 # A bar that has not moved for this long no longer holds the display against another bar.
@@ -120,6 +122,7 @@ class Progress:
 _point_time = attrgetter("time")  # the bisection key of the step history (a C call, not a lambda)
 
 
+@quick_init
 @dataclass(frozen=True)
 class ProgressPoint:
     time: float
