@@ -139,7 +139,7 @@ class MultiNodeJobs:
 
     def __init__(self) -> None:
         self.joined: dict[str, str] = {}  # per-host job id -> the multi-node job's id (as of the last join)
-        self._keys: dict[str, tuple] = {}  # job id -> (its process list, its run keys)
+        self._keys: dict[str, tuple] = {}  # job id -> (its process list, their run variables, its run keys)
         self._stopped_since: dict[tuple[str, int, int], float] = {}
         self._history: dict[str, list[tuple[str, float]]] = {}
 
@@ -151,10 +151,12 @@ class MultiNodeJobs:
         for v in views:
             job = tracker.state(v.id)
             procs_list = (job.procs or job.last_procs) if job is not None else []
-            # The keys of a job change only with its process list (a new list each frame of its host).
+            # The keys of a job are read from its processes' run variables only (kept as they were
+            # while unchanged: compared as such, not made again from a new list each frame).
+            dists = tuple(p.dist for p in procs_list)
             cached = old_keys.get(v.id)
-            keys = cached[1] if cached is not None and cached[0] is procs_list else frozenset(part_keys(procs_list))
-            keys_seen[v.id] = (procs_list, keys)
+            keys = cached[2] if cached is not None and cached[1] == dists else frozenset(part_keys(procs_list))
+            keys_seen[v.id] = (procs_list, dists, keys)
             any_keys = any_keys or bool(keys)
         self._keys = keys_seen
         if not any_keys:  # the common case: nothing to join (and no part facts to gather)
@@ -163,7 +165,7 @@ class MultiNodeJobs:
             return views
         parts = []
         for v in views:
-            keys = keys_seen[v.id][1]
+            keys = keys_seen[v.id][2]
             if not keys:
                 parts.append(PartFacts(v, (), frozenset(), (), None))
                 continue
