@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .quick_init import quick_init
 from .vocab import GPU_SOURCES, HOST_STATES  # noqa: F401  (re-exported: defined once, in vocab)
 
 
+@quick_init
 @dataclass(frozen=True)
 class GpuProcess:
     pid: int
     mem_used_mib: float | None
 
 
+@quick_init
 @dataclass(frozen=True)
 class GpuSample:
     """One GPU at one instant. Any measurement the driver refuses is None."""
@@ -36,6 +39,7 @@ class GpuSample:
     workload: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class FdTarget:
     """Where a process's stdout or stderr goes (from /proc/PID/fd/N and fdinfo)."""
@@ -46,6 +50,7 @@ class FdTarget:
     size: int | None = None  # for regular files
 
 
+@quick_init
 @dataclass(frozen=True)
 class ProcessRef:
     """One process for good: a pid alone may be reused, (pid, start time in clock ticks since
@@ -56,6 +61,7 @@ class ProcessRef:
     start_ticks: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class ChildProc:
     pid: int
@@ -68,6 +74,7 @@ class ChildProc:
     user: str | None = None  # its login name on the host (None: unknown uid)
 
 
+@quick_init
 @dataclass(frozen=True)
 class ProcInfo:
     """Facts about one process, read from /proc on its host.
@@ -110,6 +117,7 @@ class ProcInfo:
         return (self.pid, self.start_time)
 
 
+@quick_init
 @dataclass(frozen=True)
 class ExitInfo:
     """A watched process that went away, as far as its host could tell."""
@@ -121,6 +129,7 @@ class ExitInfo:
     signal: int | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class TailChunk:
     """New bytes of a followed file since the last frame."""
@@ -137,6 +146,7 @@ class TailChunk:
     cut: tuple[tuple[int, int], ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True)
 class DirStat:
     key: str

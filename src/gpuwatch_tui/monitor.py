@@ -49,6 +49,7 @@ class Monitor:
             from .actions.job_facts import JobFacts
 
             self.job_facts = JobFacts(self)  # restart facts at discovery, a restarted run's exit status
+        self._pushed: dict = {}  # host -> the ProbeWants last pushed to its feed
         self._subscribers: list[Callable[[], None]] = []
         self._settled = {name: asyncio.Event() for name in self.sessions}
         self._stopped = False
@@ -76,6 +77,11 @@ class Monitor:
 
     def _push_wants(self, host: str) -> None:
         wants = self.tracker.wanted(host)
+        # The same wants as last pushed: nothing to do (a feed keeps the latest and sends it again on
+        # reconnecting), and no task to make for it on every frame of every host.
+        if self._pushed.get(host) == wants:
+            return
+        self._pushed[host] = wants
         session = self.sessions[host]
         asyncio.ensure_future(session.wants(wants.pids, wants.tails, wants.dirs, wants.matches))
 

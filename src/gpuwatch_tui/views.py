@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from .model import ProcessRef
+from .quick_init import quick_init
 from .vocab import DEFAULT_STALL_AFTER_S
 
 
@@ -35,6 +36,7 @@ def _need(data: dict, key: str, kind: type | tuple[type, ...], what: str):
     return value
 
 
+@quick_init
 @dataclass(frozen=True)
 class ProgressView:
     """Training progress as the log shows it. Numbers are JSON-ready: whole values are ints,
@@ -91,6 +93,7 @@ class ProgressView:
         )
 
 
+@quick_init
 @dataclass(frozen=True)
 class PhaseEntry:
     """One step of a job's phase history: the phase and when it began (unix seconds)."""
@@ -102,6 +105,7 @@ class PhaseEntry:
         return {"phase": self.phase, "since": self.since}
 
 
+@quick_init
 @dataclass(frozen=True)
 class ProgressPointView:
     """One point of the progress history (for charts): raw values, non-finite loss as None."""
@@ -120,6 +124,7 @@ def finite_or_none(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
+@quick_init
 @dataclass(frozen=True)
 class RankView:
     """One rank of a job that spans hosts: where it runs, what its process and GPU do, when its host's
@@ -172,6 +177,7 @@ class RankView:
         )
 
 
+@quick_init
 @dataclass(frozen=True)
 class JobView:
     """One job as every reader sees it. `processes` are the job's main processes as

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 from .errors import ConfigError
 
@@ -89,7 +90,13 @@ def fmt_duration(seconds: float | None, unknown: str = "?") -> str:
     Truncates (never rounds up), so 119.6 s reads "1m59s", not "1m60s"."""
     if seconds is None or not math.isfinite(seconds):
         return unknown
-    s = int(max(0.0, seconds))
+    return _whole_duration(int(seconds) if seconds > 0 else 0)
+
+
+@lru_cache(maxsize=8192)
+def _whole_duration(s: int) -> str:
+    """fmt_duration of whole seconds, kept: every job's evidence and history texts ask it anew on
+    every frame, mostly for the same few values."""
     if s < 60:
         return f"{s}s"
     if s < 3600:

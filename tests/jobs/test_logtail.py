@@ -204,3 +204,19 @@ def test_probe_passes_the_latest_frame_of_a_long_progress_bar(tmp_path):
     log.write_bytes(b"")
     buf = _follow_with_probe(log, "bar")  # ~130 KiB of frames on one "line"
     assert buf.lines() == ["train: 3000/3000 [00:01<00:00, 999.00it/s]"]
+
+
+def test_sanitize_skips_the_unsafe_pass_only_on_printable_text():
+    """The unsafe-character pass runs whenever a line holds anything not printable: the same text as
+    running it always, for controls, C1, bidi overrides, NBSP, line separators, emoji and CJK."""
+    import random
+
+    from gpuwatch_tui.jobs import logtail
+
+    alphabet = ("abc XYZ 019.,:/%|#" + "\x00\x07\x08\x0b\x0c\x0d\x1f\x7f\x80\x85\x9f"
+                + "\u202a\u202e\u2066\u2069\u200e\u200f\u061c\u00a0\u2028\u2029\u200b\ufeff" + "é漢😀")
+    rng = random.Random(3)
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        always = logtail._UNSAFE.sub(logtail._escape_char, text)
+        assert logtail.sanitize_line(text) == always, repr(text)

@@ -103,3 +103,47 @@ def test_phases_change_as_expected():
                if any((p, d) != ("training", None) for _, p, d, *_ in run(JobTracker(JobSettings(stall_after_s=20)),
                                                                        DECISIVE[n], [])[STEADY:STEADY + 1])]
     assert changed, phases
+
+
+def test_a_stdout_file_that_grows_with_the_log_does_not_rejudge(monkeypatch):
+    """The probe reports the size of a process's stdout file again as the log grows; the engine reads
+    that target's path and kind only, so a growing size keeps the verdict (judged every
+    REJUDGE_EVERY_S, not every frame), and every frame shows what judging every frame gives."""
+    import dataclasses
+
+    from gpuwatch_tui.model import FdTarget
+
+    def frames(tracker, judged):
+        shown, data = [], b""
+        for i in range(40):
+            t = 1001.0 + i
+            procs, gpus = torchrun_tree(cpu=10.0 + 2.0 * i)
+            line = f"step {40 * (i + 1)}/100000 loss {2.5 / (1 + i / 50):.4f} tokens/s 99000\n".encode()
+            data += line
+            out = FdTarget(LOG.path, "file", append=True, size=len(data))  # as the probe re-reads it
+            procs = {pid: dataclasses.replace(p, stdout=out, stderr=out) if p.stdout is not None else p
+                     for pid, p in procs.items()}
+            tails = [TailChunk(k, LOG.path, line, False, len(data) - len(line), len(data), None, None)
+                     for k in tracker.wanted("gpu1").tails]
+            tracker.update("gpu1", sample(t, procs, gpus, tails=tails), now=t)
+            [v] = tracker.views(t)
+            shown.append((v.phase, v.detail, v.since, v.confidence,
+                          tuple(e for e in v.evidence if not e.startswith("CPU "))))
+        judged.append(None)
+        return shown
+
+    judged = []
+    real_judge = judging.judge
+
+    def counting_judge(job, now, skew):
+        judged.append(now)
+        real_judge(job, now, skew)
+
+    monkeypatch.setattr(judging, "judge", counting_judge)
+    kept = frames(JobTracker(JobSettings(stall_after_s=20)), judged)
+    steady = [t for t in judged[:-1] if 1016.0 <= t < 1041.0]  # past the young-job clocks
+    monkeypatch.setattr(judging, "REJUDGE_EVERY_S", 0.0)
+    every = frames(JobTracker(JobSettings(stall_after_s=20)), [])
+    assert kept == every
+    assert {p for p, *_ in kept[15:]} == {"training"}
+    assert 0 < len(steady) <= 0.45 * 25, steady

@@ -49,3 +49,23 @@ def test_which_patterns_treat_digits_alike():
     assert not digit_blind(re.compile(r"[0-5]+"))
     assert not digit_blind(re.compile(r"[^1]"))
     assert not digit_blind(re.compile(r"(\d)\1"))  # "11" matches, "12" (same shape) does not
+
+
+def test_lines_of_a_shape_only_digit_blind_rules_match_are_read_from_its_template(monkeypatch):
+    """Such a shape's later lines are not searched: the facts are the line's text where the rules
+    matched its first line. They equal searching every rule, numbers, units and events included."""
+    lines = [v for line in captured_lines() for v in variants(line)]
+    lines += [f"step {s}/100000 loss {2.5 / s:.4f} lr 3.0e-04 tokens/s {90000 + 37 * s}" for s in range(1, 400, 7)]
+    filled = []
+    real_fill = rules_module._Template.fill
+    monkeypatch.setattr(rules_module._Template, "fill", lambda self, line: filled.append(line) or real_fill(self, line))
+    rules = RuleSet(builtin_rules())
+    results = [rules.match(line) for line in lines]
+    assert len(filled) > 300 and lines[-1] in filled
+    monkeypatch.setattr(rules_module, "SHAPES_KEPT", 0)
+    every_rule = Unfiltered(builtin_rules())
+    for line, got in zip(lines, results):
+        assert got == every_rule.match(line), line
+    last = results[-1]
+    assert last.progress["step"] == "393" and last.progress["loss"] == f"{2.5 / 393:.4f}"
+    assert last.fields["unit"].lower().startswith("tok"), last.fields

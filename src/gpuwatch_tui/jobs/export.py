@@ -2,30 +2,49 @@
 
 from __future__ import annotations
 
+import math
+
 from ..model import ProcessRef
 from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView, finite_or_none
 from .job_actions import events_text
 from .job_state import JobState
-from .progress import Progress
+from .progress import Progress, json_number
 
 PROGRESS_POINTS = 100  # progress history points a view carries (enough for a chart)
 
 
 def progress_view(progress: Progress) -> ProgressView:
-    # Progress.to_json already makes the numbers JSON-ready (ints, None for non-finite):
-    # one rounding rule, not two.
-    return ProgressView(**progress.to_json())
+    # The numbers JSON-ready (ints, None for non-finite) by Progress.to_json's own rule: one rounding
+    # rule, not two (built directly rather than through its dict: this runs for every job's frame).
+    num = json_number
+    loss = progress.loss
+    return ProgressView(
+        step=num(progress.step), total=num(progress.total), rate=num(progress.rate), unit=progress.unit,
+        loss=num(loss), epoch=num(progress.epoch), eta_s=num(progress.eta_s), epochs=num(progress.epochs),
+        lr=num(progress.lr), desc=progress.desc, updated_at=progress.updated_at,
+        loss_text=str(loss) if loss is not None and not math.isfinite(loss) else None,
+    )
 
 
 def current_view(job: JobState, now: float | None = None) -> JobView:
     """`job_view`, reusing the last one built while no frame of the job's host came in since
-    (the dashboard asks for every job twice a second; a host reports once)."""
-    text = job.history_text(now if now is not None else job.last_seen)
+    (the dashboard asks for every job twice a second; a host reports once). Asked again at the same
+    time, even the history text (its durations read `now`) is not made again."""
+    at = now if now is not None else job.last_seen
+    history = job.history
+    basis = (job.revision, job.verdict, len(history), history[-1] if history else None)
     kept = job.view_parts.get("view")
-    if kept is not None and kept[0] == job.revision and kept[1] is job.verdict and kept[2] == text:
-        return kept[3]
+    if kept is not None and kept[0] == basis and kept[0][1] is job.verdict:
+        if kept[1] == at:
+            return kept[3]
+        text = job.history_text(at)
+        if kept[2] == text:
+            job.view_parts["view"] = (basis, at, text, kept[3])
+            return kept[3]
+    else:
+        text = job.history_text(at)
     view = job_view(job, now, text)
-    job.view_parts["view"] = (job.revision, job.verdict, text, view)
+    job.view_parts["view"] = (basis, at, text, view)
     return view
 
 

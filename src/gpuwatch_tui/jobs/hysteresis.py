@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from ..quick_init import quick_init
+
 if TYPE_CHECKING:  # phase.py imports this module
     from .phase import Verdict
 
@@ -30,6 +32,7 @@ PROVISIONAL = frozenset({"starting", "unknown"})
 ENDED = frozenset({"crashed", "finished"})
 
 
+@quick_init
 @dataclass(frozen=True)
 class Memory:
     """What the hysteresis keeps between samples (carried on the shown Verdict)."""

@@ -7,6 +7,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
+from ..quick_init import quick_init
 from .progress import ProgressTracker
 from .restart_marker import RestartMarker, parse_marker
 from .rules import LineMatch, RuleSet
@@ -23,6 +24,7 @@ RECOVERY_S = 20.0
 RECOVERY_STEPS = 3
 
 
+@quick_init
 @dataclass(frozen=True)
 class PhaseHint:
     phase: str
@@ -144,6 +146,8 @@ class LogInterpreter:
 
     # -- tracebacks -----------------------------------------------------------------
     def _track_traceback(self, text: str, m: LineMatch, now: float) -> None:
+        if not self._open and not m.events:
+            return  # no traceback open nor starting here: nothing to follow (most lines)
         prefix = _RANK_PREFIX.match(text)
         rank = int(prefix.group(1)) if prefix else None
         body = text[prefix.end():] if prefix else text

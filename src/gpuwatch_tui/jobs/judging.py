@@ -6,6 +6,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import attrgetter
 
 from ..model import ExitInfo, HostSample, ProcInfo
 from .discovery import launcher_kind
@@ -91,10 +92,15 @@ def track_members(job: JobState, procs: dict[int, ProcInfo], gone: dict, skew: f
 
 def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], skew: float, now: float) -> None:
     """Record this frame's resource sample for `job`, then judge it."""
-    procs = [sample.procs[pid] for pid in job.members if pid in sample.procs
-             and abs(sample.procs[pid].start_time - job.members[pid]) < 0.5]
+    frame_procs = sample.procs
+    procs = []
+    for pid, start in job.members.items():
+        p = frame_procs.get(pid)
+        if p is not None and abs(p.start_time - start) < 0.5:
+            procs.append(p)
     root_pid = job.root[0] if job.root else None
-    procs.sort(key=lambda p: (p.pid != root_pid, p.pid))  # root (launcher) first
+    if len(procs) > 1:
+        procs.sort(key=lambda p: (p.pid != root_pid, p.pid))  # root (launcher) first
     job.procs = procs  # an ended job lists none: its last facts would read as a live process
     if procs:
         job.last_procs = procs  # but the verdict on its end still needs them (stdout, -u)
@@ -115,8 +121,11 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
             gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
             gpu_indices.add(g.index)
     job.gpus = tuple(sorted(gpu_indices))
-    compilers = tuple(sorted({c.name for c in children.values() if c.name in COMPILER_NAMES}
-                             | {n for p in procs for n in p.compilers_seen}))
+    named = {c.name for c in children.values() if c.name in COMPILER_NAMES}
+    for p in procs:
+        if p.compilers_seen:
+            named.update(p.compilers_seen)
+    compilers = tuple(sorted(named)) if named else ()
     workers = sum(1 for c in children.values() if COMPILE_WORKER_MARK in " ".join(c.cmdline))
     if workers and job.compile_worker_since is None:
         job.compile_worker_since = now
@@ -156,8 +165,7 @@ def _thin(job: JobState, now: float) -> None:
         job.sparse_upto = max(job.sparse_upto, samples[last].time)
 
 
-def _time(sample: ResourceSample) -> float:
-    return sample.time
+_time = attrgetter("time")  # a sample's time: the bisection key (a C call, not a Python function)
 
 
 def observation(job: JobState, skew: float) -> JobObservation:
@@ -260,10 +268,17 @@ def _facts(job: JobState, skew: float) -> tuple[tuple, tuple]:
         job.exit, job.outdir, job.dump_finding, len(job.actions), job.stall_after_s,
         job.compile_worker_since, tuple(job.gpus), last.members, last.states, last.compilers, last.compile_workers,
         tuple(g.index for g in last.gpus),
-        (lead.stdout, lead.stderr, lead.unbuffered, lead.env_readable, lead.unbuffered_reason, lead.is_python)
+        (_target(lead.stdout), _target(lead.stderr), lead.unbuffered, lead.env_readable, lead.unbuffered_reason,
+         lead.is_python)
         if lead else None,
     )
     return moving, rest
+
+
+def _target(fd) -> tuple | None:
+    """What the engine reads of a stdout/stderr target: not its size, which the probe reports again
+    as the log grows (each new size re-judged a training job for nothing)."""
+    return None if fd is None else (fd.path, fd.kind, fd.append)
 
 
 def _cpu_class(samples) -> int:
@@ -311,7 +326,12 @@ def _gpus_close(a: tuple, b: tuple) -> bool:
 
 
 def _crosses(a: float, b: float, edges: tuple[float, ...]) -> bool:
-    return any((a < e) != (b < e) for e in edges)
+    """Whether an edge lies between a and b (one below it, the other not). (A loop, not any() over
+    a generator: this runs for every GPU of every kept frame.)"""
+    for e in edges:
+        if (a < e) != (b < e):
+            return True
+    return False
 
 
 def _clock_bases(job: JobState, skew: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -348,9 +368,14 @@ def _deadline_passed(bases: tuple[float, ...], stall_after: float, since: float,
     for base in bases:
         if base > since:
             return True  # a time from the future of the last judgment (a clock skew): judge
-        for off in offsets:
-            if since < base + off <= now:
+        # Only the offsets near (since - base, now - base] can pass (sorted: found by bisection); the
+        # exact test is then made on those, as written, so rounding cannot tell a different story.
+        i = bisect_left(offsets, since - base - _ROUNDING_S)
+        top = now - base + _ROUNDING_S
+        while i < len(offsets) and offsets[i] <= top:
+            if since < base + offsets[i] <= now:
                 return True
+            i += 1
     return False
 
 
@@ -415,19 +440,24 @@ def _clock_crossed(before: tuple[float, ...], after: tuple[float, ...], stall_af
     with each threshold of the engine at both moments."""
     if len(before) != len(after):
         return True
+    offsets = _offsets(stall_after)
     for old, new in zip(before, after):
         if new > now:
             return True  # a time from the future (a clock skew): judge
-        for off in _offsets(stall_after):
-            if (then - old >= off) != (now - new >= off):
-                return True
+        # The same answer for every threshold <=> as many (sorted) thresholds reached at both moments.
+        if bisect_right(offsets, then - old) != bisect_right(offsets, now - new):
+            return True
     return False
+
+
+_ROUNDING_S = 1e-6  # slack for the bisection in _deadline_passed (the exact test follows it)
 
 
 @lru_cache(maxsize=64)
 def _offsets(stall_after: float) -> tuple[float, ...]:
-    return (0.0, stall_after, stall_after / 2, min(60.0, stall_after / 2), 60.0, YOUNG_S,
-            min(stall_after, YOUNG_S), MIN_SPIN_S, RATE_WINDOW_S, COMPILE_RECENT_S, MID_RUN_S)
+    """The engine's thresholds, sorted (bisected by _deadline_passed and _clock_crossed)."""
+    return tuple(sorted((0.0, stall_after, stall_after / 2, min(60.0, stall_after / 2), 60.0, YOUNG_S,
+                         min(stall_after, YOUNG_S), MIN_SPIN_S, RATE_WINDOW_S, COMPILE_RECENT_S, MID_RUN_S)))
 
 
 def _log_lines(job: JobState, now: float) -> tuple:

@@ -38,7 +38,8 @@ def sanitize_line(raw: bytes | str, max_chars: int | None = None) -> str:
         text = _CSI.sub("", text)
         text = _OTHER_ESC.sub("", text)
     text = text.expandtabs(8) if "\t" in text else text
-    text = _UNSAFE.sub(_escape_char, text)
+    if not text.isprintable():  # every unsafe character is a control or format one (not printable)
+        text = _UNSAFE.sub(_escape_char, text)
     if max_chars is not None and len(text) > max_chars:
         text = f"{text[:max_chars]}… [+{len(text) - max_chars} chars]"
     return text
@@ -98,14 +99,16 @@ class LogBuffer:
         self.received = False  # the probe has reported on this file at least once (data, size or error)
 
     # -- feeding -----------------------------------------------------------------
-    def feed(self, chunk: TailChunk, now: float) -> None:
+    def feed(self, chunk: TailChunk, now: float, skew: float = 0.0) -> None:
+        """One chunk the probe read; `skew` moves its mtime (host clock) onto the local clock."""
         self.received = True
         self.path = chunk.path
         self.error = chunk.error
         if chunk.size is not None:
             self.size = chunk.size
-        if chunk.mtime is not None:
-            self.mtime = chunk.mtime
+        mtime = chunk.mtime + skew if chunk.mtime is not None else None
+        if mtime is not None:
+            self.mtime = mtime
         data = chunk.data
         cuts = list(chunk.cut)
         if chunk.reset and self._started:
@@ -129,7 +132,7 @@ class LogBuffer:
             first = self.total_bytes == 0 and self.last_growth is None
             self.total_bytes += len(data)
             # Backlog read at the first poll was written earlier: the file's mtime says when.
-            self.last_growth = min(now, chunk.mtime) if first and chunk.mtime is not None else now
+            self.last_growth = min(now, mtime) if first and mtime is not None else now
         pos = 0
         for cut_pos, dropped in cuts:
             if cut_pos > pos:

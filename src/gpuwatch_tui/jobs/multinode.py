@@ -145,36 +145,45 @@ class MultiNodeJobs:
 
     def __init__(self) -> None:
         self.joined: dict[str, str] = {}  # per-host job id -> the multi-node job's id (as of the last join)
-        self._keys: dict[str, tuple] = {}  # job id -> (its process list, its run keys, has several ranks)
+        self._keys: dict[str, tuple] = {}  # job id -> (its process list, their run variables, its run keys, ranked)
         self._stopped_since: dict[tuple[str, int, int], float] = {}
         self._history: dict[str, list[tuple[str, float]]] = {}
 
     def join(self, views: list[JobView], tracker, now: float | None) -> list[JobView]:
         """The tracker's per-host views with the parts of each multi-node run replaced by one view."""
-        parts = []
         keys_seen: dict[str, tuple] = {}
+        old_keys = self._keys
+        any_facts = False
         for v in views:
             job = tracker.state(v.id)
             procs_list = (job.procs or job.last_procs) if job is not None else []
-            # The keys of a job change only with its process list (a new list each frame of its host).
-            cached = self._keys.get(v.id)
-            if cached is not None and cached[0] is procs_list:
-                keys, ranked = cached[1], cached[2]
+            # The keys of a job are read from its processes' run variables only (kept as they were
+            # while unchanged: compared as such, not made again from a new list each frame).
+            dists = tuple(p.dist for p in procs_list)
+            cached = old_keys.get(v.id)
+            if cached is not None and cached[1] == dists:
+                keys, ranked = cached[2], cached[3]
             else:
                 keys = frozenset(part_keys(procs_list))
-                ranked = any(p.dist for p in procs_list) and len(rank_processes(procs_list)) > 1
-            keys_seen[v.id] = (procs_list, keys, ranked)
-            if not keys and not ranked:
-                parts.append(PartFacts(v, (), frozenset(), (), None))
-                continue
-            last_log = max((b.last_growth for b in job.logs.values() if b.last_growth is not None), default=None)
-            parts.append(PartFacts(v, tuple(procs_list), frozenset(p.pid for p in job.procs),
-                                   tracker.host_gpus(v.host), last_log, keys))
+                ranked = any(dists) and len(rank_processes(procs_list)) > 1
+            keys_seen[v.id] = (procs_list, dists, keys, ranked)
+            any_facts = any_facts or bool(keys) or ranked
         self._keys = keys_seen
-        if not any(p.procs for p in parts):  # the common case: nothing to join, no job of several ranks
+        if not any_facts:  # the common case: nothing to join, no job of several ranks (no part facts to gather)
             self.joined = {}
             self._stopped_since.clear()
             return views
+        parts = []
+        for v in views:
+            _, _, keys, ranked = keys_seen[v.id]
+            if not keys and not ranked:
+                parts.append(PartFacts(v, (), frozenset(), (), None))
+                continue
+            job = tracker.state(v.id)
+            procs_list = keys_seen[v.id][0]
+            last_log = max((b.last_growth for b in job.logs.values() if b.last_growth is not None), default=None)
+            parts.append(PartFacts(v, tuple(procs_list), frozenset(p.pid for p in job.procs),
+                                   tracker.host_gpus(v.host), last_log, keys))
         if now is None:
             now = max((j.last_seen for j in tracker.states()), default=0.0)
         views, self.joined = self.combine(parts, now)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..model import FdTarget
+from ..quick_init import quick_init
 from ..vocab import DEFAULT_STALL_AFTER_S, fmt_duration
 from .hysteresis import Memory, settle
 from .interpret import Failure, PhaseHint
@@ -47,6 +48,7 @@ BUFFERED_ADVICE = "output is sitting in the process's stdout buffer: restart it 
 UNFLUSHED_ADVICE = "stdout is block-buffered: restart it with -u to see its output as it is written"
 
 
+@quick_init
 @dataclass(frozen=True)
 class GpuReading:
     index: int
@@ -62,6 +64,7 @@ class GpuReading:
         return self.power_w / self.power_limit_w
 
 
+@quick_init
 @dataclass(frozen=True)
 class ResourceSample:
     """One instant of a job's processes and GPUs."""
@@ -80,6 +83,7 @@ class ResourceSample:
     members: tuple[int, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True)
 class LogFacts:
     """What the log says, as of now (built by the tracker from a LogInterpreter + LogBuffer)."""
@@ -105,6 +109,7 @@ class LogFacts:
     mtime: float | None = None  # the file's mtime (local clock): when it was last written
 
 
+@quick_init
 @dataclass(frozen=True)
 class ExitFacts:
     ended_at: float
@@ -112,6 +117,7 @@ class ExitFacts:
     signal: int | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class OutputFacts:
     path: str
@@ -121,6 +127,7 @@ class OutputFacts:
     total_bytes: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class JobObservation:
     samples: Sequence[ResourceSample]  # oldest first
@@ -139,6 +146,7 @@ class JobObservation:
     killed_by: str | None = None  # "killed by USER via gpuwatch at ...": gpuwatch ended this run itself
 
 
+@quick_init
 @dataclass(frozen=True)
 class Verdict:
     phase: str
@@ -417,6 +425,7 @@ def _phase_progress_evidence(log: LogFacts) -> str | None:
     return f"{desc} {pp['step']}{total}".strip()
 
 
+@quick_init
 @dataclass(frozen=True)
 class DecisionContext:
     """The facts derived from one observation that the engine's rules read (built by `_context`)."""
@@ -448,6 +457,7 @@ class DecisionContext:
     live_phase: str | None = None  # the last phase shown while the processes were alive
 
 
+@quick_init
 @dataclass(frozen=True)
 class Decision:
     """What the rules concluded; `infer_phase` turns it into a Verdict (keeping `since` stable)."""

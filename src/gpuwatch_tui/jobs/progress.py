@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
+from operator import attrgetter
 from bisect import bisect_left
 from dataclasses import dataclass, field
+
+from ..quick_init import quick_init
 
 _SI = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "Z": 1e21, "Y": 1e24}
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([kMGTPEZY]?)\s*$")
@@ -70,8 +73,11 @@ def parse_rate(rate: str | None, unit: str | None) -> tuple[float | None, str | 
     return value, unit
 
 
-def _finite(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None
+def json_number(x: float | None) -> float | int | None:
+    """A whole value as an int, others rounded to 6 places; None for a non-finite one."""
+    if x is None or not math.isfinite(x):
+        return None
+    return int(x) if float(x).is_integer() and abs(x) < 2**53 else round(x, 6)
 
 
 @dataclass
@@ -94,12 +100,7 @@ class Progress:
         return max(0.0, min(1.0, self.step / self.total))
 
     def to_json(self) -> dict:
-        def num(x: float | None) -> float | int | None:
-            x = _finite(x)
-            if x is None:
-                return None
-            return int(x) if float(x).is_integer() and abs(x) < 2**53 else round(x, 6)
-
+        num = json_number
         out = {
             "step": num(self.step),
             "total": num(self.total),
@@ -118,6 +119,10 @@ class Progress:
         return out
 
 
+_point_time = attrgetter("time")  # the bisection key of the step history (a C call, not a lambda)
+
+
+@quick_init
 @dataclass(frozen=True)
 class ProgressPoint:
     time: float
@@ -180,7 +185,7 @@ class ProgressTracker:
             advanced = True
             cur.loss = loss
         for name in ("epoch", "epochs", "lr"):
-            value = parse_number(fields.get(name))
+            value = parse_number(fields[name]) if name in fields else None
             if value is not None:
                 setattr(cur, name, value)
         cur.updated_at = now
@@ -233,7 +238,7 @@ class ProgressTracker:
         # Otherwise from the step history of the last few minutes.
         # Points come in time order: find the window's ends, don't walk its (up to 2000) points.
         history = self.history
-        first = bisect_left(history, now - ETA_WINDOW_S, key=lambda p: p.time)
+        first = bisect_left(history, now - ETA_WINDOW_S, key=_point_time)
         newest = next((history[i] for i in range(len(history) - 1, first - 1, -1) if history[i].step is not None), None)
         oldest = next((history[i] for i in range(first, len(history)) if history[i].step is not None), None)
         if newest is not None and newest is not oldest and newest.step > oldest.step and newest.time > oldest.time:

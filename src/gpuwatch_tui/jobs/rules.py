@@ -97,13 +97,15 @@ class RuleSet:
         return "training"
 
     def match(self, line: str) -> LineMatch:
-        result = LineMatch()
-        followers: list[dict[str, str]] = []  # numbers of phase-less rules: decided at the end
         plan = self._plan
         if plan is None or plan.checks is not self._checks:
             plan = self._plan = _Prefilter(self._checks)
-        candidates, new_shape = plan.candidates(line)
+        candidates, new_shape, template = plan.candidates(line)
+        if template is not None:
+            return template.fill(line)
+        found: list[tuple[Rule, str | None, dict]] = []
         matched: list[int] = []
+        spans: list[dict] | None = [] if new_shape is not None else None
         for index, rule in candidates:
             m = rule.pattern.search(line)
             if m is None:
@@ -113,31 +115,74 @@ class RuleSet:
             phase = rule.phase
             if phase == "auto":
                 phase = self.phase_for_desc(groups.get("desc", "").strip())
-            if rule.unit and "unit" not in groups:
-                groups["unit"] = rule.unit
-            result.rules.append(rule.name)
-            for key, value in groups.items():
-                result.fields.setdefault(key, value)
-            numbers = {k: v for k, v in groups.items() if k in PROGRESS_FIELDS or k == "desc"}
-            if rule.progress is None and phase is None:
-                followers.append(numbers)
-            elif rule.counts_as_progress(phase):
-                _merge(result.progress, numbers)
-            else:
-                _merge(result.phase_progress, numbers)
-            if phase and result.phase is None:
-                result.phase = phase
-                result.rule = rule.name
-                result.detail = rule.detail
-            if rule.event:
-                result.events.append((rule.event, rule.detail, rule.name))
-        # A rate on a loading bar is not a training rate: phase-less rules follow the line.
-        target = result.progress if result.phase in (None, "training") else result.phase_progress
-        for numbers in followers:
-            _merge(target, numbers)
+                spans = None  # the phase is read from the bar's words: no template for this shape
+            if spans is not None:
+                spans.append({k: m.span(k) for k in groups})
+            found.append((rule, phase, groups))
+        result = _assemble(found)
         if new_shape is not None:
-            plan.remember(new_shape, matched)
+            template = None
+            if spans is not None and all(plan.blind[i] for i in matched):
+                template = _Template(_assemble([(r, p, g) for (r, p, _), g in zip(found, spans)]))
+            plan.remember(new_shape, matched, template)
         return result
+
+
+def _assemble(found: list[tuple[Rule, str | None, dict]]) -> LineMatch:
+    """The facts of a line from its matches in rule order: (rule, its phase, its named groups).
+    The group values are the line's text, or (start, end) spans when a shape's template is made."""
+    result = LineMatch()
+    followers: list[dict] = []  # numbers of phase-less rules: decided at the end
+    for rule, phase, groups in found:
+        if rule.unit and "unit" not in groups:
+            groups["unit"] = rule.unit
+        result.rules.append(rule.name)
+        for key, value in groups.items():
+            result.fields.setdefault(key, value)
+        numbers = {k: v for k, v in groups.items() if k in _NUMBER_KEYS}
+        if rule.progress is None and phase is None:
+            followers.append(numbers)
+        elif rule.counts_as_progress(phase):
+            _merge(result.progress, numbers)
+        else:
+            _merge(result.phase_progress, numbers)
+        if phase and result.phase is None:
+            result.phase = phase
+            result.rule = rule.name
+            result.detail = rule.detail
+        if rule.event:
+            result.events.append((rule.event, rule.detail, rule.name))
+    # A rate on a loading bar is not a training rate: phase-less rules follow the line.
+    target = result.progress if result.phase in (None, "training") else result.phase_progress
+    for numbers in followers:
+        _merge(target, numbers)
+    return result
+
+
+_NUMBER_KEYS = frozenset((*PROGRESS_FIELDS, "desc"))
+
+
+class _Template:
+    """What the rules make of every line of one shape, when only digit-blind rules matched it: they
+    match every line of the shape at the same places (digits are all alike to them), so the facts
+    are the line's text at those spans; a rule's constant unit stays as it is."""
+
+    def __init__(self, spans: LineMatch) -> None:
+        self.spans = spans
+
+    def fill(self, line: str) -> LineMatch:
+        t = self.spans
+        return LineMatch(
+            phase=t.phase, detail=t.detail, rule=t.rule, rules=list(t.rules),
+            progress={k: _text(line, v) for k, v in t.progress.items()},
+            phase_progress={k: _text(line, v) for k, v in t.phase_progress.items()},
+            fields={k: _text(line, v) for k, v in t.fields.items()},
+            events=list(t.events),
+        )
+
+
+def _text(line: str, value) -> str:
+    return value if value.__class__ is str else line[value[0]:value[1]]
 
 
 _DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
@@ -165,28 +210,32 @@ class _Prefilter:
         self.blind = [digit_blind(rule.pattern) for rule, _, _ in checks]
         self._digit_readers = [t for t in self._tests if not self.blind[t[0]]]
         self._order = [rule for rule, _, _ in checks]
-        self._shapes: dict[str, tuple[int, ...]] = {}
+        self._shapes: dict[str, tuple[tuple[int, ...], _Template | None]] = {}
 
-    def candidates(self, line: str) -> tuple[list[tuple[int, Rule]], str | None]:
-        """(index, rule) to search on `line`, in rule order, and the line's shape when it is new
-        (the caller then reports the digit-blind rules that matched, `remember`)."""
+    def candidates(self, line: str) -> tuple[list[tuple[int, Rule]], str | None, _Template | None]:
+        """(index, rule) to search on `line`, in rule order, the line's shape when it is new (the
+        caller then reports the digit-blind rules that matched, `remember`), and the shape's template
+        when no rule that reads digits is to be searched (then nothing needs searching)."""
         shape = line.translate(_DIGITS_TO_ZERO)
-        known = self._shapes.get(shape)
-        if known is None:
-            return self._passing(line, self._tests), shape
+        kept = self._shapes.get(shape)
+        if kept is None:
+            return self._passing(line, self._tests), shape, None
+        known, template = kept
         readers = self._passing(line, self._digit_readers)
         if not readers:
-            return [(i, self._order[i]) for i in known], None
+            if template is not None:
+                return [], None, template
+            return [(i, self._order[i]) for i in known], None, None
         order = self._order
-        return sorted([*readers, *((i, order[i]) for i in known)], key=lambda t: t[0]), None
+        return sorted([*readers, *((i, order[i]) for i in known)], key=lambda t: t[0]), None, None
 
-    def remember(self, shape: str, matched: list[int]) -> None:
+    def remember(self, shape: str, matched: list[int], template: _Template | None = None) -> None:
         if len(self._shapes) >= SHAPES_KEPT:
             self._shapes.clear()  # many one-off lines: start over rather than grow
             if SHAPES_KEPT <= 0:
                 return
         blind = self.blind
-        self._shapes[shape] = tuple(i for i in matched if blind[i])
+        self._shapes[shape] = (tuple(i for i in matched if blind[i]), template)
 
     @staticmethod
     def _passing(line: str, tests: list) -> list[tuple[int, Rule]]:
