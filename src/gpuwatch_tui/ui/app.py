@@ -90,7 +90,18 @@ class GpuwatchApp(App):
         if theme not in self.available_themes:
             self.theme_problems.append(f"theme {theme!r} not found; using {DEFAULT_THEME}")
             theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
-        self.theme = theme
+        self._set_first_theme(theme)
+
+    def _set_first_theme(self, theme: str) -> None:
+        if self.get_theme(theme).dark != self.current_theme.dark:
+            self.theme = theme  # the watcher also swaps the dark/light classes and ANSI colour mapping
+            return
+        # Without the watcher: it would refresh the CSS once running, parsing every stylesheet a
+        # second time (~20 ms of start-up). The stylesheet has not been parsed yet, so new
+        # variables are all it needs; dark/light classes and ANSI mapping already match.
+        self.set_reactive(App.theme, theme)
+        self.stylesheet.set_variables(self.get_css_variables())
+        self.set_class(True, f"-theme-{theme}", update=False)
 
     def offered_actions(self) -> tuple[ActionSpec, ...]:
         """The registry actions this dashboard offers (read-only mode drops those that change a host)."""
