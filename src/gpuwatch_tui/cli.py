@@ -228,9 +228,37 @@ def check_theme(name: str) -> str | None:
     return f"gpuwatch: unknown theme {name!r}; available: {', '.join(sorted(themes))}"
 
 
+# The dashboard's own options: what `gpuwatch` is most often started with.
+_DASHBOARD_VALUE_OPTIONS = ("--config", "--theme")
+
+
+def dashboard_args(argv: list[str]) -> argparse.Namespace | None:
+    """The parsed arguments of a plain dashboard start (`--config F`, `--theme T`, `--readonly`, in
+    any order, `--opt=value` too), exactly as build_parser() gives them; None for anything else
+    (a verb, help, an abbreviation, a value that looks like an option), which then goes through
+    the full parser. Building that parser (every verb's subparser, and the Slurm verb's import)
+    is ~15 ms of the dashboard's start-up."""
+    args = argparse.Namespace(config=None, readonly=False, theme=None, verb=None)
+    tokens = iter(argv)
+    for token in tokens:
+        name, eq, value = token.partition("=")
+        if token == "--readonly":
+            args.readonly = True
+        elif name in _DASHBOARD_VALUE_OPTIONS:
+            if not eq:
+                value = next(tokens, None)
+                if value is None or value.startswith("-"):
+                    return None  # argparse's error message, not ours
+            setattr(args, name[2:], value)
+        else:
+            return None
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     relax_gc()
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = dashboard_args(argv) or build_parser().parse_args(argv)
     if args.theme is not None:
         problem = check_theme(args.theme)
         if problem:
