@@ -17,8 +17,13 @@ open, so no launch pays for starting a tmux server and no other tmux user shares
 `--baseline-src DIR` alternates launches between this tree and another checkout's `src` (for
 before/after figures on a noisy machine: both see the same load).
 
+`--instructions` adds the figure that does not move with the load: instructions executed from
+launch to the first paint, counted by valgrind's callgrind (startup_first_paint.py exits at the
+first paint), for this tree, the baseline, and the floors. Needs valgrind (`--valgrind PATH`).
+
 Target: first frame <= 0.5 s from launch.
     python benchmarks/bench_ui_startup.py [--runs 5] [--tmux PATH] [--baseline-src DIR] [--out FILE]
+                                          [--instructions [--valgrind PATH]]
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ name = "bench-local"
 local = true
 """
 FLOOR_APP = Path(__file__).resolve().parent / "startup_floor_app.py"
+FIRST_PAINT = Path(__file__).resolve().parent / "startup_first_paint.py"
 WIDTH, HEIGHT = 120, 36
 
 
@@ -70,12 +76,12 @@ class Tmux:
         subprocess.run([self.path, "-L", self.socket, "kill-server"], capture_output=True)
 
 
-def find_tmux(given: str | None) -> str:
-    path = given or shutil.which("tmux")
+def find_program(name: str, given: str | None) -> str:
+    path = given or shutil.which(name)
     if path is None:
-        raise SystemExit("bench_ui_startup: tmux not found on PATH; pass --tmux PATH")
+        raise SystemExit(f"bench_ui_startup: {name} not found on PATH; pass --{name} PATH")
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise SystemExit(f"bench_ui_startup: --tmux {path!r} is not an executable file")
+        raise SystemExit(f"bench_ui_startup: --{name} {path!r} is not an executable file")
     return path
 
 
@@ -124,6 +130,46 @@ def launch_floor_app(tmux: Tmux) -> tuple[float, float, float]:
     return launch_once(tmux, [sys.executable, str(FLOOR_APP)], ROOT / "src", ("bench-local", "Host"), None)
 
 
+def instructions(tmux: Tmux, valgrind: str, args: list[str], src: Path, terminal: bool = True) -> int:
+    """Instructions the interpreter executes for `python ARGS` (callgrind's total), in a tmux
+    window when it paints (it must see a real terminal) or as a plain child process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        command = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-instr=no",
+                   sys.executable, *args]
+        if terminal:
+            session = f"count-{time.monotonic_ns()}"
+            env = child_env({"PYTHONPATH": str(src), "TERM": "xterm-256color", "PATH": os.environ.get("PATH", ""),
+                             "HOME": os.environ.get("HOME", "/root")})
+            tmux.run("new-session", "-d", "-s", session, "-x", str(WIDTH), "-y", str(HEIGHT), *env, *command)
+            try:
+                deadline = time.monotonic() + 600
+                while time.monotonic() < deadline and "\nsummary:" not in (out.read_text() if out.exists() else ""):
+                    time.sleep(0.5)
+            finally:
+                tmux.kill_session(session)
+        else:
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            subprocess.run(command, check=True, capture_output=True, env={**env, "PYTHONPATH": str(src)})
+        for line in out.read_text().splitlines() if out.exists() else ():
+            if line.startswith("summary:"):
+                return int(line.split()[1])
+    raise SystemExit(f"bench_ui_startup: callgrind gave no count for {' '.join(args)}")
+
+
+def count_instructions(tmux: Tmux, valgrind: str, trees: dict[str, Path], config: Path) -> dict:
+    gpuwatch = [str(FIRST_PAINT), "--config", str(config)]
+    counts = {f"{name}_first_paint": instructions(tmux, valgrind, gpuwatch, src) for name, src in trees.items()}
+    counts["floor_minimal_textual_app_first_paint"] = instructions(tmux, valgrind, [str(FIRST_PAINT), "--floor"],
+                                                                   trees["this"])
+    counts["floor_import_textual_app"] = instructions(tmux, valgrind, ["-c", "import textual.app"], trees["this"],
+                                                      terminal=False)
+    counts["floor_bare_python"] = instructions(tmux, valgrind, ["-c", "pass"], trees["this"], terminal=False)
+    counts["this_import_cli_and_ui"] = instructions(
+        tmux, valgrind, ["-c", "import gpuwatch_tui.cli, gpuwatch_tui.ui.run"], trees["this"], terminal=False)
+    return {"instructions_to_first_paint_M": {k: round(v / 1e6, 1) for k, v in counts.items()}}
+
+
 def wall(args: list[str], src: Path) -> float:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     start = time.monotonic()
@@ -152,6 +198,9 @@ def main() -> int:
     parser.add_argument("--baseline-src", metavar="DIR", type=Path,
                         help="another checkout's src folder: launches alternate between it and this tree")
     parser.add_argument("--out", metavar="FILE", type=Path, help="also write the JSON result here")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count instructions to the first paint under callgrind (slow: ~20 s a count)")
+    parser.add_argument("--valgrind", metavar="PATH", help="the valgrind program (default: valgrind on PATH)")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs: expected at least 1")
@@ -160,7 +209,9 @@ def main() -> int:
     trees = {"this": ROOT / "src"}
     if args.baseline_src is not None:
         trees["baseline"] = args.baseline_src.resolve()
-    tmux = Tmux(find_tmux(args.tmux))
+    valgrind = find_program("valgrind", args.valgrind) if args.instructions else None
+    tmux = Tmux(find_program("tmux", args.tmux))
+    counts = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             config = Path(tmp) / "hosts.toml"
@@ -176,6 +227,8 @@ def main() -> int:
                     runs[name].append(launch_gpuwatch(tmux, config, src))
                 floor_runs.append(launch_floor_app(tmux))
             load_after = os.getloadavg()[0]
+            if valgrind is not None:
+                counts = count_instructions(tmux, valgrind, trees, config)
     finally:
         tmux.close()
     result = summary(runs["this"], trees["this"])
@@ -189,6 +242,7 @@ def main() -> int:
         "floor_minimal_textual_app_first_frame_s_min": round(min(floor_firsts), 3),
         "floor_minimal_textual_app_cpu_s_median": round(statistics.median(r[2] for r in floor_runs), 3),
     })
+    result.update(counts)
     if "baseline" in runs:
         result["baseline"] = {"src": str(trees["baseline"]), **summary(runs["baseline"], trees["baseline"])}
     result["targets"] = TARGETS
