@@ -209,3 +209,28 @@ async def test_start_up_theme_matches_a_theme_switched_to(name, monkeypatch):
                                                                "-dark-mode" if theme.dark else "-light-mode"}
         assert started[1] - {"-theme-textual-dark"} == switched[1] - {"-theme-textual-dark"}
         assert started[2:] == switched[2:]
+
+
+async def test_other_screens_styles_are_parsed_when_the_first_one_opens():
+    """screens.tcss (job pane, help, dialogs, stack view) is not parsed before the first frame, is
+    in force once a screen above the dashboard opens, and survives a theme change."""
+    from gpuwatch_tui.ui.app import SCREENS_CSS
+    from gpuwatch_tui.ui.recorded_source import RecordedSource
+
+    from .conftest import FLEET
+
+    app = GpuwatchApp(RecordedSource(FLEET))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert not app.stylesheet.has_source(str(SCREENS_CSS))
+        await pilot.press("question_mark")
+        await pilot.pause()
+        box = app.screen.query_one("#help-box")
+        assert app.stylesheet.has_source(str(SCREENS_CSS))
+        assert box.styles.width.value == 90 and box.styles.border_top[0] == "round"
+        app.theme = "gpuwatch-light"
+        await pilot.pause()
+        from textual.color import Color
+
+        assert box.styles.width.value == 90
+        assert box.styles.background == Color.parse(app.get_css_variables()["surface"])
