@@ -206,6 +206,10 @@ def main() -> int:
         parser.error("--runs: expected at least 1")
     if args.baseline_src is not None and not (args.baseline_src / "gpuwatch_tui" / "cli.py").is_file():
         parser.error(f"--baseline-src {args.baseline_src}: no gpuwatch_tui/cli.py there")
+    if args.baseline_src is not None and not (args.baseline_src / "gpuwatch_tui" / "themes").is_dir():
+        # A copy of src alone breaks the package's themes link: that start would differ (and cost more).
+        parser.error(f"--baseline-src {args.baseline_src}: gpuwatch_tui/themes is missing (copy the checkout's "
+                     "themes/ folder beside src/)")
     trees = {"this": ROOT / "src"}
     if args.baseline_src is not None:
         trees["baseline"] = args.baseline_src.resolve()
