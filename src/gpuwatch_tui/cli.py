@@ -24,7 +24,6 @@ from .actions import registry  # noqa: E402
 from .config import Config, load_config  # noqa: E402
 from .errors import ConfigError  # noqa: E402
 from .gc_policy import relax_gc  # noqa: E402
-from .recording.at_time import AT_HELP  # noqa: E402
 
 if _collector_was_on:
     gc.enable()
@@ -77,6 +76,8 @@ def positive_count(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .recording.at_time import AT_HELP  # the help text only; a dashboard start needs no parser
+
     config_help = "hosts file (default: $GPUWATCH_CONFIG, then hosts.toml in the user config dir; none: this machine)"
     theme_help = "theme name (e.g. gpuwatch-dark, gpuwatch-light, gpuwatch-high-contrast)"
     # `gpuwatch --config F status` and `gpuwatch status --config F` both work: the verb's own
