@@ -59,15 +59,20 @@ class Tmux:
         self.path = path
         self.socket = f"gpuwatch-bench-{os.getpid()}"
         # One session stays open for the whole bench, so the server is up before any launch.
+        # Programs by absolute path: the server runs them with the PATH it was given (maybe without /usr/bin).
         self.run("-f", "/dev/null", "new-session", "-d", "-s", "keeper", "-x", str(WIDTH), "-y", str(HEIGHT),
-                 "sleep", "86400")
+                 sys.executable, "-c", "import time; time.sleep(86400)")
 
     def run(self, *args: str) -> str:
         return subprocess.run([self.path, "-L", self.socket, *args], check=True, capture_output=True,
                               text=True).stdout
 
     def capture(self, session: str) -> str:
-        return self.run("capture-pane", "-p", "-t", session)
+        try:
+            return self.run("capture-pane", "-p", "-t", session)
+        except subprocess.CalledProcessError:
+            raise SystemExit(f"bench_ui_startup: the program in tmux session {session} ended before its "
+                             "first frame") from None
 
     def kill_session(self, session: str) -> None:
         subprocess.run([self.path, "-L", self.socket, "kill-session", "-t", session], capture_output=True)
@@ -85,13 +90,18 @@ def find_program(name: str, given: str | None) -> str:
     return path
 
 
+def absolute_env(args: list[str]) -> list[str]:
+    """child_env()'s `env ...` with env by its full path (see Tmux.__init__)."""
+    return [shutil.which("env") or "/usr/bin/env", *args[1:]]
+
+
 def launch_once(tmux: Tmux, command: list[str], src: Path, ready: tuple[str, ...],
                 connected_word: str | None) -> tuple[float, float, float]:
     """Spawn `command` in a new tmux window; seconds until every `ready` string is on screen, until
     `connected_word` is (nan when None or never), and the CPU seconds used at the first frame."""
     session = f"start-{time.monotonic_ns()}"
-    env = child_env({"PYTHONPATH": str(src), "TERM": "xterm-256color", "PATH": os.environ.get("PATH", ""),
-                     "HOME": os.environ.get("HOME", "/root")})
+    env = absolute_env(child_env({"PYTHONPATH": str(src), "TERM": "xterm-256color", "PATH": os.environ.get("PATH", ""),
+                                  "HOME": os.environ.get("HOME", "/root")}))
     start = time.monotonic()
     tmux.run("new-session", "-d", "-s", session, "-x", str(WIDTH), "-y", str(HEIGHT), *env, *command)
     first = connected = first_cpu = None
@@ -139,8 +149,8 @@ def instructions(tmux: Tmux, valgrind: str, args: list[str], src: Path, terminal
                    sys.executable, *args]
         if terminal:
             session = f"count-{time.monotonic_ns()}"
-            env = child_env({"PYTHONPATH": str(src), "TERM": "xterm-256color", "PATH": os.environ.get("PATH", ""),
-                             "HOME": os.environ.get("HOME", "/root")})
+            env = absolute_env(child_env({"PYTHONPATH": str(src), "TERM": "xterm-256color",
+                                          "PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/root")}))
             tmux.run("new-session", "-d", "-s", session, "-x", str(WIDTH), "-y", str(HEIGHT), *env, *command)
             try:
                 deadline = time.monotonic() + 600
