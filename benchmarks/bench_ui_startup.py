@@ -57,14 +57,16 @@ class Tmux:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.socket = f"gpuwatch-bench-{os.getpid()}"
+        # The socket in a folder of our own: removed with it (tmux leaves a killed server's socket behind).
+        self._folder = tempfile.TemporaryDirectory(prefix="gpuwatch-bench-tmux-")
+        self.socket = os.path.join(self._folder.name, "socket")
         # One session stays open for the whole bench, so the server is up before any launch.
         # Programs by absolute path: the server runs them with the PATH it was given (maybe without /usr/bin).
         self.run("-f", "/dev/null", "new-session", "-d", "-s", "keeper", "-x", str(WIDTH), "-y", str(HEIGHT),
                  sys.executable, "-c", "import time; time.sleep(86400)")
 
     def run(self, *args: str) -> str:
-        return subprocess.run([self.path, "-L", self.socket, *args], check=True, capture_output=True,
+        return subprocess.run([self.path, "-S", self.socket, *args], check=True, capture_output=True,
                               text=True).stdout
 
     def capture(self, session: str) -> str:
@@ -75,10 +77,11 @@ class Tmux:
                              "first frame") from None
 
     def kill_session(self, session: str) -> None:
-        subprocess.run([self.path, "-L", self.socket, "kill-session", "-t", session], capture_output=True)
+        subprocess.run([self.path, "-S", self.socket, "kill-session", "-t", session], capture_output=True)
 
     def close(self) -> None:
-        subprocess.run([self.path, "-L", self.socket, "kill-server"], capture_output=True)
+        subprocess.run([self.path, "-S", self.socket, "kill-server"], capture_output=True)
+        self._folder.cleanup()
 
 
 def find_program(name: str, given: str | None) -> str:
