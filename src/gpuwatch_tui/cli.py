@@ -24,7 +24,6 @@ from .actions import registry  # noqa: E402
 from .config import Config, load_config  # noqa: E402
 from .errors import ConfigError  # noqa: E402
 from .gc_policy import relax_gc  # noqa: E402
-from .recording.at_time import AT_HELP  # noqa: E402
 
 if _collector_was_on:
     gc.enable()
@@ -77,6 +76,8 @@ def positive_count(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .recording.at_time import AT_HELP  # the help text only; a dashboard start needs no parser
+
     config_help = "hosts file (default: $GPUWATCH_CONFIG, then hosts.toml in the user config dir; none: this machine)"
     theme_help = "theme name (e.g. gpuwatch-dark, gpuwatch-light, gpuwatch-high-contrast)"
     # `gpuwatch --config F status` and `gpuwatch status --config F` both work: the verb's own
@@ -228,9 +229,37 @@ def check_theme(name: str) -> str | None:
     return f"gpuwatch: unknown theme {name!r}; available: {', '.join(sorted(themes))}"
 
 
+# The dashboard's own options: what `gpuwatch` is most often started with.
+_DASHBOARD_VALUE_OPTIONS = ("--config", "--theme")
+
+
+def dashboard_args(argv: list[str]) -> argparse.Namespace | None:
+    """The parsed arguments of a plain dashboard start (`--config F`, `--theme T`, `--readonly`, in
+    any order, `--opt=value` too), exactly as build_parser() gives them; None for anything else
+    (a verb, help, an abbreviation, a value that looks like an option), which then goes through
+    the full parser. Building that parser (every verb's subparser, and the Slurm verb's import)
+    is ~15 ms of the dashboard's start-up."""
+    args = argparse.Namespace(config=None, readonly=False, theme=None, verb=None)
+    tokens = iter(argv)
+    for token in tokens:
+        name, eq, value = token.partition("=")
+        if token == "--readonly":
+            args.readonly = True
+        elif name in _DASHBOARD_VALUE_OPTIONS:
+            if not eq:
+                value = next(tokens, None)
+                if value is None or value.startswith("-"):
+                    return None  # argparse's error message, not ours
+            setattr(args, name[2:], value)
+        else:
+            return None
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     relax_gc()
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = dashboard_args(argv) or build_parser().parse_args(argv)
     if args.theme is not None:
         problem = check_theme(args.theme)
         if problem:

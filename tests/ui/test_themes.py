@@ -171,3 +171,66 @@ async def test_16_colour_terminal_reverses_the_cursor_row():
         app.add_class("-few-colours")  # what on_mount does when Rich detects 16 colours (TERM=xterm)
         await pilot.pause()
         assert table.get_component_rich_style("jobs-table--cursor").reverse
+
+
+@pytest.mark.parametrize("name", ["gpuwatch-dark", "gpuwatch-high-contrast", "gpuwatch-light", "textual-light"])
+async def test_start_up_theme_matches_a_theme_switched_to(name, monkeypatch):
+    """The first theme is set without Textual's watcher when it is as dark as the default (that
+    watcher's CSS refresh parsed every stylesheet twice at start-up); the result must be the same
+    as switching to that theme later: variables, classes and the painted colours."""
+    from textual.app import App
+
+    from gpuwatch_tui.ui.recorded_source import RecordedSource
+    from gpuwatch_tui.ui.widgets.jobs_table import JobsTable
+
+    from .conftest import FLEET
+
+    refreshes: list[bool] = []
+    original = App.refresh_css
+    monkeypatch.setattr(App, "refresh_css", lambda self, animate=True: (refreshes.append(True),
+                                                                        original(self, animate))[1])
+    app = GpuwatchApp(RecordedSource(FLEET), theme=name)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        theme = app.get_theme(name)
+        if theme.dark:
+            assert refreshes == [], "a dark first theme must not refresh the CSS at start-up"
+        table = app.screen.query_one(JobsTable)
+        started = (dict(app.theme_variables), set(app.classes), table.get_component_rich_style("jobs-table--cursor"),
+                   app.screen.rich_style)
+        app.theme = "gpuwatch-light" if name != "gpuwatch-light" else "gpuwatch-dark"
+        await pilot.pause()
+        app.theme = name
+        await pilot.pause()
+        switched = (dict(app.theme_variables), set(app.classes), table.get_component_rich_style("jobs-table--cursor"),
+                    app.screen.rich_style)
+        assert started[0] == switched[0]
+        assert {c for c in started[1] if c.startswith("-")} >= {f"-theme-{name}",
+                                                               "-dark-mode" if theme.dark else "-light-mode"}
+        assert started[1] - {"-theme-textual-dark"} == switched[1] - {"-theme-textual-dark"}
+        assert started[2:] == switched[2:]
+
+
+async def test_other_screens_styles_are_parsed_when_the_first_one_opens():
+    """screens.tcss (job pane, help, dialogs, stack view) is not parsed before the first frame, is
+    in force once a screen above the dashboard opens, and survives a theme change."""
+    from gpuwatch_tui.ui.app import SCREENS_CSS
+    from gpuwatch_tui.ui.recorded_source import RecordedSource
+
+    from .conftest import FLEET
+
+    app = GpuwatchApp(RecordedSource(FLEET))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert not app.stylesheet.has_source(str(SCREENS_CSS))
+        await pilot.press("question_mark")
+        await pilot.pause()
+        box = app.screen.query_one("#help-box")
+        assert app.stylesheet.has_source(str(SCREENS_CSS))
+        assert box.styles.width.value == 90 and box.styles.border_top[0] == "round"
+        app.theme = "gpuwatch-light"
+        await pilot.pause()
+        from textual.color import Color
+
+        assert box.styles.width.value == 90
+        assert box.styles.background == Color.parse(app.get_css_variables()["surface"])
