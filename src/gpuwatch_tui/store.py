@@ -10,8 +10,11 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .model import GpuSample, HostSample, ProcInfo
+if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
+    from .model import GpuSample, HostSample, ProcInfo
+
 
 SNAPSHOT_VERSION = 1
 

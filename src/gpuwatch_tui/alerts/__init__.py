@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..lazy_exports import lazy_exports
 
 _HOMES = {
-    "AlertDispatcher": ".dispatch", "AlertEngine": ".engine", "HostFacts": ".engine", "TRIGGERS": ".events",
+    "AlertDispatcher": ".dispatch", "AlertEngine": ".engine", "HostFacts": ".engine", "TRIGGERS": ".triggers",
     "AlertEvent": ".events", "AlertRunner": ".runner", "build_sinks": ".runner", "terminal_writer": ".runner",
     "AlertRule": ".settings", "AlertsConfig": ".settings", "parse_alerts": ".settings",
     "desktop_notification": ".terminal",

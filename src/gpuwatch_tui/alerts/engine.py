@@ -16,7 +16,8 @@ from typing import Iterable
 from ..jobs.logtail import sanitize_line
 from ..views import JobView
 from ..vocab import fmt_duration
-from .events import GPU_SPIN, HOST_DOWN, AlertEvent
+from .events import AlertEvent
+from .triggers import GPU_SPIN, HOST_DOWN
 from .settings import AlertRule, AlertsConfig
 
 # Terminal phases cannot flap: they fire at once unless the rule says otherwise.

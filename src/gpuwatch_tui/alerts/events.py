@@ -7,13 +7,7 @@ from dataclasses import dataclass, field
 
 from ..jobs.logtail import sanitize_line
 
-# What a rule can be "on": job phases entered, a host leaving `connected`, a spinning GPU.
-JOB_TRIGGERS = ("crashed", "stalled", "silent", "finished")
-HOST_DOWN = "host-down"
-GPU_SPIN = "gpu-spin"
-TRIGGERS = (*JOB_TRIGGERS, HOST_DOWN, GPU_SPIN)
-SEVERITY = {"crashed": "critical", "stalled": "warning", "silent": "warning", "finished": "info",
-            HOST_DOWN: "warning", GPU_SPIN: "warning"}
+from .triggers import SEVERITY
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..vocab import parse_duration
-from .events import JOB_TRIGGERS, TRIGGERS
+from .triggers import JOB_TRIGGERS, TRIGGERS
 
 SINK_NAMES = ("toast", "bell", "desktop", "hook", "webhook")
 TERMINALS = ("auto", "osc777", "osc9", "osc99", "bell")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
 
-from ..model import DirStat, ProcInfo
 from ..store import Store
-from ..views import JobView
+
+if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
+    from ..model import DirStat, ProcInfo
+    from ..views import JobView
 
 
 class MonitorSource:

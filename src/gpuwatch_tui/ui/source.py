@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, runtime_checkable
+from typing import Callable, Protocol, TYPE_CHECKING, runtime_checkable
 
-from ..model import DirStat, ProcInfo
-from ..store import Store
-from ..views import JobView
+if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
+    from ..model import DirStat, ProcInfo
+    from ..store import Store
+    from ..views import JobView
 
 
 @runtime_checkable

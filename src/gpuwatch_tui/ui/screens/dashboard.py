@@ -8,12 +8,13 @@ jobs need, and the history view whatever is left.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 
-from ...views import JobView
 from ..palette import Palette
 from ..widgets.gpu_grid import GpuGrid
 from ..widgets.gpu_processes import GpuProcessTable
@@ -21,6 +22,9 @@ from ..widgets.history_view import HistoryView
 from ..widgets.host_bar import HostBar
 from ..widgets.jobs_table import JobsTable
 from ..widgets.key_footer import KeyFooter
+
+if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
+    from ...views import JobView
 
 CHROME_ROWS = 2  # the summary bar and the footer
 MIN_HISTORY_ROWS = 5  # fewer spare rows than this go to the table instead

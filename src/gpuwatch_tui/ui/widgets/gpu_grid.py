@@ -7,6 +7,7 @@ terminal's height, not the fleet's size (128 hosts x 8 GPUs is 1,000+ lines, no 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
@@ -16,12 +17,14 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 
-from ...store import GpuRecord, HostRecord, Store
-from ...views import JobView
 from .. import formatting, levels
 from ..palette import Palette
 from ..sparkline import sparkline
 from .line_list import CURSOR_BINDINGS, LineList
+
+if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
+    from ...store import GpuRecord, HostRecord, Store
+    from ...views import JobView
 
 MIB_PER_GIB = 1024.0
 KIB_PER_GIB = 1024.0 * 1024.0

@@ -7,7 +7,7 @@ Drawn with the Line API from rows rebuilt once per show(); only visible lines ar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TYPE_CHECKING
 
 from rich.text import Text
 from textual.binding import Binding
@@ -15,10 +15,12 @@ from textual.events import Click
 from textual.geometry import Region, Size
 from textual.strip import Strip
 
-from ...store import Store
-from ...views import JobView
 from .. import levels
 from .line_list import CURSOR_BINDINGS, LineList
+
+if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
+    from ...store import Store
+    from ...views import JobView
 
 # key, header, width (None: the rest of the line)
 COLUMNS = (

@@ -8,15 +8,17 @@ buffers once per new sample or selection, never per frame.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from ...store import HostRecord, Store
 from .. import levels
 from ..palette import Palette, Themed
+
+if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
+    from ...store import HostRecord, Store
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 AXIS = 6  # "100% │" / " 700W│": the y-axis label and its rule

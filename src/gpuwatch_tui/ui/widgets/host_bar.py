@@ -7,14 +7,18 @@ The widget repaints only when what it shows changed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from ...store import Store
 from .. import levels
 from ..palette import Palette, Themed
 from .gpu_grid import STATE_LABELS
+
+if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
+    from ...store import Store
 
 SYMBOLS = {"host-ok": "●", "host-warn": "○", "host-bad": "✗"}
 BUSY_UTIL_PCT = 5.0  # a GPU above this utilisation counts as busy

@@ -12,7 +12,7 @@ double click opens the job.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TYPE_CHECKING
 
 from rich.text import Text
 from textual.binding import Binding
@@ -21,11 +21,13 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 
-from ...views import JobView, ProgressView
 from .. import formatting, levels
 from ..palette import Palette
 from .action_outcome import RUNNING_WORDS
 from .line_list import CURSOR_BINDINGS, LineList
+
+if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
+    from ...views import JobView, ProgressView
 
 # key -> header label. Order is the order on screen.
 COLUMNS = (
