@@ -217,8 +217,11 @@ def test_status_interrupted_exits_quietly_and_cleans_up(sshd_factory, ssh_env, t
     try:
         cfg = write_toml(tmp_path / "hosts.toml", settings_for(ssh_env, connect_timeout=20),
                          [host_entry(a), host_entry(frozen)])
+        # Ctrl-C as a terminal sends it: a suite started in the background of a non-interactive shell
+        # has SIGINT ignored, and a child would inherit that (Python then never raises KeyboardInterrupt).
         proc = subprocess.Popen(gpuwatch("status", "--json", "--config", str(cfg)), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=cli_env(tmp_path))
+                                stderr=subprocess.PIPE, env=cli_env(tmp_path),
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             deadline = time.monotonic() + 15
             while not probes_on(a) and time.monotonic() < deadline:

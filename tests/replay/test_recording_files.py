@@ -188,3 +188,21 @@ def test_bundled_demo_is_small_and_has_many_phases():
     assert timeline.damage is None and len(timeline.hosts) >= 3
     phases = {p for _, _, p in timeline.phase_changes}
     assert {"starting", "compiling", "training", "silent", "stalled", "crashed", "finished"} <= phases
+
+
+def test_a_sample_timed_just_past_its_tick_is_shown_at_that_tick(tmp_path):
+    # The live view at a tick holds every sample received by then, even one whose time (the host's
+    # clock, corrected by an estimated offset) is a few ms past the tick's: the replay must show it too.
+    enc = TickEncoder()
+    path = tmp_path / "skew.jsonl.gz"
+    w = RecordingWriter(path, fmt.header(["a"], {"sample_interval": 1.0, "history": 8}, T0))
+    for i in range(4):
+        t = T0 + i
+        enc.sample("a", HostSample(t + 0.004, "nvml", [gpu(0, 10.0 * i)], {}, cpu_pct=float(i)))
+        w.write(enc.tick(t, {"a": {"state": "connected"}}, [], {}, {}, {}))
+    w.close()
+    replay = Replay(Timeline.open(path), history=8)
+    for i in (1, 3, 2, 0):  # forward, then back (a rebuild)
+        replay.seek(T0 + i)
+        assert replay.store.hosts["a"].cpu_pct == float(i), i
+        assert list(replay.store.hosts["a"].gpus[0].util_history)[-1] == 10.0 * i

@@ -37,8 +37,9 @@ class Timeline:
         self.ticks: list[float] = []
         self.pdefs: dict[str, dict] = {}
         self.states: dict[str, list[tuple[float, dict]]] = {h: [] for h in self.hosts}
-        # host -> [(sample time, sample JSON, GPU facts then)]
+        # host -> [(shown from: the sample's time, or the tick that wrote it if earlier; sample JSON; GPU facts then)]
         self.samples: dict[str, list[tuple[float, dict, dict]]] = {h: [] for h in self.hosts}
+        self._last_frame_t: dict[str, float] = {}  # per host: the newest frame's own time
         self.jobs: dict[str, list[tuple[float, dict | None]]] = {}
         self.logs: dict[str, list[tuple[float, list[str], int, bool]]] = {}
         self.jprocs: dict[str, list[tuple[float, list]]] = {}
@@ -74,9 +75,13 @@ class Timeline:
                     gfacts[host] = facts
                 entries = self.samples[host]
                 at = float(sample["t"])
-                if entries and at <= entries[-1][0]:
+                if at <= self._last_frame_t.get(host, float("-inf")):
                     continue  # the same frame seen twice
-                entries.append((at, sample, facts))
+                self._last_frame_t[host] = at
+                # Shown from its own time, but never later than the tick that wrote it: the live view had
+                # it then, even when its time (the host's clock, corrected by an estimated offset) is a
+                # few ms past the tick's.
+                entries.append((min(at, t), sample, facts))
         histories = line.get("phist") or {}
         changed = {job["id"]: job for job in line.get("jobs") or ()}
         for job_id in set(changed) | set(histories):
