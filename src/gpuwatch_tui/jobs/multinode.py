@@ -236,21 +236,25 @@ class MultiNodeJobs:
         v = part.view
         if culprit is None or not v.alive:
             return dataclasses.replace(v, ranks=tuple(ranks))
-        phase, detail, since, confidence = v.phase, v.detail, v.since, v.confidence
-        history = v.history
-        stopped_since = self._stopped_rank_since(ranks, now)
-        if stopped_since is not None and overridable(phase, detail):
-            # One stopped rank stops every collective: the run cannot move, whatever the others show.
-            if phase != "stalled":
-                history = (*history, PhaseEntry("stalled", stopped_since))
-            phase, detail, since, confidence = "stalled", "rank-stopped", stopped_since, 0.9
-        advice, actions = v.advice, v.actions
-        if phase == "stalled":
-            advice, actions = culprit.advice, tuple(dict.fromkeys((*culprit.actions, *actions)))
+        phase, detail, since, confidence, advice, actions = self._culprit_verdict(
+            culprit, ranks, now, v.phase, v.detail, v.since, v.confidence, v.advice, v.actions)
+        history = v.history if phase == v.phase else (*v.history, PhaseEntry(phase, since))
         return dataclasses.replace(
             v, phase=phase, detail=detail, since=since, confidence=confidence,
             evidence=(culprit.summary, *v.evidence), advice=advice, actions=actions, ranks=tuple(ranks),
             history=history, history_text=format_history([(h.phase, h.since) for h in history], now))
+
+    def _culprit_verdict(self, culprit: Culprit, ranks: list[RankView], now: float, phase: str,
+                         detail: str | None, since: float, confidence: float, advice: str,
+                         actions: tuple[str, ...]) -> tuple:
+        """(phase, detail, since, confidence, advice, actions) once a culprit rank is known."""
+        stopped_since = self._stopped_rank_since(ranks, now)
+        if stopped_since is not None and overridable(phase, detail):
+            # One stopped rank stops every collective: the run cannot move, whatever the others show.
+            phase, detail, since, confidence = "stalled", "rank-stopped", stopped_since, 0.9
+        if phase == "stalled":
+            advice, actions = culprit.advice, tuple(dict.fromkeys((*culprit.actions, *actions)))
+        return phase, detail, since, confidence, advice, actions
 
     def _join(self, key: str, members: list[PartFacts], now: float, stopped_seen: set) -> JobView:
         ranks, culprit = self._ranks_and_culprit(members, now, stopped_seen)
@@ -273,13 +277,8 @@ class MultiNodeJobs:
         evidence = [f"{worst.host}: {e}" for e in worst.evidence]
         if culprit is not None and not all_ended:
             evidence = [culprit.summary, *evidence]
-            stopped_since = self._stopped_rank_since(ranks, now)
-            if stopped_since is not None and overridable(phase, detail):
-                # One stopped rank stops every collective: the run cannot move, whatever the others show.
-                phase, detail, since, confidence = "stalled", "rank-stopped", stopped_since, 0.9
-            if phase == "stalled":
-                advice = culprit.advice
-                actions = tuple(dict.fromkeys((*culprit.actions, *actions)))
+            phase, detail, since, confidence, advice, actions = self._culprit_verdict(
+                culprit, ranks, now, phase, detail, since, confidence, advice, actions)
         if phase == "crashed" and not all_ended:
             # One host's part has died; the others wait for it until their watchdog fires: end them.
             actions = tuple(dict.fromkeys((KILL, *actions)))
