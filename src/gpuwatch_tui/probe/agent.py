@@ -867,12 +867,9 @@ class NvmlSource(object):
             limit = self.limits[i]
             mem_used = None if mem is None else mem[0]
             kept = self.gpu_procs[i]
-            if kept is not None and kept[0] == mem_used and mem_used is not None and mono - kept[1] < PROCS_MAX_AGE_S:
-                procs = [dict(p) for p in kept[2]]
-            else:
-                procs = self.processes(h)
-                self.gpu_procs[i] = (mem_used, mono, procs)
-                procs = [dict(p) for p in procs]
+            if kept is None or kept[0] != mem_used or mem_used is None or mono - kept[1] >= PROCS_MAX_AGE_S:
+                kept = self.gpu_procs[i] = (mem_used, mono, self.processes(h))
+            procs = [dict(p) for p in kept[2]]  # each frame its own: whoever edits one leaves the kept list
             out.append({
                 "index": i, "uuid": self.static[i]["uuid"], "name": self.static[i]["name"],
                 "util_pct": None if util is None else util.gpu,
