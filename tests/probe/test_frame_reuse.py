@@ -168,6 +168,8 @@ def test_scripted_frames_with_gpus_resends_and_a_bad_frame_equal_a_fresh_parse(p
         reader.read({"t": t, "procs": procs, "gpus": gpus, "tails": [tail]}, t)
         t += 1.0
     assert reader.reused_procs >= 3 and reader.reused_gpus >= 3
+    # Like the probe, the cache keeps only the latest frame's entries (pid 20 and a GPU left).
+    assert len(reader.cache._procs) == len(reader.last.procs) == 1 and len(reader.cache._gpus) == 2
     # The probe sends every fact again after a while: equal values keep the objects.
     last = reader.last
     again = reader.read({"t": t, "procs": [_entry(10, ticks=8)], "gpus": [_gpu(0, 691.0, (10,)),

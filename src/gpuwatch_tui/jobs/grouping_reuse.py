@@ -1,7 +1,7 @@
 """When a host's frame would group its processes exactly as the last one did, grouping is skipped.
 
-Grouping reads the process set (pids with start times, parent links, children), which pids are on a
-GPU, the probe's match lists and job candidates, the facts log wiring and output dirs read (stdout/stderr, cwd, cmdline),
+Grouping reads the process set (pids with start times, parent links, children, names: a launcher
+agent is told by its comm), which pids are on a GPU, the probe's match lists and job candidates, the facts log wiring and output dirs read (stdout/stderr, cwd, cmdline),
 and the host's job records (alive or ended, members, dismissed, held back). When all of these equal
 what they were right after the last grouping of the host, it would change nothing: skip it.
 
@@ -25,7 +25,8 @@ def _fd(target) -> tuple | None:
 
 def proc_key(p: ProcInfo) -> tuple:
     """Everything of one process that grouping reads."""
-    return (p.pid, p.start_time, p.ppid, p.state == "Z", p.cmdline, p.cwd, _fd(p.stdout), _fd(p.stderr),
+    # (the zombie flag at [3] and the children last: the frame parser reads them there)
+    return (p.pid, p.start_time, p.ppid, p.state == "Z", p.name, p.cmdline, p.cwd, _fd(p.stdout), _fd(p.stderr),
             p.is_python, tuple((c.pid, c.start_ticks) for c in p.children))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import base64
+import binascii
 
 from ..jobs.grouping_reuse import gpu_pids_key, proc_key
 from ..model import (
@@ -19,7 +19,7 @@ from ..model import (
 
 PROTOCOL_VERSION = 1
 
-_b64decode = base64.b64decode
+_b64decode = binascii.a2b_base64  # base64.b64decode without its checks of the argument's type (a str here)
 
 
 def _fd(raw: dict | None) -> FdTarget | None:
@@ -103,7 +103,7 @@ class FactCache:
         self.children: dict[tuple[int, int], dict] = {}
         self.gpus: dict[int, dict] = {}
         self.tails: dict[str, dict] = {}
-        # Parsed last frame: key -> (the facts dict it was parsed from, the object, its grouping key).
+        # Parsed from the latest frame: key -> (the facts dict it was parsed from, the object[, its grouping key]).
         self._procs: dict = {}
         self._kids: dict = {}
         self._gpus: dict = {}
@@ -128,80 +128,84 @@ class FactCache:
         """(procs by pid, their grouping keys, GPUs, their process pids, tails) of a frame.
 
         Every entry's facts are learned before any is parsed (a frame that fails to parse still
-        teaches its facts, as the probe will not send them again); what was parsed is kept only when
-        the whole frame parses (`keep`)."""
+        teaches its facts, as the probe will not send them again); a frame that fails to parse
+        makes the next one parse afresh (`forget_parsed`)."""
         raw_procs = frame.get("procs", [])
-        raw_gpus = frame.get("gpus", [])
-        raw_tails = frame.get("tails", [])
-        old_roots, old_children, roots, children = self.roots, self.children, {}, {}
+        old_roots, old_children = self.roots, self.children
+        roots: dict = {}
+        children: dict = {}
         learned = []
         for raw in raw_procs:
-            known = _learn(raw, (raw["pid"], raw.get("start_ticks", 0)), _ROOT_FACTS, old_roots, roots)
-            kids = [(child, _learn(child, (child["pid"], child.get("start_ticks", 0)), _CHILD_FACTS,
-                                   old_children, children))
-                    for child in raw.get("children") or ()]
-            learned.append((raw, known, kids))
-        gpus: dict = {}
-        gpus_learned = [(raw, _learn(raw, raw["index"], _GPU_FACTS, self.gpus, gpus)) for raw in raw_gpus]
-        tails: dict = {}
-        tails_learned = [(raw, _learn(raw, raw["key"], _TAIL_FACTS, self.tails, tails)) for raw in raw_tails]
+            key = (raw["pid"], raw.get("start_ticks", 0))
+            known = old_roots.get(key)
+            if known is None or key in roots or not _ROOT_FACTS.isdisjoint(raw):
+                known = _learn(raw, key, _ROOT_FACTS, old_roots, roots)
+            else:
+                roots[key] = known  # the common case: no fact in the frame, none learned anew
+            kids = []
+            for child in raw.get("children") or ():
+                child_key = (child["pid"], child.get("start_ticks", 0))
+                child_known = old_children.get(child_key)
+                if child_known is None or child_key in children or not _CHILD_FACTS.isdisjoint(child):
+                    child_known = _learn(child, child_key, _CHILD_FACTS, old_children, children)
+                else:
+                    children[child_key] = child_known
+                kids.append((child, child_key, child_known))
+            learned.append((raw, key, known, kids))
+        gpus_learned, gpus = _learn_each(frame.get("gpus", []), "index", _GPU_FACTS, self.gpus)
+        tails_learned, tails = _learn_tails(frame.get("tails", []), self.tails)
         self.roots, self.children, self.gpus, self.tails = roots, children, gpus, tails
-        # What is parsed now replaces the kept objects only once the whole frame has parsed.
-        self._staged = None
-        procs_parsed, kids_parsed, gpus_parsed = {}, {}, {}
+
         procs, groups = {}, {}
-        for raw, known, kids in learned:
-            info, group = self._proc(raw, known, kids, procs_parsed, kids_parsed)
+        for raw, key, known, kids in learned:
+            info, group = self._proc(raw, key, known, kids)
             procs[info.pid] = info
             groups[info.pid] = group
         samples = []
         pids = []
-        for raw, known in gpus_learned:
-            gpu, gpu_pids = self._gpu(raw, known, gpus_parsed)
+        for raw, key, known in gpus_learned:
+            gpu, gpu_pids = self._gpu(raw, key, known)
             samples.append(gpu)
             pids.append(gpu_pids)
         chunks = [_tail(raw, known) for raw, known in tails_learned]
-        self._staged = (procs_parsed, kids_parsed, gpus_parsed)
+        # Only the latest frame's entries are kept (every one parsed now has one).
+        if len(self._procs) != len(roots):
+            self._procs = {k: v for k, v in self._procs.items() if k in roots}
+        if len(self._kids) != len(children):
+            self._kids = {k: v for k, v in self._kids.items() if k in children}
+        if len(self._gpus) != len(gpus):
+            self._gpus = {k: v for k, v in self._gpus.items() if k in gpus}
         return procs, tuple(groups.values()), samples, tuple(pids), chunks
-
-    def keep(self) -> None:
-        """The frame read last parsed in full: its objects are the ones to reuse next frame."""
-        if self._staged is not None:
-            self._procs, self._kids, self._gpus = self._staged
-            self._staged = None
 
     def forget_parsed(self) -> None:
         """A frame failed to parse: parse the next one afresh (its facts stay learned)."""
         self._procs, self._kids, self._gpus = {}, {}, {}
-        self._staged = None
 
-    def _child(self, raw: dict, known: dict, parsed: dict) -> ChildProc:
-        key = (raw["pid"], raw.get("start_ticks", 0))
-        last = parsed.get(key) or self._kids.get(key)
+    def _child(self, raw: dict, key, known: dict) -> ChildProc:
+        last = self._kids.get(key)
+        if last is None or last[0] is not known:
+            child = parse_child({**known, **raw})
+            self._kids[key] = (known, child)
+            return child
+        prev = last[1]
         state = str(raw.get("state", ""))
         cpu_s = float(raw.get("cpu_s", 0.0))
-        if last is not None and last[0] is known:
-            prev = last[1]
-            if prev.state == state and prev.cpu_s == cpu_s:
-                child = prev
-            else:
-                child = ChildProc(prev.pid, prev.name, prev.cmdline, state, cpu_s, prev.start_ticks, prev.uid,
-                                  prev.user)
-        else:
-            child = parse_child({**known, **raw})
-        parsed[key] = (known, child)
+        if prev.state == state and prev.cpu_s == cpu_s:
+            return prev
+        child = ChildProc(prev.pid, prev.name, prev.cmdline, state, cpu_s, prev.start_ticks, prev.uid, prev.user)
+        self._kids[key] = (known, child)
         return child
 
-    def _proc(self, raw: dict, known: dict, kids: list, parsed: dict, kids_parsed: dict) -> tuple:
+    def _proc(self, raw: dict, key, known: dict, kids: list) -> tuple:
         if raw.get("children", []) is None:
             raise TypeError("a process's children are not a list")  # as parse_proc finds
-        key = (raw["pid"], raw.get("start_ticks", 0))
-        children = tuple(self._child(child, child_known, kids_parsed) for child, child_known in kids)
-        last = parsed.get(key) or self._procs.get(key)
+        children = tuple([self._child(child, child_key, child_known) for child, child_key, child_known in kids])
+        last = self._procs.get(key)
         if last is None or last[0] is not known:
             info = parse_proc({**known, **raw}, children)
-            parsed[key] = (known, info, proc_key(info))
-            return info, parsed[key][2]
+            group = proc_key(info)
+            self._procs[key] = (known, info, group)
+            return info, group
         prev, group = last[1], last[2]
         if prev.children == children:  # the same child objects (compared by identity first)
             children = prev.children
@@ -215,39 +219,72 @@ class FactCache:
         if (children is prev.children and state == prev.state and cpu_s == prev.cpu_s
                 and cpu_children_s == prev.cpu_children_s and rss_bytes == prev.rss_bytes
                 and threads == prev.threads and compilers_seen == prev.compilers_seen):
-            info = prev
-        else:
-            info = ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, state, cpu_s,
-                            cpu_children_s, rss_bytes, threads, prev.sid, prev.pgid, children, prev.stdout,
-                            prev.stderr, prev.unbuffered, prev.unbuffered_reason, prev.is_python,
-                            prev.env_readable, prev.start_ticks, prev.uid, prev.user, compilers_seen, prev.dist)
-            if group[3] != (state == "Z") or children is not prev.children and group[9] != tuple(
-                    (c.pid, c.start_ticks) for c in children):
-                group = proc_key(info)
-        parsed[key] = (known, info, group)
+            return prev, group
+        info = ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, state, cpu_s,
+                        cpu_children_s, rss_bytes, threads, prev.sid, prev.pgid, children, prev.stdout,
+                        prev.stderr, prev.unbuffered, prev.unbuffered_reason, prev.is_python,
+                        prev.env_readable, prev.start_ticks, prev.uid, prev.user, compilers_seen, prev.dist)
+        if group[3] != (state == "Z") or children is not prev.children and group[-1] != tuple(
+                (c.pid, c.start_ticks) for c in children):
+            group = proc_key(info)
+        self._procs[key] = (known, info, group)
         return info, group
 
-    def _gpu(self, raw: dict, known: dict, parsed: dict) -> tuple:
-        index = raw["index"]
+    def _gpu(self, raw: dict, index, known: dict) -> tuple:
         last = self._gpus.get(index)
         if last is None or last[0] is not known:
             gpu = parse_gpu({**known, **raw})
             pids = gpu_pids_key(gpu)
-        else:
-            prev, pids = last[1], last[2]
-            util_pct = raw.get("util_pct")
-            mem_used_mib = raw.get("mem_used_mib")
-            temp_c = raw.get("temp_c")
-            power_w = raw.get("power_w")
-            sm_clock_mhz = raw.get("sm_clock_mhz")
-            if (util_pct == prev.util_pct and mem_used_mib == prev.mem_used_mib and temp_c == prev.temp_c
-                    and power_w == prev.power_w and sm_clock_mhz == prev.sm_clock_mhz):
-                gpu = prev
-            else:
-                gpu = GpuSample(prev.index, prev.uuid, prev.name, util_pct, mem_used_mib, prev.mem_total_mib, temp_c,
-                                power_w, prev.power_limit_w, sm_clock_mhz, prev.processes)
-        parsed[index] = (known, gpu, pids)
+            self._gpus[index] = (known, gpu, pids)
+            return gpu, pids
+        prev, pids = last[1], last[2]
+        util_pct = raw.get("util_pct")
+        mem_used_mib = raw.get("mem_used_mib")
+        temp_c = raw.get("temp_c")
+        power_w = raw.get("power_w")
+        sm_clock_mhz = raw.get("sm_clock_mhz")
+        if (util_pct == prev.util_pct and mem_used_mib == prev.mem_used_mib and temp_c == prev.temp_c
+                and power_w == prev.power_w and sm_clock_mhz == prev.sm_clock_mhz):
+            return prev, pids
+        gpu = GpuSample(prev.index, prev.uuid, prev.name, util_pct, mem_used_mib, prev.mem_total_mib, temp_c,
+                        power_w, prev.power_limit_w, sm_clock_mhz, prev.processes)
+        self._gpus[index] = (known, gpu, pids)
         return gpu, pids
+
+
+def _learn_each(entries: list, field: str, names: frozenset, old: dict) -> tuple[list, dict]:
+    """[(entry, key, known facts)] of a frame's GPUs or tails (keyed by `field`), and the new facts."""
+    new: dict = {}
+    out = []
+    for entry in entries:
+        key = entry[field]
+        known = old.get(key)
+        if known is None or key in new or not names.isdisjoint(entry):
+            known = _learn(entry, key, names, old, new)
+        else:
+            new[key] = known
+        out.append((entry, key, known))
+    return out, new
+
+
+def _learn_tails(entries: list, old: dict) -> tuple[list, dict]:
+    """[(entry, known facts)] of a frame's tails, and the new facts. A growing log's size and mtime come in
+    every frame and nothing parsed from a tail is kept, so its facts are updated in place."""
+    new: dict = {}
+    out = []
+    for entry in entries:
+        key = entry["key"]
+        known = new.get(key)
+        if known is None:
+            known = old.get(key)
+            if known is None:
+                known = {}
+        for name in TAIL_FACTS:
+            if name in entry:
+                known[name] = entry[name]
+        new[key] = known
+        out.append((entry, known))
+    return out, new
 
 
 def _proc_key(entry: dict):
@@ -363,6 +400,4 @@ def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:
         if facts is not None:
             facts.forget_parsed()
         raise
-    if facts is not None:
-        facts.keep()
     return sample
