@@ -69,6 +69,7 @@ class JobTracker:
         # through the jobs' ends (grouping ran, a job record came or went, a spec or successor was added)
         self._wants_stamp: dict[str, int] = {}
         self._wanted: dict[str, tuple] = {}  # host -> (stamp, parents, job ends, ProbeWants) last built
+        self._last_frame: dict[str, tuple] = {}  # host -> (frame_key, wants stamp) after its latest frame
         self._gpus: dict[str, tuple] = {}  # host -> its GPUs in the latest frame (ranks' GPUs, multinode.py)
         self.multinode = MultiNodeJobs()  # per-host jobs of one run on several hosts read as one job
         self._grouping = JobGrouping(self._jobs, self._specs, self._wiring, self._new_job, self._drop,
@@ -305,8 +306,11 @@ class JobTracker:
             self._touch(host)
         on_gpu = gpu_pids_of(sample.gpus)
         self._gpus[host] = tuple(sample.gpus)
+        # A job whose members were all there last frame, in a frame with the same processes (pids, start
+        # times, zombies) and the same job records, has them all still: checking each again changes nothing.
+        steady = not gone and self._last_frame.get(host) == (frame, self._wants_stamp.get(host, 0))
         for job in self.states(host):
-            if job.exit is None and job.members:
+            if job.exit is None and job.members and not (steady and not job.missing):
                 track_members(job, procs, gone, skew, now)
             if job.members or job.exit is not None:
                 observe(job, sample, on_gpu, skew, now)
@@ -317,6 +321,7 @@ class JobTracker:
         if parents is None or parents[0] != frame:
             parents = self._parents_of_frame[host] = (frame, parents_to_watch(procs, [*on_gpu, *sample.candidates]))
         self._parents[host] = parents[1]
+        self._last_frame[host] = (frame, self._wants_stamp.get(host, 0))
 
     def _jobs_key(self, host: str) -> tuple:
         return jobs_key(self.states(host), len(self._grouping.dismissed), host in self._grouping.holding)
