@@ -70,8 +70,9 @@ _MISSING = object()
 def _learn(entry: dict, key, names: frozenset, old: dict, new: dict) -> dict:
     """The known facts of one entry after this frame: the last ones with those the frame carries.
 
-    A dict of facts is never changed once made (a change makes a new one), so a value parsed from
-    it earlier is still right while the entry's facts are the very same dict."""
+    A dict of facts made here is never changed (a change makes a new one), so an object parsed from
+    it earlier is still right while the entry's facts are the very same dict. (A log tail's facts,
+    from which nothing is kept, are updated in place instead: `_learn_tails`.)"""
     known = new.get(key)  # an entry met twice in one frame (a child under two roots)
     if known is None:
         known = old.get(key)
