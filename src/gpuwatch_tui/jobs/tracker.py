@@ -283,11 +283,12 @@ class JobTracker:
         skew = now - sample.time
         procs = sample.procs
         gone = {(g.pid, round(g.start_time, 2)): g for g in sample.gone}
-        for job in self.states(host):
+        jobs = self.states(host)
+        for job in jobs:
             job.last_seen = now
             job.revision += 1
         self._wiring.feed_tails(self._jobs, sample.tails, skew, now)
-        feed_dirs(self.states(host), sample.dirs, skew)
+        feed_dirs(jobs, sample.dirs, skew)
 
         self._match_reported.update((host, key) for key in sample.matches)
         pending = self._grouping.successors.get(host)
@@ -304,22 +305,28 @@ class JobTracker:
             self._grouping.update(host, sample, now)
             self._grouped[host] = (frame, self._jobs_key(host))
             self._touch(host)
+        elif last[0] is not frame:
+            self._grouped[host] = (frame, last[1])  # equal: keep the newest, compared by identity next time
         on_gpu = gpu_pids_of(sample.gpus)
         self._gpus[host] = tuple(sample.gpus)
         # A job whose members were all there last frame, in a frame with the same processes (pids, start
         # times, zombies) and the same job records, has them all still: checking each again changes nothing.
         steady = not gone and self._last_frame.get(host) == (frame, self._wants_stamp.get(host, 0))
-        for job in self.states(host):
+        jobs = self.states(host)  # (grouping may have added or dropped some)
+        for job in jobs:
             if job.exit is None and job.members and not (steady and not job.missing):
                 track_members(job, procs, gone, skew, now)
             if job.members or job.exit is not None:
                 observe(job, sample, on_gpu, skew, now)
             elif job.spec is not None:
                 judge(job, now, skew)
-        note_broad_matches(self.states(host), self._specs, sample)  # a `match` that takes pid 1 or others' sessions
+        note_broad_matches(jobs, self._specs, sample)  # a `match` that takes pid 1 or others' sessions
         parents = self._parents_of_frame.get(host)
         if parents is None or parents[0] != frame:
-            parents = self._parents_of_frame[host] = (frame, parents_to_watch(procs, [*on_gpu, *sample.candidates]))
+            parents = (frame, parents_to_watch(procs, [*on_gpu, *sample.candidates]))
+        elif parents[0] is not frame:
+            parents = (frame, parents[1])  # equal: the same parents, under the newest key
+        self._parents_of_frame[host] = parents
         self._parents[host] = parents[1]
         self._last_frame[host] = (frame, self._wants_stamp.get(host, 0))
 

@@ -205,6 +205,8 @@ class FactCache:
         if last is None or last[0] is not known:
             info = parse_proc({**known, **raw}, children)
             group = proc_key(info)
+            if last is not None and last[2] == group:
+                group = last[2]  # (a log's size moved, say): the very same key, compared by identity later
             self._procs[key] = (known, info, group)
             return info, group
         prev, group = last[1], last[2]
