@@ -176,6 +176,11 @@ def test_scripted_frames_with_gpus_resends_and_a_bad_frame_equal_a_fresh_parse(p
                                                                             _gpu(1, 80.0, ())], "tails": []},
                         t + resend)
     assert again.procs[10] is last.procs[10] and again.gpus[1] is last.gpus[1]
+    # Only the log's size moved: the process is parsed again, its grouping key stays the same object.
+    grown = _entry(10, ticks=8)
+    grown["stdout"]["size"] = 99
+    after = reader.read({"t": t, "procs": [grown], "gpus": [], "tails": []}, t + resend + 0.5)
+    assert after.procs[10].stdout.size == 99 and after.procs_key[0] is again.procs_key[0]
     # A frame that fails to parse is dropped; the next one still reads as its full frame does.
     bad = {"t": t, "procs": [_entry(10, ticks=8, cpu="many")], "gpus": [], "tails": []}
     reader.deltas.apply(bad, t + resend + 1)
