@@ -79,7 +79,8 @@ class Monitor:
         wants = self.tracker.wanted(host)
         # The same wants as last pushed: nothing to do (a feed keeps the latest and sends it again on
         # reconnecting), and no task to make for it on every frame of every host.
-        if self._pushed.get(host) == wants:
+        last = self._pushed.get(host)
+        if last is wants or last == wants:  # (the tracker hands the same object while nothing changed)
             return
         self._pushed[host] = wants
         session = self.sessions[host]

@@ -98,7 +98,9 @@ def process_cpu_pct(before: dict[int, ProcInfo], after: dict[int, ProcInfo], t0:
     out = {}
     for pid, info in after.items():
         old = before.get(pid)
-        if old is not None and old.start_time == info.start_time:
+        if old is info:  # the frame parser hands the very object of a process that did not move
+            out[pid] = 0.0
+        elif old is not None and old.start_time == info.start_time:
             out[pid] = max(0.0, 100.0 * (info.cpu_s - old.cpu_s) / (t1 - t0))
     return out
 
@@ -146,10 +148,9 @@ class Store:
         rec.cpu_history.append(sample.cpu_pct)
         used = rec.mem_used_kib
         rec.ram_history.append(100.0 * used / rec.mem_total_kib if used is not None and rec.mem_total_kib else None)
-        seen = set()
+        records = rec.gpus
         for gpu in sample.gpus:
-            seen.add(gpu.index)
-            record = rec.gpus.get(gpu.index)
+            record = records.get(gpu.index)
             if record is None or record.latest.uuid != gpu.uuid:
                 record = GpuRecord(
                     gpu,
@@ -157,10 +158,12 @@ class Store:
                     deque(maxlen=self.history),
                     deque(maxlen=self.history),
                 )
-                rec.gpus[gpu.index] = record
+                records[gpu.index] = record
             record.push(gpu)
-        for index in [i for i in rec.gpus if i not in seen]:
-            del rec.gpus[index]
+        if len(records) != len(sample.gpus):  # a GPU no longer reported (the common frame has them all)
+            seen = {gpu.index for gpu in sample.gpus}
+            for index in [i for i in records if i not in seen]:
+                del records[index]
         rec.proc_cpu_pct = process_cpu_pct(rec.procs, sample.procs, rec.procs_time, sample.time)
         rec.procs = sample.procs
         rec.procs_time = sample.time

@@ -62,6 +62,14 @@ class JobTracker:
         # job id -> (pid, start ticks, facts, local time read): the top process's restart facts
         self._captures: dict[str, tuple[int, int, dict, float]] = {}
         self._grouped: dict[str, tuple] = {}  # host -> (frame_key, jobs_key) right after its last grouping
+        # host -> (frame_key, parents_to_watch) of its latest frame: a frame that grouping would read the
+        # same way asks for the same parents (parents_to_watch reads nothing else of it)
+        self._parents_of_frame: dict[str, tuple] = {}
+        # host -> a count bumped whenever what `wanted` reads of the tracker may have changed other than
+        # through the jobs' ends (grouping ran, a job record came or went, a spec or successor was added)
+        self._wants_stamp: dict[str, int] = {}
+        self._wanted: dict[str, tuple] = {}  # host -> (stamp, parents, job ends, ProbeWants) last built
+        self._last_frame: dict[str, tuple] = {}  # host -> (frame_key, wants stamp) after its latest frame
         self._gpus: dict[str, tuple] = {}  # host -> its GPUs in the latest frame (ranks' GPUs, multinode.py)
         self.multinode = MultiNodeJobs()  # per-host jobs of one run on several hosts read as one job
         self._grouping = JobGrouping(self._jobs, self._specs, self._wiring, self._new_job, self._drop,
@@ -75,7 +83,7 @@ class JobTracker:
         while key in self._specs:
             key += "+"
         self._specs[key] = spec  # the same dict the grouping reads
-        self._new_job(spec.host, spec.name, key, spec=spec, now=now)
+        self._new_job(spec.host, spec.name, key, spec=spec, now=now)  # (bumps the host's wants stamp)
         return key
 
     # ------------------------------------------------------------------ reading
@@ -192,6 +200,7 @@ class JobTracker:
         pending = self._grouping.successors.setdefault(host, [])
         pending[:] = [s for s in pending if s.job_id != job_id]
         pending.append(Successor(job_id, int(pid), int(start_ticks), wrapper_pid, now + within_s))
+        self._touch(host)
 
     def record_dump(self, job_id: str, finding: DumpFinding) -> None:
         """The latest py-spy dump's reading joins the job's evidence (see job_actions.annotate)."""
@@ -232,6 +241,20 @@ class JobTracker:
 
     # ------------------------------------------------------------------ what to ask the probe
     def wanted(self, host: str) -> ProbeWants:
+        """What the host's probe should report for this tracker. The same object as last time while
+        nothing it is made of changed (the host session then has nothing to send)."""
+        parents = self._parents.get(host)
+        ends = tuple([(job.exit is None, job.exit is not None and job.last_seen - job.exit.ended_at < TAIL_AFTER_EXIT_S)
+                      for job in self._by_host.get(host, {}).values()])
+        stamp = self._wants_stamp.get(host, 0)
+        last = self._wanted.get(host)
+        if last is not None and last[0] == stamp and last[1] is parents and last[2] == ends:
+            return last[3]
+        wants = self._build_wants(host)
+        self._wanted[host] = (stamp, parents, ends, wants)
+        return wants
+
+    def _build_wants(self, host: str) -> ProbeWants:
         pids: set[int] = set(self._parents.get(host, ()))
         pids.update(s.pid for s in self._grouping.successors.get(host, ()))  # a restart's new run
         tails: dict[str, str] = {}
@@ -250,22 +273,28 @@ class JobTracker:
                     dirs[outdir_key(job)] = job.output_dir
         return ProbeWants(sorted(pids), tails, dirs, matches)
 
+    def _touch(self, host: str) -> None:
+        """What `wanted` reads of the host's jobs may have changed: build it again."""
+        self._wants_stamp[host] = self._wants_stamp.get(host, 0) + 1
+
     # ------------------------------------------------------------------ feeding
     def update(self, host: str, sample: HostSample, now: float) -> None:
         # Host timestamps (start times, mtimes) are moved onto the local clock.
         skew = now - sample.time
         procs = sample.procs
         gone = {(g.pid, round(g.start_time, 2)): g for g in sample.gone}
-        for job in self.states(host):
+        jobs = self.states(host)
+        for job in jobs:
             job.last_seen = now
             job.revision += 1
         self._wiring.feed_tails(self._jobs, sample.tails, skew, now)
-        feed_dirs(self.states(host), sample.dirs, skew)
+        feed_dirs(jobs, sample.dirs, skew)
 
         self._match_reported.update((host, key) for key in sample.matches)
         pending = self._grouping.successors.get(host)
         if pending:
             pending[:] = [s for s in pending if s.expires_at > now]
+            self._touch(host)
         # Grouping a frame that matches the last one grouped (same processes, GPU pids, candidates,
         # matches, job records) would change nothing: skip it. Never while a restart's new run is
         # awaited, nor while a new job is held back (the hold counts frames).
@@ -275,17 +304,31 @@ class JobTracker:
                 or last[1] != self._jobs_key(host)):
             self._grouping.update(host, sample, now)
             self._grouped[host] = (frame, self._jobs_key(host))
+            self._touch(host)
+        elif last[0] is not frame:
+            self._grouped[host] = (frame, last[1])  # equal: keep the newest, compared by identity next time
         on_gpu = gpu_pids_of(sample.gpus)
         self._gpus[host] = tuple(sample.gpus)
-        for job in self.states(host):
-            if job.exit is None and job.members:
+        # A job whose members were all there last frame, in a frame with the same processes (pids, start
+        # times, zombies) and the same job records, has them all still: checking each again changes nothing.
+        steady = not gone and self._last_frame.get(host) == (frame, self._wants_stamp.get(host, 0))
+        jobs = self.states(host)  # (grouping may have added or dropped some)
+        for job in jobs:
+            if job.exit is None and job.members and not (steady and not job.missing):
                 track_members(job, procs, gone, skew, now)
             if job.members or job.exit is not None:
                 observe(job, sample, on_gpu, skew, now)
             elif job.spec is not None:
                 judge(job, now, skew)
-        note_broad_matches(self.states(host), self._specs, sample)  # a `match` that takes pid 1 or others' sessions
-        self._parents[host] = parents_to_watch(procs, [*on_gpu, *sample.candidates])
+        note_broad_matches(jobs, self._specs, sample)  # a `match` that takes pid 1 or others' sessions
+        parents = self._parents_of_frame.get(host)
+        if parents is None or parents[0] != frame:
+            parents = (frame, parents_to_watch(procs, [*on_gpu, *sample.candidates]))
+        elif parents[0] is not frame:
+            parents = (frame, parents[1])  # equal: the same parents, under the newest key
+        self._parents_of_frame[host] = parents
+        self._parents[host] = parents[1]
+        self._last_frame[host] = (frame, self._wants_stamp.get(host, 0))
 
     def _jobs_key(self, host: str) -> tuple:
         return jobs_key(self.states(host), len(self._grouping.dismissed), host in self._grouping.holding)
@@ -302,6 +345,9 @@ class JobTracker:
             self._by_host.get(replaced.host, {}).pop(job_id, None)
         self._jobs[job_id] = job
         self._by_host.setdefault(host, {})[job_id] = job
+        self._touch(host)
+        if replaced is not None and replaced.host != host:
+            self._touch(replaced.host)
         return job
 
     def _drop(self, job_id: str) -> None:
@@ -309,5 +355,6 @@ class JobTracker:
         job = self._jobs.pop(job_id, None)
         if job is not None:
             self._by_host.get(job.host, {}).pop(job_id, None)
+            self._touch(job.host)
         self._wiring.forget(job_id)
         self._captures.pop(job_id, None)

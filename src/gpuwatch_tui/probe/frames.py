@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import base64
+import binascii
 
+from ..jobs.grouping_reuse import gpu_pids_key, proc_key
 from ..model import (
     ChildProc,
     DirStat,
@@ -18,6 +19,8 @@ from ..model import (
 
 PROTOCOL_VERSION = 1
 
+_b64decode = binascii.a2b_base64  # base64.b64decode without its checks of the argument's type (a str here)
+
 
 def _fd(raw: dict | None) -> FdTarget | None:
     if not raw:
@@ -27,6 +30,10 @@ def _fd(raw: dict | None) -> FdTarget | None:
 
 def _opt_int(value) -> int | None:
     return None if value is None else int(value)
+
+
+def _gpu_processes(raw) -> tuple[GpuProcess, ...]:
+    return tuple(GpuProcess(int(p["pid"]), p.get("mem_used_mib")) for p in raw)
 
 
 def parse_gpu(raw: dict) -> GpuSample:
@@ -41,7 +48,7 @@ def parse_gpu(raw: dict) -> GpuSample:
         power_w=raw.get("power_w"),
         power_limit_w=raw.get("power_limit_w"),
         sm_clock_mhz=raw.get("sm_clock_mhz"),
-        processes=tuple(GpuProcess(int(p["pid"]), p.get("mem_used_mib")) for p in raw.get("processes", [])),
+        processes=_gpu_processes(raw.get("processes", [])),
     )
 
 
@@ -53,14 +60,43 @@ ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_re
 CHILD_FACTS = ("cmdline", "uid", "user", "ppid", "name", "start_time")
 GPU_FACTS = ("uuid", "name", "mem_total_mib", "power_limit_w", "processes")
 TAIL_FACTS = ("path", "size", "mtime", "error")
+_ROOT_FACTS = frozenset(ROOT_FACTS)
+_CHILD_FACTS = frozenset(CHILD_FACTS)
+_GPU_FACTS = frozenset(GPU_FACTS)
+_TAIL_FACTS = frozenset(TAIL_FACTS)
+_MISSING = object()
+
+
+def _learn(entry: dict, key, names: frozenset, old: dict, new: dict) -> dict:
+    """The known facts of one entry after this frame: the last ones with those the frame carries.
+
+    A dict of facts made here is never changed (a change makes a new one), so an object parsed from
+    it earlier is still right while the entry's facts are the very same dict. (A log tail's facts,
+    from which nothing is kept, are updated in place instead: `_learn_tails`.)"""
+    known = new.get(key)  # an entry met twice in one frame (a child under two roots)
+    if known is None:
+        known = old.get(key)
+    present = entry.keys() & names
+    if known is None:
+        known = {name: entry[name] for name in present}
+    elif present:
+        for name in present:
+            if known.get(name, _MISSING) != entry[name]:
+                known = {**known, **{n: entry[n] for n in present}}
+                break
+    new[key] = known
+    return known
 
 
 class FactCache:
     """The last facts of every process, GPU and log tail of one probe, for a probe that sends them
     only when they change. One per probe run: a new hello starts a new one.
 
-    It fills the facts a frame left out back into the raw dicts, so every reader sees the same
-    `HostSample` as from a full frame. Like the probe, it keeps only the latest frame's entries.
+    `parse_sample(frame, cache)` reads a frame as the same `HostSample` a full frame gives. Most of a
+    steady frame repeats the last one, so the cache also keeps the objects it parsed last frame and
+    reuses them (or their fixed parts) while an entry's facts are unchanged: only the few fields
+    that move each second (CPU time, state, RSS, GPU readings, new log bytes) are read again.
+    Like the probe, it keeps only the latest frame's entries.
     """
 
     def __init__(self) -> None:
@@ -68,44 +104,223 @@ class FactCache:
         self.children: dict[tuple[int, int], dict] = {}
         self.gpus: dict[int, dict] = {}
         self.tails: dict[str, dict] = {}
-
-    @staticmethod
-    def _fill(entry: dict, key, names: tuple[str, ...], cache: dict, seen: dict) -> None:
-        known = cache.get(key)
-        if known is None:
-            known = cache[key] = {}
-        for name in names:
-            if name in entry:
-                known[name] = entry[name]
-            elif name in known:
-                entry[name] = known[name]
-        seen[key] = True
-
-    @staticmethod
-    def _keep(cache: dict, seen: dict) -> dict:
-        return cache if len(seen) == len(cache) else {k: v for k, v in cache.items() if k in seen}
+        # Parsed from the latest frame: key -> (the facts dict it was parsed from, the object[, its grouping key]).
+        self._procs: dict = {}
+        self._kids: dict = {}
+        self._gpus: dict = {}
 
     def fill(self, procs: list[dict], gpus: list[dict] = (), tails: list[dict] = ()) -> None:
+        """Learn a frame's facts and fill those it left out back into its raw dicts."""
+        for entries, names, attr, key_of in (
+            (procs, _ROOT_FACTS, "roots", _proc_key),
+            ([c for p in procs for c in p.get("children") or ()], _CHILD_FACTS, "children", _proc_key),
+            (gpus, _GPU_FACTS, "gpus", _gpu_key),
+            (tails, _TAIL_FACTS, "tails", _tail_key),
+        ):
+            old, new = getattr(self, attr), {}
+            for entry in entries:
+                known = _learn(entry, key_of(entry), names, old, new)
+                for name, value in known.items():
+                    if name not in entry:
+                        entry[name] = value
+            setattr(self, attr, new)
+
+    def read(self, frame: dict) -> tuple:
+        """(procs by pid, their grouping keys, GPUs, their process pids, tails) of a frame.
+
+        Every entry's facts are learned before any is parsed (a frame that fails to parse still
+        teaches its facts, as the probe will not send them again); a frame that fails to parse
+        makes the next one parse afresh (`forget_parsed`)."""
+        raw_procs = frame.get("procs", [])
+        old_roots, old_children = self.roots, self.children
         roots: dict = {}
         children: dict = {}
-        seen_gpus: dict = {}
-        seen_tails: dict = {}
-        fill = self._fill
-        for proc in procs:
-            fill(proc, (proc["pid"], proc.get("start_ticks", 0)), ROOT_FACTS, self.roots, roots)
-            for child in proc.get("children") or ():
-                fill(child, (child["pid"], child.get("start_ticks", 0)), CHILD_FACTS, self.children, children)
-        for gpu in gpus:
-            fill(gpu, gpu["index"], GPU_FACTS, self.gpus, seen_gpus)
-        for tail in tails:
-            fill(tail, tail["key"], TAIL_FACTS, self.tails, seen_tails)
-        self.roots = self._keep(self.roots, roots)
-        self.children = self._keep(self.children, children)
-        self.gpus = self._keep(self.gpus, seen_gpus)
-        self.tails = self._keep(self.tails, seen_tails)
+        learned = []
+        for raw in raw_procs:
+            key = (raw["pid"], raw.get("start_ticks", 0))
+            known = old_roots.get(key)
+            if known is None or key in roots or not _ROOT_FACTS.isdisjoint(raw):
+                known = _learn(raw, key, _ROOT_FACTS, old_roots, roots)
+            else:
+                roots[key] = known  # the common case: no fact in the frame, none learned anew
+            kids = []
+            for child in raw.get("children") or ():
+                child_key = (child["pid"], child.get("start_ticks", 0))
+                child_known = old_children.get(child_key)
+                if child_known is None or child_key in children or not _CHILD_FACTS.isdisjoint(child):
+                    child_known = _learn(child, child_key, _CHILD_FACTS, old_children, children)
+                else:
+                    children[child_key] = child_known
+                kids.append((child, child_key, child_known))
+            learned.append((raw, key, known, kids))
+        gpus_learned, gpus = _learn_each(frame.get("gpus", []), "index", _GPU_FACTS, self.gpus)
+        tails_learned, tails = _learn_tails(frame.get("tails", []), self.tails)
+        self.roots, self.children, self.gpus, self.tails = roots, children, gpus, tails
+
+        procs, groups = {}, {}
+        for raw, key, known, kids in learned:
+            info, group = self._proc(raw, key, known, kids)
+            procs[info.pid] = info
+            groups[info.pid] = group
+        samples = []
+        pids = []
+        for raw, key, known in gpus_learned:
+            gpu, gpu_pids = self._gpu(raw, key, known)
+            samples.append(gpu)
+            pids.append(gpu_pids)
+        chunks = [_tail(raw, known) for raw, known in tails_learned]
+        # Only the latest frame's entries are kept (every one parsed now has one).
+        if len(self._procs) != len(roots):
+            self._procs = {k: v for k, v in self._procs.items() if k in roots}
+        if len(self._kids) != len(children):
+            self._kids = {k: v for k, v in self._kids.items() if k in children}
+        if len(self._gpus) != len(gpus):
+            self._gpus = {k: v for k, v in self._gpus.items() if k in gpus}
+        return procs, tuple(groups.values()), samples, tuple(pids), chunks
+
+    def forget_parsed(self) -> None:
+        """A frame failed to parse: parse the next one afresh (its facts stay learned)."""
+        self._procs, self._kids, self._gpus = {}, {}, {}
+
+    def _child(self, raw: dict, key, known: dict) -> ChildProc:
+        last = self._kids.get(key)
+        if last is None or last[0] is not known:
+            child = parse_child({**known, **raw})
+            self._kids[key] = (known, child)
+            return child
+        prev = last[1]
+        state = str(raw.get("state", ""))
+        cpu_s = float(raw.get("cpu_s", 0.0))
+        if prev.state == state and prev.cpu_s == cpu_s:
+            return prev
+        child = ChildProc(prev.pid, prev.name, prev.cmdline, state, cpu_s, prev.start_ticks, prev.uid, prev.user)
+        self._kids[key] = (known, child)
+        return child
+
+    def _proc(self, raw: dict, key, known: dict, kids: list) -> tuple:
+        if raw.get("children", []) is None:
+            raise TypeError("a process's children are not a list")  # as parse_proc finds
+        children = tuple([self._child(child, child_key, child_known) for child, child_key, child_known in kids])
+        last = self._procs.get(key)
+        if last is None or last[0] is not known:
+            info = parse_proc({**known, **raw}, children)
+            group = proc_key(info)
+            if last is not None and last[2] == group:
+                group = last[2]  # (a log's size moved, say): the very same key, compared by identity later
+            self._procs[key] = (known, info, group)
+            return info, group
+        prev, group = last[1], last[2]
+        if prev.children == children:  # the same child objects (compared by identity first)
+            children = prev.children
+        state = str(raw.get("state", ""))
+        cpu_s = float(raw.get("cpu_s", 0.0))
+        cpu_children_s = float(raw.get("cpu_children_s", 0.0))
+        rss_bytes = int(raw.get("rss_bytes", 0))
+        threads = int(raw.get("threads", 0))
+        seen = raw.get("compilers_seen")
+        compilers_seen = tuple(str(n) for n in seen) if seen else ()
+        if (children is prev.children and state == prev.state and cpu_s == prev.cpu_s
+                and cpu_children_s == prev.cpu_children_s and rss_bytes == prev.rss_bytes
+                and threads == prev.threads and compilers_seen == prev.compilers_seen):
+            return prev, group
+        info = ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, state, cpu_s,
+                        cpu_children_s, rss_bytes, threads, prev.sid, prev.pgid, children, prev.stdout,
+                        prev.stderr, prev.unbuffered, prev.unbuffered_reason, prev.is_python,
+                        prev.env_readable, prev.start_ticks, prev.uid, prev.user, compilers_seen, prev.dist)
+        if group[3] != (state == "Z") or children is not prev.children and group[-1] != tuple(
+                (c.pid, c.start_ticks) for c in children):
+            group = proc_key(info)
+        self._procs[key] = (known, info, group)
+        return info, group
+
+    def _gpu(self, raw: dict, index, known: dict) -> tuple:
+        last = self._gpus.get(index)
+        if last is None or last[0] is not known:
+            gpu = parse_gpu({**known, **raw})
+            pids = gpu_pids_key(gpu)
+            self._gpus[index] = (known, gpu, pids)
+            return gpu, pids
+        prev, pids = last[1], last[2]
+        util_pct = raw.get("util_pct")
+        mem_used_mib = raw.get("mem_used_mib")
+        temp_c = raw.get("temp_c")
+        power_w = raw.get("power_w")
+        sm_clock_mhz = raw.get("sm_clock_mhz")
+        if (util_pct == prev.util_pct and mem_used_mib == prev.mem_used_mib and temp_c == prev.temp_c
+                and power_w == prev.power_w and sm_clock_mhz == prev.sm_clock_mhz):
+            return prev, pids
+        gpu = GpuSample(prev.index, prev.uuid, prev.name, util_pct, mem_used_mib, prev.mem_total_mib, temp_c,
+                        power_w, prev.power_limit_w, sm_clock_mhz, prev.processes)
+        self._gpus[index] = (known, gpu, pids)
+        return gpu, pids
 
 
-def parse_proc(raw: dict) -> ProcInfo:
+def _learn_each(entries: list, field: str, names: frozenset, old: dict) -> tuple[list, dict]:
+    """[(entry, key, known facts)] of a frame's GPUs or tails (keyed by `field`), and the new facts."""
+    new: dict = {}
+    out = []
+    for entry in entries:
+        key = entry[field]
+        known = old.get(key)
+        if known is None or key in new or not names.isdisjoint(entry):
+            known = _learn(entry, key, names, old, new)
+        else:
+            new[key] = known
+        out.append((entry, key, known))
+    return out, new
+
+
+def _learn_tails(entries: list, old: dict) -> tuple[list, dict]:
+    """[(entry, known facts)] of a frame's tails, and the new facts. A growing log's size and mtime come in
+    every frame and nothing parsed from a tail is kept, so its facts are updated in place."""
+    new: dict = {}
+    out = []
+    for entry in entries:
+        key = entry["key"]
+        known = new.get(key)
+        if known is None:
+            known = old.get(key)
+            if known is None:
+                known = {}
+        for name in TAIL_FACTS:
+            if name in entry:
+                known[name] = entry[name]
+        new[key] = known
+        out.append((entry, known))
+    return out, new
+
+
+def _proc_key(entry: dict):
+    return (entry["pid"], entry.get("start_ticks", 0))
+
+
+def _gpu_key(entry: dict):
+    return entry["index"]
+
+
+def _tail_key(entry: dict):
+    return entry["key"]
+
+
+def _tail(raw: dict, known: dict | None = None) -> TailChunk:
+    facts = raw if known is None else known
+    data = raw.get("data")
+    cut = raw.get("cut")
+    return TailChunk(
+        str(raw["key"]), str(facts.get("path", "")), _b64decode(data) if data else b"", bool(raw.get("reset")),
+        int(raw.get("skipped", 0)), facts.get("size"), facts.get("mtime"), facts.get("error"),
+        tuple((int(pos), int(n)) for pos, n in cut) if cut else (),
+    )
+
+
+def parse_child(raw: dict) -> ChildProc:
+    return ChildProc(int(raw["pid"]), str(raw.get("name", "")), tuple(raw.get("cmdline", ())),
+                     str(raw.get("state", "")), float(raw.get("cpu_s", 0.0)), int(raw.get("start_ticks", 0)),
+                     _opt_int(raw.get("uid")), raw.get("user"))
+
+
+def parse_proc(raw: dict, children: tuple[ChildProc, ...] | None = None) -> ProcInfo:
+    """One process; `children`: its children already parsed (else read from `raw`)."""
     return ProcInfo(
         pid=int(raw["pid"]),
         ppid=int(raw.get("ppid", 0)),
@@ -120,12 +335,7 @@ def parse_proc(raw: dict) -> ProcInfo:
         threads=int(raw.get("threads", 0)),
         sid=int(raw.get("sid", 0)),
         pgid=int(raw.get("pgid", 0)),
-        children=tuple(
-            ChildProc(int(c["pid"]), str(c.get("name", "")), tuple(c.get("cmdline", ())),
-                      str(c.get("state", "")), float(c.get("cpu_s", 0.0)), int(c.get("start_ticks", 0)),
-                      _opt_int(c.get("uid")), c.get("user"))
-            for c in raw.get("children", [])
-        ),
+        children=tuple(parse_child(c) for c in raw.get("children", [])) if children is None else children,
         stdout=_fd(raw.get("stdout")),
         stderr=_fd(raw.get("stderr")),
         unbuffered=bool(raw.get("unbuffered")),
@@ -149,42 +359,48 @@ def _dist(raw) -> tuple[tuple[str, str], ...]:
 
 def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:
     """A sample frame as a `HostSample`. `facts`: the cache of a probe that sends fact deltas."""
-    procs = {}
-    raw_procs = frame.get("procs", [])
-    if facts is not None:
-        facts.fill(raw_procs, frame.get("gpus", ()), frame.get("tails", ()))
-    for raw in raw_procs:
-        info = parse_proc(raw)
-        procs[info.pid] = info
-    return HostSample(
-        time=float(frame.get("t", 0.0)),
-        gpu_source=str(frame.get("gpu_source", "none")),
-        gpus=[parse_gpu(g) for g in frame.get("gpus", [])],
-        procs=procs,
-        gone=[ExitInfo(int(g["pid"]), float(g.get("start_time", 0)), float(g.get("seen_gone_at", 0)))
-              for g in frame.get("gone", [])],
-        tails=[
-            TailChunk(
-                key=str(t["key"]), path=str(t.get("path", "")),
-                data=base64.b64decode(t.get("data") or ""), reset=bool(t.get("reset")),
-                skipped=int(t.get("skipped", 0)), size=t.get("size"), mtime=t.get("mtime"),
-                error=t.get("error"),
-                cut=tuple((int(pos), int(n)) for pos, n in t.get("cut") or ()),
-            )
-            for t in frame.get("tails", [])
-        ],
-        dirs=[
-            DirStat(str(d["key"]), str(d.get("path", "")), bool(d.get("exists")), int(d.get("files", 0)),
-                    int(d.get("total_bytes", 0)), d.get("newest_mtime"), d.get("newest_name"), d.get("error"))
-            for d in frame.get("dirs", [])
-        ],
-        gpu_error=frame.get("gpu_error"),
-        load1=frame.get("load1"),
-        cpu_count=frame.get("cpu_count"),
-        cpu_pct=frame.get("cpu_pct"),
-        mem_total_kib=frame.get("mem_total_kib"),
-        mem_avail_kib=frame.get("mem_avail_kib"),
-        driver=frame.get("driver"),
-        matches={str(k): [int(p) for p in v] for k, v in (frame.get("matches") or {}).items()},
-        candidates={int(k): str(v) for k, v in (frame.get("candidates") or {}).items()},
-    )
+    if facts is None:
+        procs = {}
+        for raw in frame.get("procs", []):
+            info = parse_proc(raw)
+            procs[info.pid] = info
+        gpus = [parse_gpu(g) for g in frame.get("gpus", [])]
+        tails = [_tail(t) for t in frame.get("tails", [])]
+        procs_key = gpus_key = None
+    else:
+        try:
+            procs, procs_key, gpus, gpus_key, tails = facts.read(frame)
+        except BaseException:
+            facts.forget_parsed()
+            raise
+    try:
+        sample = HostSample(
+            time=float(frame.get("t", 0.0)),
+            gpu_source=str(frame.get("gpu_source", "none")),
+            gpus=gpus,
+            procs=procs,
+            gone=[ExitInfo(int(g["pid"]), float(g.get("start_time", 0)), float(g.get("seen_gone_at", 0)))
+                  for g in frame.get("gone", [])],
+            tails=tails,
+            dirs=[
+                DirStat(str(d["key"]), str(d.get("path", "")), bool(d.get("exists")), int(d.get("files", 0)),
+                        int(d.get("total_bytes", 0)), d.get("newest_mtime"), d.get("newest_name"), d.get("error"))
+                for d in frame.get("dirs", [])
+            ],
+            gpu_error=frame.get("gpu_error"),
+            load1=frame.get("load1"),
+            cpu_count=frame.get("cpu_count"),
+            cpu_pct=frame.get("cpu_pct"),
+            mem_total_kib=frame.get("mem_total_kib"),
+            mem_avail_kib=frame.get("mem_avail_kib"),
+            driver=frame.get("driver"),
+            matches={str(k): [int(p) for p in v] for k, v in (frame.get("matches") or {}).items()},
+            candidates={int(k): str(v) for k, v in (frame.get("candidates") or {}).items()},
+            procs_key=procs_key,
+            gpus_key=gpus_key,
+        )
+    except BaseException:
+        if facts is not None:
+            facts.forget_parsed()
+        raise
+    return sample
