@@ -168,7 +168,7 @@ _set = object.__setattr__
 class KeptView:
     """A job's last view and what each of its parts was made from (`current_view`)."""
 
-    __slots__ = ("view", "fields", "at", "revision", "verdict", "first_seen", "scalars", "members", "ticks",
+    __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "scalars", "members", "ticks",
                  "root", "gpus", "log_keys", "log_total", "exit", "exit_code", "alive", "progress",
                  "points_last", "history", "history_head", "actions")
 
@@ -178,6 +178,7 @@ class KeptView:
         self.at = at
         self.revision = job.revision
         self.verdict = job.verdict
+        self.confidence = job.verdict.confidence if job.verdict else None  # as judged (the view's is rounded)
         self.first_seen = job.first_seen
         self.scalars = _scalars(job)
         self.members = dict(job.members)
@@ -201,14 +202,24 @@ class KeptView:
     def refresh(self, job: JobState, at: float) -> JobView:
         """The view at `at`: the last one if no part changed, else a new one sharing the parts that held."""
         fields = self.fields
-        new: dict = {}
+        new: dict = {}  # the fields that changed
         v = job.verdict
         if v is not self.verdict or (v is None and job.first_seen != self.first_seen):
             if v is None:
                 new.update(_verdict_fields(job, v))
-            else:  # (inline: a verdict is new on most frames, its ages in the evidence move)
-                new.update(phase=v.phase, detail=v.detail, since=v.since, confidence=round(v.confidence, 2),
-                           evidence=tuple(v.evidence), advice=v.advice, actions=tuple(v.actions))
+                self.confidence = None
+            else:  # (inline: a verdict is new on most frames, as the ages in its evidence move)
+                new["phase"] = v.phase
+                new["detail"] = v.detail
+                new["since"] = v.since
+                if v.confidence != self.confidence:
+                    self.confidence = v.confidence
+                    new["confidence"] = round(v.confidence, 2)
+                evidence = v.evidence
+                new["evidence"] = evidence if evidence.__class__ is tuple else tuple(evidence)
+                new["advice"] = v.advice
+                actions = v.actions
+                new["actions"] = actions if actions.__class__ is tuple else tuple(actions)
             self.verdict = v
             self.first_seen = job.first_seen
         scalars = (job.id, job.name, job.host, job.spec is not None, job.launcher, job.output_dir, job.stall_after_s)
