@@ -168,8 +168,8 @@ _set = object.__setattr__
 class KeptView:
     """A job's last view and what each of its parts was made from (`current_view`)."""
 
-    __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "scalars", "members", "ticks",
-                 "root", "gpus", "log_keys", "log_total", "exit", "exit_code", "alive", "progress",
+    __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "scalars", "members",
+                 "ticks", "root", "gpus", "log_keys", "log_total", "exit", "exit_code", "alive", "progress",
                  "points_last", "history", "history_head", "actions")
 
     def __init__(self, job: JobState, at: float) -> None:
