@@ -6,7 +6,7 @@ from gpuwatch_tui.jobs.rules import RuleSet, builtin_rules
 
 
 def test_progress_history_view_follows_the_history_as_it_grows_and_wraps():
-    from gpuwatch_tui.jobs.export import PROGRESS_POINTS, progress_history_view
+    from gpuwatch_tui.jobs.export import PROGRESS_POINTS, current_view, progress_history_view
     from gpuwatch_tui.jobs.interpret import LogInterpreter
     from gpuwatch_tui.jobs.job_state import JobState
     from gpuwatch_tui.jobs.progress import ProgressTracker
@@ -19,6 +19,10 @@ def test_progress_history_view_follows_the_history_as_it_grows_and_wraps():
             continue  # views are not built after every line
         want = [(p.time, p.step, p.loss) for p in list(job.interp.progress.history)[-PROGRESS_POINTS:]]
         assert [(v.time, v.step, v.loss) for v in progress_history_view(job)] == want
+        # The job's view keeps the points it made and adds the new ones (one, or several between views).
+        kept = current_view(job, float(step)).progress_history
+        assert [(v.time, v.step, v.loss) for v in kept] == want
+        assert kept == progress_history_view(job)
 
 
 def test_progress_view_is_progress_to_json():

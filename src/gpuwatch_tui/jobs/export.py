@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
+from itertools import compress
+from operator import ne
 
 from ..model import ProcessRef
 from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView, finite_or_none
+from ..vocab import fmt_duration
 from .job_actions import events_text
 from .job_state import JobState
+from .phase import format_history
 from .progress import Progress, json_number
 
 PROGRESS_POINTS = 100  # progress history points a view carries (enough for a chart)
@@ -26,128 +30,121 @@ def progress_view(progress: Progress) -> ProgressView:
     )
 
 
-def current_view(job: JobState, now: float | None = None) -> JobView:
-    """`job_view`, reusing the last one built while no frame of the job's host came in since
-    (the dashboard asks for every job twice a second; a host reports once). Asked again at the same
-    time, even the history text (its durations read `now`) is not made again."""
-    at = now if now is not None else job.last_seen
-    history = job.history
-    basis = (job.revision, job.verdict, len(history), history[-1] if history else None)
-    kept = job.view_parts.get("view")
-    if kept is not None and kept[0] == basis and kept[0][1] is job.verdict:
-        if kept[1] == at:
-            return kept[3]
-        text = job.history_text(at)
-        if kept[2] == text:
-            job.view_parts["view"] = (basis, at, text, kept[3])
-            return kept[3]
-    else:
-        text = job.history_text(at)
-    view = job_view(job, now, text)
-    job.view_parts["view"] = (basis, at, text, view)
+def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, old: ProgressView) -> ProgressView:
+    """`progress_view(progress)`, made from `old` (the view of the values `old_raw`): only what changed
+    is converted again (a training line moves the step, loss, rate and ETA; the rest holds)."""
+    values = vars(progress)
+    if old_raw is None or len(raw) != len(old_raw):
+        return progress_view(progress)
+    fields = vars(old).copy()
+    for name in compress(values, map(ne, raw, old_raw)):  # the names whose values changed, found in C
+        value = values[name]
+        if name in _PROGRESS_NUMBERS:
+            fields[name] = json_number(value)
+            if name == "loss":
+                fields["loss_text"] = str(value) if value is not None and not math.isfinite(value) else None
+        elif name in fields:
+            fields[name] = value
+        else:  # a Progress value the view does not carry under its name
+            return progress_view(progress)
+    view = object.__new__(ProgressView)
+    _set(view, "__dict__", fields)
     return view
 
 
-def job_view(job: JobState, now: float | None = None, history_text: str | None = None) -> JobView:
-    v = job.verdict
-    interp = job.interp
-    code = job.exit.exit_code if job.exit else None
-    if code is None and job.exit is not None and interp is not None:
-        code = interp.exit_code  # as torchrun reported it
-    log = job.primary_log
-    processes, root = _process_refs(job)
-    return JobView(
-        id=job.id,
-        name=job.name,
-        host=job.host,
-        pids=tuple(job.pids),
-        gpus=tuple(job.gpus),
-        phase=v.phase if v else "unknown",
-        detail=v.detail if v else None,
-        since=v.since if v else job.first_seen,
-        confidence=round(v.confidence, 2) if v else 0.0,
-        evidence=tuple(v.evidence) if v else (),
-        advice=v.advice if v else "",
-        actions=tuple(v.actions) if v else (),
-        log=next(iter(job.logs), None),
-        logs=tuple(job.logs),
-        exit_code=code,
-        exit_signal=job.exit.signal if job.exit else None,
-        progress=_kept_progress_view(job, interp.progress.current) if interp else ProgressView(),
-        history=_history_entries(job),
-        configured=job.spec is not None,
-        launcher=job.launcher,
-        alive=job.alive,
-        ended_at=job.exit.ended_at if job.exit else None,
-        output_dir=job.output_dir,
-        log_lines=log.total_lines if log else 0,
-        stall_after_s=job.stall_after_s,
-        progress_history=progress_history_view(job),
-        history_text=history_text if history_text is not None else job.history_text(
-            now if now is not None else job.last_seen),
-        processes=processes,
-        root=root,
-        events=_events(job),
-    )
+_PROGRESS_NUMBERS = frozenset(("step", "total", "rate", "loss", "epoch", "eta_s", "epochs", "lr"))
 
 
-# The parts below change far less often than a view is built (every frame of the job's host): each is
-# kept in `job.view_parts` with what it was made from, and made again only when that changed.
-def _process_refs(job: JobState) -> tuple[tuple[ProcessRef, ...], ProcessRef | None]:
+def current_view(job: JobState, now: float | None = None) -> JobView:
+    """`job_view` at `now` (default: the job's last frame), made from the view built before.
+
+    The dashboard asks for every job twice a second and most of a view holds still between frames:
+    each part is made again only when what it is made of changed (kept in `job.view_parts`), the
+    new view shares the others with the last one, and a view whose parts all held is returned as is.
+    Equal to a view built from scratch (tests/jobs/test_view_reuse.py checks it frame by frame)."""
+    at = now if now is not None else job.last_seen
+    kept = job.view_parts.get("kept")
+    if kept is None:
+        kept = job.view_parts["kept"] = KeptView(job, at)
+        return kept.view
+    if job.revision == kept.revision and job.verdict is kept.verdict and at == kept.at:
+        return kept.view  # asked again with no frame, judgement or action in between
+    return kept.refresh(job, at)
+
+
+def job_view(job: JobState, now: float | None = None) -> JobView:
+    """The job's view built from scratch (`current_view` makes the same from the last one)."""
+    at = now if now is not None else job.last_seen
+    fields = dict(zip(_SCALARS, _scalars(job)))
+    fields.update(_verdict_fields(job, job.verdict))
+    fields.update(_process_fields(job))
+    fields.update(_log_fields(job))
+    fields.update(_exit_fields(job))
+    fields["gpus"] = tuple(job.gpus)
+    fields["progress"] = progress_view(job.interp.progress.current) if job.interp else _NO_PROGRESS
+    fields["progress_history"] = _progress_points(job.interp.progress.history if job.interp else (), None, ())[1]
+    fields["history"] = tuple(PhaseEntry(phase, since) for phase, since in job.history)
+    fields["history_text"] = job.history_text(at)
+    fields["events"] = events_text(job.actions)
+    return JobView(**fields)
+
+
+# Each group of a view's fields, made from one part of the job: `job_view` makes them all,
+# `KeptView.refresh` only those whose part changed.
+_SCALARS = ("id", "name", "host", "configured", "launcher", "output_dir", "stall_after_s")
+_NO_PROGRESS = ProgressView()
+
+
+def _scalars(job: JobState) -> tuple:
+    return (job.id, job.name, job.host, job.spec is not None, job.launcher, job.output_dir, job.stall_after_s)
+
+
+def _verdict_fields(job: JobState, v) -> dict:
+    if v is None:
+        return {"phase": "unknown", "detail": None, "since": job.first_seen, "confidence": 0.0, "evidence": (),
+                "advice": "", "actions": ()}
+    return {"phase": v.phase, "detail": v.detail, "since": v.since, "confidence": round(v.confidence, 2),
+            "evidence": tuple(v.evidence), "advice": v.advice, "actions": tuple(v.actions)}
+
+
+def _process_fields(job: JobState) -> dict:
     ticks = job.start_ticks
-    basis = (tuple(job.members.items()), tuple(ticks.items()), job.root)
-    kept = job.view_parts.get("process_refs")
-    if kept is not None and kept[0] == basis:
-        return kept[1]
     root = None
     if job.root is not None and job.root[0] in ticks:
         root = ProcessRef(job.host, job.root[0], ticks[job.root[0]])
-    refs = (tuple(ProcessRef(job.host, pid, ticks[pid]) for pid in job.pids if pid in ticks), root)
-    job.view_parts["process_refs"] = (basis, refs)
-    return refs
+    pids = tuple(job.pids)
+    return {"pids": pids, "processes": tuple(ProcessRef(job.host, pid, ticks[pid]) for pid in pids if pid in ticks),
+            "root": root}
 
 
-def _kept_progress_view(job: JobState, progress: Progress) -> ProgressView:
-    basis = tuple(progress.__dict__.values())
-    kept = job.view_parts.get("progress")
-    if kept is not None and kept[0] == basis:
-        return kept[1]
-    view = progress_view(progress)
-    job.view_parts["progress"] = (basis, view)
-    return view
+def _log_fields(job: JobState) -> dict:
+    log = job.primary_log
+    return {"log": next(iter(job.logs), None), "logs": tuple(job.logs), "log_lines": log.total_lines if log else 0}
 
 
-def _history_entries(job: JobState) -> tuple[PhaseEntry, ...]:
-    history = job.history
-    basis = tuple(history)  # (a merged job's history may be replaced whole: compare all of it)
-    kept = job.view_parts.get("history")
-    if kept is not None and kept[0] == basis:
-        return kept[1]
-    entries = tuple(PhaseEntry(phase, since) for phase, since in history)
-    job.view_parts["history"] = (basis, entries)
-    return entries
+def _exit_code(job: JobState) -> int | None:
+    code = job.exit.exit_code if job.exit else None
+    if code is None and job.exit is not None and job.interp is not None:
+        code = job.interp.exit_code  # as torchrun reported it
+    return code
 
 
-def _events(job: JobState) -> tuple[str, ...]:
-    basis = tuple(job.actions)
-    kept = job.view_parts.get("events")
-    if kept is not None and kept[0] == basis:
-        return kept[1]
-    events = events_text(job.actions)
-    job.view_parts["events"] = (basis, events)
-    return events
+def _exit_fields(job: JobState) -> dict:
+    ex = job.exit
+    return {"exit_code": _exit_code(job), "exit_signal": ex.signal if ex else None,
+            "ended_at": ex.ended_at if ex else None, "alive": job.alive}
 
 
-def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
-    """The last PROGRESS_POINTS points. Views are built for every job twice a second and the
-    history only grows at its end: the points already made are kept, only new ones are made."""
-    if job.interp is None:
-        return ()
-    history = job.interp.progress.history
-    cached_last, points = job.view_parts.get("progress_history", (None, ()))
+def _progress_points(history, cached_last, points: tuple) -> tuple:
+    """(the newest point, the view's last PROGRESS_POINTS points). The history only grows at its
+    end: the points already made (`points`, up to `cached_last`) are kept, only newer ones made."""
     last = history[-1] if history else None
     if last is cached_last:
-        return points
+        return last, points
+    if cached_last is not None and len(history) > 1 and history[-2] is cached_last:  # one new point: the usual
+        p = last
+        point = ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch)
+        return last, (points + (point,))[-PROGRESS_POINTS:]
     new = []
     found = False
     for i in range(1, min(len(history), PROGRESS_POINTS) + 1):
@@ -157,6 +154,146 @@ def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
             break
         new.append(ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch))
     new.reverse()
-    points = (points + tuple(new))[-PROGRESS_POINTS:] if found else tuple(new)
-    job.view_parts["progress_history"] = (last, points)
-    return points
+    return last, (points + tuple(new))[-PROGRESS_POINTS:] if found else tuple(new)
+
+
+def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
+    """The last PROGRESS_POINTS points of the job's progress history, as in its view."""
+    return _progress_points(job.interp.progress.history, None, ())[1] if job.interp else ()
+
+
+_set = object.__setattr__
+
+
+class KeptView:
+    """A job's last view and what each of its parts was made from (`current_view`)."""
+
+    __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "scalars", "members",
+                 "ticks", "root", "gpus", "log_keys", "log_total", "exit", "exit_code", "alive", "progress",
+                 "points_last", "history", "history_head", "actions")
+
+    def __init__(self, job: JobState, at: float) -> None:
+        self.view = job_view(job, at)
+        self.fields = vars(self.view)  # never changed in place: a new view gets a new dict
+        self.at = at
+        self.revision = job.revision
+        self.verdict = job.verdict
+        self.confidence = job.verdict.confidence if job.verdict else None  # as judged (the view's is rounded)
+        self.first_seen = job.first_seen
+        self.scalars = _scalars(job)
+        self.members = dict(job.members)
+        self.ticks = dict(job.start_ticks)
+        self.root = job.root
+        self.gpus = tuple(job.gpus)
+        self.log_keys = tuple(job.logs)
+        log = job.primary_log
+        self.log_total = log.total_lines if log else 0
+        self.exit = job.exit
+        self.exit_code = _exit_code(job)
+        self.alive = job.alive
+        interp = job.interp
+        self.progress = tuple(vars(interp.progress.current).values()) if interp else None
+        history = interp.progress.history if interp else ()
+        self.points_last = history[-1] if history else None
+        self.history = list(job.history)
+        self.history_head = _history_head(job.history)
+        self.actions = list(job.actions)
+
+    def refresh(self, job: JobState, at: float) -> JobView:
+        """The view at `at`: the last one if no part changed, else a new one sharing the parts that held."""
+        fields = self.fields
+        new: dict = {}  # the fields that changed
+        v = job.verdict
+        if v is not self.verdict or (v is None and job.first_seen != self.first_seen):
+            if v is None:
+                new.update(_verdict_fields(job, v))
+                self.confidence = None
+            else:  # (inline: a verdict is new on most frames, as the ages in its evidence move)
+                new["phase"] = v.phase
+                new["detail"] = v.detail
+                new["since"] = v.since
+                if v.confidence != self.confidence:
+                    self.confidence = v.confidence
+                    new["confidence"] = round(v.confidence, 2)
+                evidence = v.evidence
+                new["evidence"] = evidence if evidence.__class__ is tuple else tuple(evidence)
+                new["advice"] = v.advice
+                actions = v.actions
+                new["actions"] = actions if actions.__class__ is tuple else tuple(actions)
+            self.verdict = v
+            self.first_seen = job.first_seen
+        scalars = (job.id, job.name, job.host, job.spec is not None, job.launcher, job.output_dir, job.stall_after_s)
+        if scalars != self.scalars:
+            new.update(zip(_SCALARS, scalars))
+            self.scalars = scalars
+        if job.members != self.members or job.start_ticks != self.ticks or job.root != self.root:
+            new.update(_process_fields(job))
+            self.members = dict(job.members)
+            self.ticks = dict(job.start_ticks)
+            self.root = job.root
+        if job.gpus != self.gpus:
+            new["gpus"] = self.gpus = tuple(job.gpus)
+        logs = job.logs
+        if len(logs) != len(self.log_keys) or (logs and tuple(logs) != self.log_keys):
+            new.update(_log_fields(job))
+            self.log_keys = tuple(logs)
+            self.log_total = new["log_lines"]
+        else:
+            total = next(iter(logs.values())).total_lines if logs else 0
+            if total != self.log_total:
+                new["log_lines"] = self.log_total = total
+        ex = job.exit
+        if ex is not self.exit or (ex is not None and _exit_code(job) != self.exit_code) or job.alive != self.alive:
+            new.update(_exit_fields(job))
+            self.exit = ex
+            self.exit_code = _exit_code(job)
+            self.alive = job.alive
+        interp = job.interp
+        if interp is None:
+            if self.progress is not None:
+                new["progress"] = _NO_PROGRESS
+                new["progress_history"] = ()
+                self.progress = self.points_last = None
+        else:
+            tracker = interp.progress
+            current = tracker.current
+            raw = tuple(vars(current).values())
+            if raw != self.progress:
+                new["progress"] = _next_progress_view(current, raw, self.progress, fields["progress"])
+                self.progress = raw
+            points = tracker.history
+            if (points[-1] if points else None) is not self.points_last:
+                self.points_last, new["progress_history"] = _progress_points(
+                    points, self.points_last, fields["progress_history"])
+        history = job.history
+        if history != self.history:
+            new["history"] = tuple(PhaseEntry(phase, since) for phase, since in history)
+            self.history = list(history)
+            self.history_head = _history_head(history)
+        if history and (at != self.at or "history" in new):
+            phase, since = history[-1]  # only the last phase ages: the text of the others holds still
+            text = f"{self.history_head}{phase} {fmt_duration(at - since)}"
+            if text != fields["history_text"]:
+                new["history_text"] = text
+        elif not history and fields["history_text"]:
+            new["history_text"] = ""
+        if job.actions != self.actions:
+            new["events"] = events_text(job.actions)
+            self.actions = list(job.actions)
+        self.revision = job.revision
+        self.at = at
+        if not new:
+            return self.view
+        fields = fields.copy()
+        fields.update(new)
+        view = object.__new__(JobView)
+        _set(view, "__dict__", fields)  # the instance dict JobView(**fields) would fill, in one step
+        self.view = view
+        self.fields = fields
+        return view
+
+
+def _history_head(history: list) -> str:
+    """The history text of every phase but the last (those have ended: their text holds still)."""
+    head = format_history(history[:-1], history[-1][1]) if len(history) > 1 else ""
+    return head + " -> " if head else ""

@@ -1,0 +1,176 @@
+"""A job's view is made from its last one (jobs/export.py `current_view`): each part is made again only
+when what it is made of changed, and `JobTracker.views` asked again at the same time with no change
+answers the join it made. Here every view the tracker hands out, across runs fed with real recorded
+logs (tests/data/logs) and a process tree that grows, loses a rank and ends, equals a view built from
+scratch: field by field, in the instance dict, and in its JSON text. The same check, run with the
+kept view made blind to one part's change at a time, fails: the runs change every part."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuwatch_tui.jobs import export
+from gpuwatch_tui.jobs.export import KeptView, job_view
+from gpuwatch_tui.jobs.settings import JobSettings
+from gpuwatch_tui.jobs.tracker import JobTracker
+from gpuwatch_tui.model import TailChunk
+
+from .procs import LOG, sample, torchrun_tree
+
+LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
+T0 = 1_796_000_000.0
+# Real logs: a tqdm bar (\r frames in one line), a trainer's dict lines then a save, torchrun losing a
+# rank to SIGKILL (traceback, exit code in the log), a CUDA OOM.
+RUNS = ["tqdm-4.70.1-postfix.log", "transformers-4.57.6-trainer.log", "torchrun-2.13.0-sigkill.log",
+        "cuda-2.11.0-oom.log"]
+FRAMES = 26
+
+
+def _chunks(data: bytes, n: int) -> list[bytes]:
+    """The log's bytes as n frames' worth, cut mid-line too (as a probe reads a growing file)."""
+    size = -(-len(data) // n)
+    return [data[i * size:(i + 1) * size] for i in range(n)]
+
+
+def _fresh(job, when: float):
+    """A view built from scratch, leaving the job's kept parts as they were."""
+    parts = dict(job.view_parts)
+    job.view_parts.clear()
+    try:
+        return job_view(job, when)
+    finally:
+        job.view_parts.clear()
+        job.view_parts.update(parts)
+
+
+def _same(view, fresh, where) -> None:
+    assert view == fresh, where
+    assert vars(view) == vars(fresh), where
+    # The JSON text too: equal numbers of another type (1 and 1.0) would print differently.
+    assert json.dumps(view.to_json()) == json.dumps(fresh.to_json()), where
+
+
+def run_and_compare(log_name: str) -> int:
+    """Feed one run frame by frame, comparing every view handed out with a fresh one; returns how many."""
+    tracker = JobTracker(JobSettings(stall_after_s=4))
+    chunks = _chunks((LOGS / log_name).read_bytes(), 14)
+    checked = 0
+    for i in range(FRAMES):
+        t = T0 + i
+        ended = i >= 20  # every process gone: the run ends
+        procs, gpus = torchrun_tree(cpu=10.0 + i, util=99.0 if i < 12 else 0.0, power=690.0 if i < 12 else 119.0,
+                                    with_agent=i >= 3)  # the launcher shows up: the tree and its root change
+        procs = {pid: dataclasses.replace(p, start_ticks=int(p.start_time * 100)) for pid, p in procs.items()}
+        if i >= 16:
+            procs.pop(102)  # a rank is gone
+        if ended:
+            procs, gpus = {}, [dataclasses.replace(g, processes=()) for g in gpus]
+        data = chunks[i] if i < len(chunks) else b""
+        tails = [TailChunk(k, LOG.path, data, False, 0, None, t - 0.5 if data else None, None)
+                 for k in tracker.wanted("gpu1").tails]
+        tracker.update("gpu1", sample(t, procs, gpus, tails=tails), now=t)
+        jobs = tracker.states("gpu1")
+        if not jobs:
+            assert tracker.views(t) == [], i  # discovery holds a new job a frame or two
+            continue
+        job = jobs[0]
+        if i == 6:
+            tracker.record_action(job.id, "dump_stack", "alice", t)  # events change between frames
+        if i == 9:
+            record = tracker.record_action(job.id, "restart", "bob", t)
+            tracker.views(t)
+            tracker.set_restart_status_file(job.id, record, "/tmp/status")  # replaced in place: no new revision
+        for when in (t, t, t + 0.4, t + 0.4, t + 61.0):  # twice at once, later with no frame between
+            views = tracker.views(when)
+            assert [v.id for v in views] == [v.id for v in tracker.views(when, joined=False)]
+            for view in views:
+                _same(view, _fresh(tracker.state(view.id), when), (log_name, i, when))
+                checked += 1
+        if ended and job.exit is not None and i == 22:
+            # The real exit status read later: judged again with no frame (no new revision), seen at once.
+            tracker.set_exit_status(job.id, 137, None)
+            for view in tracker.views(when):  # the time asked last
+                _same(view, _fresh(tracker.state(view.id), when), (log_name, i, "exit status"))
+                checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("log_name", RUNS)
+def test_every_view_handed_out_equals_one_built_from_scratch(log_name):
+    assert run_and_compare(log_name) >= (FRAMES - 3) * 5
+
+
+def test_the_runs_change_every_part_of_a_view():
+    """What the check above walks through: each part of a view changes at least once."""
+    changed: set[str] = set()
+    original = KeptView.refresh
+
+    def noting(self, job, at):
+        before = self.fields
+        view = original(self, job, at)
+        changed.update(k for k, v in self.fields.items() if v != before[k])
+        return view
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(KeptView, "refresh", noting)
+        for name in RUNS:
+            run_and_compare(name)
+    assert {"phase", "detail", "evidence", "confidence", "since", "advice", "actions", "pids", "processes", "root",
+            "alive", "exit_code", "ended_at", "log_lines", "progress", "progress_history", "history",
+            "history_text", "events"} <= changed, changed
+
+
+# Each way the kept view could miss a change: its record of what a part was made from is brought up to
+# date before it looks, so that part is never made again.
+BLIND = {
+    "verdict": lambda kept, job, at: setattr(kept, "verdict", job.verdict),
+    "processes": lambda kept, job, at: (setattr(kept, "members", dict(job.members)),
+                                    setattr(kept, "ticks", dict(job.start_ticks)), setattr(kept, "root", job.root)),
+    "exit": lambda kept, job, at: (setattr(kept, "exit", job.exit), setattr(kept, "alive", job.alive),
+                               setattr(kept, "exit_code", export._exit_code(job))),
+    "log lines": lambda kept, job, at: setattr(kept, "log_total", job.primary_log.total_lines if job.logs else 0),
+    "progress": lambda kept, job, at: setattr(kept, "progress", tuple(vars(job.interp.progress.current).values())),
+    "progress points": lambda kept, job, at: (
+        setattr(kept, "points_last", job.interp.progress.history[-1] if job.interp.progress.history else None)),
+    "phase history": lambda kept, job, at: setattr(kept, "history", list(job.history)),
+    "events": lambda kept, job, at: setattr(kept, "actions", list(job.actions)),
+    "history text ages": lambda kept, job, at: setattr(kept, "at", at),
+}
+
+
+@pytest.mark.parametrize("part", sorted(BLIND))
+def test_the_check_fails_when_the_kept_view_misses_a_change(part):
+    original = KeptView.refresh
+    blind = BLIND[part]
+
+    def refresh(self, job, at):
+        blind(self, job, at)
+        return original(self, job, at)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(KeptView, "refresh", refresh)
+        with pytest.raises(AssertionError):
+            for name in RUNS:
+                run_and_compare(name)
+
+
+def test_the_check_fails_when_the_tracker_keeps_a_stale_join():
+    """`views` asked again at the same time: a kept answer that ignored a changed job view (the exit
+    status read with no frame) would hand out the old one."""
+    original = JobTracker.views
+
+    def views(self, now=None, joined=True):
+        kept = self._joined_views
+        if kept is not None and joined and kept[0] == now:
+            self._joined_views = (now, kept[1], [export.current_view(j, now) for j in self._jobs.values()], kept[3])
+        return original(self, now, joined)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(JobTracker, "views", views)
+        with pytest.raises(AssertionError):
+            for name in RUNS:
+                run_and_compare(name)
