@@ -102,9 +102,11 @@ PROC_MEMINFO = KeptFile("/proc/meminfo", 1024)  # MemTotal and MemAvailable are 
 PROC_LOADAVG = KeptFile("/proc/loadavg", 128)
 
 
-def load1():
-    """The 1-minute load average, from the kept /proc/loadavg (None where unreadable)."""
-    data = PROC_LOADAVG.read()
+def load1(data=None):
+    """The 1-minute load average, from /proc/loadavg's bytes (read now when not given; None where
+    unreadable)."""
+    if data is None:
+        data = PROC_LOADAVG.read()
     try:
         return float(data.split(None, 1)[0])
     except (AttributeError, IndexError, ValueError):
@@ -183,6 +185,9 @@ class ProcFiles(object):
     def __init__(self):
         self.fds = {}  # (path, owner start ticks or None) -> fd
         self.used = set()
+        # path -> (bytes, what they were parsed into) at the last read: bytes that did not change
+        # are not parsed again (an idle worker's stat reads the same sample after sample).
+        self.parsed = {}
 
     def read(self, path, owner=None):
         """The file's bytes or None. `owner`: the start ticks of the process whose file this is,
@@ -216,13 +221,31 @@ class ProcFiles(object):
     def end_sample(self):
         for key in [k for k in self.fds if k not in self.used]:
             os.close(self.fds.pop(key))
+        if len(self.parsed) > len(self.used):
+            live = set(path for path, _ in self.used)
+            self.parsed = dict(item for item in self.parsed.items() if item[0] in live)
         self.used = set()
 
 
 def read_stat(pid, files=None):
-    """Parse /proc/PID/stat; None if the process is gone or unreadable."""
+    """Parse /proc/PID/stat; None if the process is gone or unreadable. Through `files` (ProcFiles),
+    bytes equal to the last read's give the same Stat back, unparsed: treat a Stat as read-only."""
     path = "/proc/%d/stat" % pid
-    raw = read_raw(path) if files is None else files.read(path)
+    if files is None:
+        return parse_stat(pid, read_raw(path))
+    raw = files.read(path)
+    if not raw:
+        return None
+    last = files.parsed.get(path)
+    if last is not None and last[0] == raw:
+        return last[1]
+    s = parse_stat(pid, raw)
+    files.parsed[path] = (raw, s)
+    return s
+
+
+def parse_stat(pid, raw):
+    """A Stat from /proc/PID/stat's bytes; None for no bytes or too few fields."""
     if not raw:
         return None
     lpar, rpar = raw.find(b"("), raw.rfind(b")")
@@ -278,17 +301,21 @@ class PidCursor(object):
             os.close(self.fd)
             self.fd = None
 
-    def read(self):
+    def read(self, loadavg=None):
         try:
-            return os.pread(self.fd, 128, 0).rsplit(None, 1)[-1]
-        except (OSError, IndexError):
+            if loadavg is None:
+                loadavg = os.pread(self.fd, 128, 0)
+            return loadavg.rsplit(None, 1)[-1]
+        except (OSError, IndexError, AttributeError):
             return None
 
-    def changed(self):
-        """True when a pid was handed out since the last call (or when that cannot be known)."""
+    def changed(self, loadavg=None):
+        """True when a pid was handed out since the last call (or when that cannot be known).
+        `loadavg`: /proc/loadavg's bytes as the sample read them, shared by the sample's cursors
+        and the load average (one read, not one each); None: read it now."""
         if self.fd is None:
             return True
-        now = self.read()
+        now = self.read(loadavg)
         if now is None:
             return True
         moved, self.last = now != self.last, now
@@ -323,6 +350,48 @@ def fd_target(pid, fd):
         return _OPS_BASE[0].fd_target(pid, fd)
     except OSError:
         return None
+
+
+FD_FLAGS_REFRESH_S = 60.0  # an fd's open flags (fdinfo) are read again this often while its target stays
+
+
+def fd_target_again(pid, fd, last, now, same=None):
+    """fd_target for a target read before (`last`, or None): while the link names the same path, its
+    open flags cannot have changed short of an fcntl (re-read every FD_FLAGS_REFRESH_S) and only a
+    file's size is read again: 1-2 system calls instead of 5 (readlink, fdinfo open/read/close, stat).
+    `same`: the other standard stream's fresh target; where the link names its path, its size is
+    this file's too (2>&1, the usual case). None if unreadable."""
+    if last is None or now - last.get("flags_at", 0.0) >= FD_FLAGS_REFRESH_S:
+        target = fd_target(pid, fd)
+        if target is not None:
+            target["flags_at"] = now
+        return target
+    try:
+        path = os.readlink("/proc/%d/fd/%d" % (pid, fd))
+    except OSError:
+        return None
+    if path != last["path"]:
+        target = fd_target(pid, fd)
+        if target is not None:
+            target["flags_at"] = now
+        return target
+    target = dict(last)
+    if target["kind"] == "file":
+        if same is not None and same["path"] == path:
+            target["size"] = same["size"]
+        else:
+            try:
+                target["size"] = os.stat("/proc/%d/fd/%d" % (pid, fd)).st_size
+            except OSError:
+                target["size"] = None
+    return target
+
+
+def fd_fact(target):
+    """A target as the frame carries it (without the probe's own bookkeeping)."""
+    if target is None:
+        return None
+    return {"path": target["path"], "kind": target["kind"], "append": target["append"], "size": target["size"]}
 
 
 def python_unbuffered(cmdline, environ):
@@ -430,8 +499,9 @@ class ProcCache(object):
                 facts["cwd"] = os.readlink("/proc/%d/cwd" % pid)
             except OSError:
                 facts["cwd"] = None
-            facts["stdout"] = fd_target(pid, 1)
-            facts["stderr"] = fd_target(pid, 2)
+            out = facts["stdout_target"] = fd_target_again(pid, 1, facts.get("stdout_target"), now)
+            err = facts["stderr_target"] = fd_target_again(pid, 2, facts.get("stderr_target"), now, out)
+            facts["stdout"], facts["stderr"] = fd_fact(out), fd_fact(err)
             facts["slow_at"] = now
         return facts
 
@@ -598,10 +668,11 @@ class JobCandidates(object):
         for pid in seen:
             self.consider(pid, now)
 
-    def poll(self, now):
-        """New pids since the last look, and young undecided ones again. Returns {pid: reason}."""
+    def poll(self, now, loadavg=None):
+        """New pids since the last look, and young undecided ones again. Returns {pid: reason}.
+        `loadavg`: the sample's /proc/loadavg bytes (see PidCursor.changed)."""
         try:
-            pids = all_pids() if self.new_pids.changed() else ()
+            pids = all_pids() if self.new_pids.changed(loadavg) else ()
         except OSError:
             return self.found
         me = os.getpid()
@@ -1510,6 +1581,8 @@ class Probe(object):
 
     def sample(self):
         now = time.time()
+        # Read once: the load average and every pid cursor of this sample use these bytes.
+        loadavg = PROC_LOADAVG.read()
         frame = {"type": "sample", "t": now, "gpu_source": self.gpu.name, "gpu_error": self.gpu.error}
         try:
             gpus = self.gpu.sample()
@@ -1521,7 +1594,7 @@ class Probe(object):
             want = set(self.want_pids)
             tails = list(self.tails.values())
             dirs = dict(self.dirs)
-        self.pids_handed_out = self.sample_pids.changed()
+        self.pids_handed_out = self.sample_pids.changed(loadavg)
         gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
@@ -1529,7 +1602,7 @@ class Probe(object):
         # only leave otherwise, and the per-sample reads notice that), and then it reads the stat
         # of new pids only; every WALK_AT_LEAST_S one reads them all.
         if now - self.last_scan >= self.scan_interval:
-            moved = self.walk_pids.changed()  # asked every time, so it always covers one interval
+            moved = self.walk_pids.changed(loadavg)  # asked every time, so it always covers one interval
             full = self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S
             if moved or full:
                 self.scan(now, full)
@@ -1537,7 +1610,7 @@ class Probe(object):
                 self.last_scan = now
         for pids in self.match_pids.values():
             watched |= set(pids)
-        self.candidate_pids = self.candidates.poll(now)
+        self.candidate_pids = self.candidates.poll(now, loadavg)
         watched |= set(self.candidate_pids)
         procs = []
         current = {}
@@ -1580,7 +1653,7 @@ class Probe(object):
         t = os.times()
         frame["probe_cpu_s"] = round(t[0] + t[1], 3)  # our own cost, for the overhead figure
         frame["scanned_procs"] = self.scanned_procs
-        load = load1()
+        load = load1(loadavg)
         if load is not None:
             frame["load1"] = load
         # What top shows first: host CPU busy %, RAM used/total; and the driver beside the GPU model.
