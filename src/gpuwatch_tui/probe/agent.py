@@ -218,6 +218,12 @@ class ProcFiles(object):
         self.used.add(key)
         return data
 
+    def keep(self, keys):
+        """Keep these files open through this sample though they were not read in it."""
+        for key in keys:
+            if key in self.fds:
+                self.used.add(key)
+
     def end_sample(self):
         for key in [k for k in self.fds if k not in self.used]:
             os.close(self.fds.pop(key))
@@ -657,6 +663,7 @@ class JobCandidates(object):
         self.rechecked_at = 0.0
         self.new_pids = PidCursor()  # /proc is listed again only when a pid was handed out
         self.ancestors = probe_ancestors()
+        self.me = os.getpid()  # asked once: each call is a system call
 
     def scan(self, seen, now):
         """`seen`: {pid: (ppid, start, comm)} from the full scan."""
@@ -675,7 +682,7 @@ class JobCandidates(object):
             pids = all_pids() if self.new_pids.changed(loadavg) else ()
         except OSError:
             return self.found
-        me = os.getpid()
+        me = self.me
         for pid in pids:
             if pid not in self.seen and pid != me:
                 parent = read_parent(pid)
@@ -1427,7 +1434,7 @@ class Probe(object):
         self.children_of = {}
         # The kernel's children lists of the last sample, kept while no pid is handed out (a process
         # adopted by a watched subreaper meanwhile waits for the next pid or walk).
-        self.child_lists = {}  # (pid, start ticks) -> [child pids]
+        self.child_lists = {}  # (pid, start ticks) -> ([child pids], the children files read for them)
         self.child_lists_used = {}
         self.sample_pids = PidCursor()
         self.pids_handed_out = True
@@ -1498,7 +1505,7 @@ class Probe(object):
             matches = dict(self.matches)
             gen = self.wants_gen
         matched = dict((key, []) for key in matches)
-        me = os.getpid()
+        me = self.candidates.me
         seen = {}
         for pid in all_pids():
             parent = known.get(pid) or read_parent(pid)
@@ -1545,7 +1552,10 @@ class Probe(object):
         known = self.child_lists.get(key)
         self.child_lists_used[key] = known
         if known is not None and not self.pids_handed_out:
-            return known  # no process was started since the last sample: none can be new here
+            # No process was started since the last sample: none can be new here. Its children
+            # files stay open for the next sample that must read them (not closed and reopened).
+            self.files.keep(known[1])
+            return known[0]
         tids = [s.pid]
         if 1 < s.threads <= SMALL_THREAD_COUNT:
             try:
@@ -1553,11 +1563,14 @@ class Probe(object):
             except OSError:
                 pass
         out = []
+        paths = []
         for tid in tids:
-            raw = self.files.read("/proc/%d/task/%d/children" % (s.pid, tid), s.ticks)
+            path = "/proc/%d/task/%d/children" % (s.pid, tid)
+            paths.append(path)
+            raw = self.files.read(path, s.ticks)
             if raw:
                 out.extend(int(c) for c in raw.split())
-        self.child_lists_used[key] = out
+        self.child_lists_used[key] = (out, [(path, s.ticks) for path in paths])
         return out
 
     def descendants(self, root):
