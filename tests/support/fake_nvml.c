@@ -8,6 +8,7 @@
  * Environment:
  *   GPUWATCH_FAKE_NVML_GPUS   how many GPUs (default 8, at most 64)
  *   GPUWATCH_FAKE_NVML_PIDS   comma-separated pids: the i-th runs on GPU i % GPUs (default none)
+ *   GPUWATCH_FAKE_NVML_NO_POWER   set: power readings fail with NVML_ERROR_NOT_SUPPORTED (as on some boards)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@
 
 typedef int nvmlReturn_t;
 typedef void *nvmlDevice_t;
-enum { NVML_SUCCESS = 0, NVML_ERROR_INVALID_ARGUMENT = 2, NVML_ERROR_INSUFFICIENT_SIZE = 7 };
+enum { NVML_SUCCESS = 0, NVML_ERROR_INVALID_ARGUMENT = 2, NVML_ERROR_NOT_SUPPORTED = 3, NVML_ERROR_INSUFFICIENT_SIZE = 7 };
 
 typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
@@ -33,6 +34,7 @@ static const unsigned long long JOB_MEMORY = 70000ULL * MIB;
 static int gpus = 8;
 static unsigned int pids[MAX_PIDS];
 static int npids = 0;
+static int no_power = 0;
 static unsigned long calls[MAX_GPUS];  /* per GPU: makes the moving figures move, as real ones do */
 static char devices[MAX_GPUS];  /* a handle is a pointer into this array */
 
@@ -48,6 +50,7 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
     if (gpus < 0) gpus = 0;
     if (gpus > MAX_GPUS) gpus = MAX_GPUS;
     npids = 0;
+    no_power = getenv("GPUWATCH_FAKE_NVML_NO_POWER") != NULL;
     const char *p = getenv("GPUWATCH_FAKE_NVML_PIDS");
     while (p && *p && npids < MAX_PIDS) {
         char *end;
@@ -123,6 +126,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t h, nvmlMemory_v2_t *m) {
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t h, unsigned int *mw) {
     int i = index_of(h);
     if (i < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    if (no_power) return NVML_ERROR_NOT_SUPPORTED;
     *mw = jobs_on(i) ? 680000 + (unsigned int)(calls[i] % 13) * 997 : 81340;
     return NVML_SUCCESS;
 }

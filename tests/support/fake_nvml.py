@@ -20,7 +20,7 @@ def build_fake_nvml(folder: Path) -> Path:
         raise RuntimeError("no C compiler (cc or gcc) to build the stand-in libnvidia-ml.so.1")
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "libnvidia-ml.so.1"
-    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(target), str(SOURCE)], check=True)
+    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1", "-o", str(target), str(SOURCE)], check=True)
     return folder
 
 

@@ -860,6 +860,42 @@ class NoGpu(object):
 PROCS_MAX_AGE_S = 5.0  # a GPU's process list, kept while its memory used does not change
 
 
+class NvmlDirect(object):
+    """The five readings a sample takes of every GPU (utilisation, memory v1, power, temperature, SM
+    clock), through NVML's C functions as nvidia-ml-py resolved them, into structs made once per GPU.
+
+    The same calls as nvidia-ml-py's wrappers make, without what they add per call (a function
+    lookup under a lock, a new struct, a return-code check that raises): about half of a GPU's share
+    of a sample's Python time. A call that fails reads as None, as a failed wrapper call does.
+    Raises (and the wrappers are used) where nvidia-ml-py does not look as expected."""
+
+    def __init__(self, nvml, handles):
+        import ctypes
+        get = nvml._nvmlGetFunctionPointer
+        self.util_fn = get("nvmlDeviceGetUtilizationRates")
+        self.mem_fn = get("nvmlDeviceGetMemoryInfo")
+        self.power_fn = get("nvmlDeviceGetPowerUsage")
+        self.temp_fn = get("nvmlDeviceGetTemperature")
+        self.clock_fn = get("nvmlDeviceGetClockInfo")
+        self.sensor = ctypes.c_uint(nvml.NVML_TEMPERATURE_GPU)
+        self.clock = ctypes.c_uint(nvml.NVML_CLOCK_SM)
+        self.gpus = []
+        for h in handles:
+            util, mem = nvml.c_nvmlUtilization_t(), nvml.c_nvmlMemory_t()
+            power, temp, clock = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+            refs = tuple(ctypes.byref(x) for x in (util, mem, power, temp, clock))
+            self.gpus.append((h, util, mem, power, temp, clock) + refs)
+
+    def read(self, i):
+        """(util %, (memory used, total) as v1 reports them, power mW, temperature C, SM clock MHz)."""
+        h, util, mem, power, temp, clock, util_ref, mem_ref, power_ref, temp_ref, clock_ref = self.gpus[i]
+        return (util.gpu if self.util_fn(h, util_ref) == 0 else None,
+                (mem.used, mem.total) if self.mem_fn(h, mem_ref) == 0 else None,
+                power.value if self.power_fn(h, power_ref) == 0 else None,
+                temp.value if self.temp_fn(h, self.sensor, temp_ref) == 0 else None,
+                clock.value if self.clock_fn(h, self.clock, clock_ref) == 0 else None)
+
+
 class NvmlSource(object):
     name = "nvml"
 
@@ -889,6 +925,10 @@ class NvmlSource(object):
         # on an H200 one second apart, v1 ~10 us: v1 is read each sample and this taken off it.
         self.reserved = [None] * len(self.handles)
         self.driver = _s(self._try(nvml.nvmlSystemGetDriverVersion) or "") or None
+        try:
+            self.direct = NvmlDirect(nvml, self.handles)
+        except Exception:
+            self.direct = None  # an NVML module unlike nvidia-ml-py's: through its functions, as they are
 
     def _try(self, fn, *args):
         try:
@@ -896,28 +936,39 @@ class NvmlSource(object):
         except Exception:
             return None
 
-    def memory(self, i, h):
+    def readings(self, i, h):
+        """(util %, (memory used, total) per v1, power mW, temperature C, SM clock MHz); None where unreadable."""
+        if self.direct is not None:
+            return self.direct.read(i)
+        nvml, get = self.nvml, self._try
+        util = get(nvml.nvmlDeviceGetUtilizationRates, h)
+        mem = get(nvml.nvmlDeviceGetMemoryInfo, h)
+        return (None if util is None else util.gpu, None if mem is None else (mem.used, mem.total),
+                get(nvml.nvmlDeviceGetPowerUsage, h), get(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU),
+                get(nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM))
+
+    def memory(self, i, h, v1):
         """(used, total) in bytes as v2 reports them (what nvidia-smi shows: v2 excludes memory the
-        driver reserves), v1's where there is no v2; None if unreadable."""
+        driver reserves), v1's where there is no v2; None if unreadable. `v1`: (used, total) as the
+        v1 call read them this sample."""
         nvml = self.nvml
-        mem = self._try(nvml.nvmlDeviceGetMemoryInfo, h)
-        if mem is None:
+        if v1 is None:
             return None
         if not self.mem_v2:
-            return mem.used, mem.total
+            return v1
         reserved = self.reserved[i]
         if reserved is not None:
-            return max(0, mem.used - reserved[0]), reserved[1]
+            return max(0, v1[0] - reserved[0]), reserved[1]
         try:
             v2 = nvml.nvmlDeviceGetMemoryInfo(h, version=nvml.nvmlMemory_v2)
         except Exception:
             self.mem_v2 = False  # no v2 here: v1 as it is, from now on
-            return mem.used, mem.total
+            return v1
         # Two equal v1 readings around the v2 one: nothing was allocated in between, so the
         # difference is the reservation alone (else it is measured again at the next sample).
         after = self._try(nvml.nvmlDeviceGetMemoryInfo, h)
-        if after is not None and after.used == mem.used and mem.used >= v2.used:
-            self.reserved[i] = (mem.used - v2.used, v2.total)
+        if after is not None and after.used == v1[0] and v1[0] >= v2.used:
+            self.reserved[i] = (v1[0] - v2.used, v2.total)
         return v2.used, v2.total
 
     def processes(self, h):
@@ -939,9 +990,8 @@ class NvmlSource(object):
             self.limits_at = now
         out = []
         for i, h in enumerate(self.handles):
-            util = self._try(nvml.nvmlDeviceGetUtilizationRates, h)
-            mem = self.memory(i, h)
-            power = self._try(nvml.nvmlDeviceGetPowerUsage, h)
+            util, v1, power, temp, clock = self.readings(i, h)
+            mem = self.memory(i, h, v1)
             limit = self.limits[i]
             mem_used = None if mem is None else mem[0]
             kept = self.gpu_procs[i]
@@ -950,13 +1000,13 @@ class NvmlSource(object):
             procs = [dict(p) for p in kept[2]]  # each frame its own: whoever edits one leaves the kept list
             out.append({
                 "index": i, "uuid": self.static[i]["uuid"], "name": self.static[i]["name"],
-                "util_pct": None if util is None else util.gpu,
+                "util_pct": util,
                 "mem_used_mib": None if mem is None else round(mem[0] / 1048576.0, 1),
                 "mem_total_mib": None if mem is None else round(mem[1] / 1048576.0, 1),
-                "temp_c": self._try(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU),
+                "temp_c": temp,
                 "power_w": None if power is None else round(power / 1000.0, 2),
                 "power_limit_w": None if limit is None else round(limit / 1000.0, 2),
-                "sm_clock_mhz": self._try(nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM),
+                "sm_clock_mhz": clock,
                 "processes": procs,
             })
         return out
