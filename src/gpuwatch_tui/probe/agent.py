@@ -8,6 +8,7 @@
 # When shipped, the bundle puts BUNDLE = {"modules": {...}, "options": {...}} in globals.
 import importlib
 import json
+from operator import itemgetter
 import os
 import re
 import shutil
@@ -541,17 +542,29 @@ class FrameDeltas(object):
     is sent in full again.
     """
 
+    # One C call reads all of an entry's facts; equal to the last entry's, they all go (no per-fact work).
+    GETTERS = dict((names, itemgetter(*names)) for names in (ROOT_FACTS, CHILD_FACTS, GPU_FACTS, TAIL_FACTS))
+
     def __init__(self):
-        self.roots = {}  # (pid, start_ticks) -> [{fact: value last sent}, sent in full at]
+        # (pid, start_ticks) -> [{fact: value last sent}, sent in full at, the last entry's facts (a tuple,
+        # or None where it lacked some)]
+        self.roots = {}
         self.children = {}
         self.gpus = {}
         self.tails = {}
 
-    @staticmethod
-    def _strip(entry, key, names, sent, kept, now):
+    @classmethod
+    def _strip(cls, entry, key, names, sent, kept, now):
+        try:
+            facts = cls.GETTERS[names](entry)
+        except KeyError:
+            facts = None
         last = sent.get(key)
         if last is None or (now - last[1] >= FACT_RESEND_S and key not in kept):
-            sent[key] = [dict((name, entry[name]) for name in names if name in entry), now]
+            sent[key] = [dict((name, entry[name]) for name in names if name in entry), now, facts]
+        elif facts is not None and facts == last[2]:
+            for name in names:  # the client has every one of them
+                del entry[name]
         else:
             values = last[0]
             for name in names:
@@ -561,21 +574,54 @@ class FrameDeltas(object):
                         del entry[name]
                     else:
                         values[name] = value
+            last[2] = facts
         kept[key] = True
 
     @staticmethod
     def _keep(sent, kept):
         return sent if len(kept) == len(sent) else dict((k, v) for k, v in sent.items() if k in kept)
 
-    def apply(self, frame, now):
-        roots, children, gpus, tails = {}, {}, {}, {}
+    # The sampler builds a process's entry around these (proc_info): it asks first whether the client
+    # has the facts, and leaves them out unbuilt when it has, rather than building them to delete them.
+    def begin(self, now):
+        """A frame starts: the processes of this frame are stripped as proc_info builds them."""
+        self.now = now
+        self.kept_roots, self.kept_children = {}, {}
+
+    def known_root(self, key, facts):
+        """Does the client have these ROOT_FACTS values (a tuple in that order) of process `key`?"""
+        return self._known(self.roots, self.kept_roots, key, facts)
+
+    def known_child(self, key, facts):
+        return self._known(self.children, self.kept_children, key, facts)
+
+    def _known(self, sent, kept, key, facts):
+        last = sent.get(key)
+        if last is None or last[2] != facts or (self.now - last[1] >= FACT_RESEND_S and key not in kept):
+            return False
+        kept[key] = True
+        return True
+
+    def strip_root(self, entry, key):
+        """A process entry with its facts (not known to the client): left with what it lacks."""
+        self._strip(entry, key, ROOT_FACTS, self.roots, self.kept_roots, self.now)
+
+    def strip_child(self, entry, key):
+        self._strip(entry, key, CHILD_FACTS, self.children, self.kept_children, self.now)
+
+    def apply(self, frame, now, procs_done=False):
+        """Strip a whole frame. `procs_done`: its processes were stripped as they were built
+        (begin, then proc_info); its GPUs and tails are stripped here."""
+        if not procs_done:
+            self.begin(now)
+            for proc in frame["procs"]:
+                self.strip_root(proc, (proc["pid"], proc["start_ticks"]))
+                if not proc.get("compilers_seen", True):
+                    del proc["compilers_seen"]
+                for child in proc["children"]:
+                    self.strip_child(child, (child["pid"], child["start_ticks"]))
+        gpus, tails = {}, {}
         strip = self._strip
-        for proc in frame["procs"]:
-            strip(proc, (proc["pid"], proc["start_ticks"]), ROOT_FACTS, self.roots, roots, now)
-            if not proc.get("compilers_seen", True):
-                del proc["compilers_seen"]
-            for child in proc["children"]:
-                strip(child, (child["pid"], child["start_ticks"]), CHILD_FACTS, self.children, children, now)
         for gpu in frame["gpus"]:
             strip(gpu, gpu["index"], GPU_FACTS, self.gpus, gpus, now)
         for tail in frame["tails"]:
@@ -583,8 +629,8 @@ class FrameDeltas(object):
                 if name in tail and tail[name] == empty:
                     del tail[name]
             strip(tail, tail["key"], TAIL_FACTS, self.tails, tails, now)
-        self.roots = self._keep(self.roots, roots)
-        self.children = self._keep(self.children, children)
+        self.roots = self._keep(self.roots, self.kept_roots)
+        self.children = self._keep(self.children, self.kept_children)
         self.gpus = self._keep(self.gpus, gpus)
         self.tails = self._keep(self.tails, tails)
 
@@ -807,7 +853,9 @@ class CompilerWatch(object):
             self.known = set()
 
 
-def proc_info(stat, cache, descendants, now, refresh, compilers_seen=()):
+def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=None):
+    """A watched process's entry in a frame, its descendants' in it. `deltas` (FrameDeltas, begun for
+    this frame): the facts the client has are left out, unbuilt; None: every fact, every frame."""
     facts = cache.static_facts(stat.pid, stat.start)
     slow = cache.slow_facts(stat.pid, stat.start, now, refresh)
     cmdline = facts["cmdline"]
@@ -822,23 +870,30 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=()):
         # d.ccpu: a worker's reaped children (short compiler runs) count too
         child_cpu += d.cpu + d.ccpu
         dfacts = cache.static_facts(d.pid, d.start)
-        children.append({
-            "pid": d.pid, "ppid": d.ppid, "name": d.comm, "state": d.state,
-            "cpu_s": round(d.cpu, 2), "start_time": d.start, "start_ticks": d.ticks,
-            "cmdline": dfacts["cmdline"][:16], "uid": dfacts["uid"], "user": dfacts["user"],
-        })
-    return {
-        "pid": stat.pid, "ppid": stat.ppid, "start_time": stat.start, "start_ticks": stat.ticks,
-        "name": stat.comm,
-        "cmdline": cmdline, "cwd": slow["cwd"], "state": stat.state,
+        child = {"pid": d.pid, "state": d.state, "cpu_s": round(d.cpu, 2), "start_ticks": d.ticks}
+        known = (dfacts["cmdline"][:16], dfacts["uid"], dfacts["user"], d.ppid, d.comm, d.start)  # CHILD_FACTS
+        key = (d.pid, d.ticks)
+        if deltas is None or not deltas.known_child(key, known):
+            child.update(zip(CHILD_FACTS, known))
+            if deltas is not None:
+                deltas.strip_child(child, key)
+        children.append(child)
+    entry = {
+        "pid": stat.pid, "start_ticks": stat.ticks, "state": stat.state,
         "cpu_s": round(stat.cpu, 2), "cpu_children_s": round(child_cpu, 2),
-        "rss_bytes": stat.rss, "threads": stat.threads, "sid": stat.sid, "pgid": stat.pgid,
-        "children": children, "stdout": slow["stdout"], "stderr": slow["stderr"],
-        "unbuffered": unbuffered, "unbuffered_reason": reason, "is_python": py,
-        "env_readable": facts["env_readable"], "uid": facts["uid"], "user": facts["user"],
-        "dist": facts["dist"],
-        "compilers_seen": list(compilers_seen),
+        "rss_bytes": stat.rss, "threads": stat.threads, "children": children,
     }
+    if compilers_seen or deltas is None:
+        entry["compilers_seen"] = list(compilers_seen)
+    known = (cmdline, slow["cwd"], slow["stdout"], slow["stderr"], unbuffered, reason, py,  # ROOT_FACTS
+             facts["env_readable"], facts["uid"], facts["user"], facts["dist"], stat.ppid, stat.start,
+             stat.comm, stat.sid, stat.pgid)
+    key = (stat.pid, stat.ticks)
+    if deltas is None or not deltas.known_root(key, known):
+        entry.update(zip(ROOT_FACTS, known))
+        if deltas is not None:
+            deltas.strip_root(entry, key)
+    return entry
 
 
 # ---------------------------------------------------------------- GPUs
@@ -1646,6 +1701,8 @@ class Probe(object):
         now = time.time()
         # Read once: the load average and every pid cursor of this sample use these bytes.
         loadavg = PROC_LOADAVG.read()
+        if self.deltas is not None:
+            self.deltas.begin(now)
         frame = {"type": "sample", "t": now, "gpu_source": self.gpu.name, "gpu_error": self.gpu.error}
         try:
             gpus = self.gpu.sample()
@@ -1687,7 +1744,7 @@ class Probe(object):
             below = self.descendants(s)
             # Polled children of the last interval (CompilerWatch.poll) plus the ones alive now.
             seen_between = self.compiler_watch.take(pid)
-            procs.append(proc_info(s, self.cache, below, now, self.slow_refresh, seen_between))
+            procs.append(proc_info(s, self.cache, below, now, self.slow_refresh, seen_between, self.deltas))
             poll_tree[pid] = [s] + below
             # A child that came or went since the last sample, or one reaped (its CPU added to
             # its parent's children CPU): this tree is starting processes.
@@ -1725,7 +1782,7 @@ class Probe(object):
         frame["mem_total_kib"], frame["mem_avail_kib"] = read_meminfo()
         frame["driver"] = getattr(self.gpu, "driver", None)
         if self.deltas is not None:
-            self.deltas.apply(frame, now)
+            self.deltas.apply(frame, now, procs_done=True)
         return frame
 
     def jobs_spawning(self):
