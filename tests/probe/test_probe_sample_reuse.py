@@ -138,3 +138,27 @@ def test_children_files_stay_open_through_samples_that_keep_the_last_children_li
     frame = probe.sample()
     assert [c["pid"] for p in frame["procs"] for c in p["children"]] == [child]
     assert {key[0]: fd for key, fd in probe.files.fds.items()}.get(path) == opened[path]  # ... through it
+
+
+def test_a_young_jobs_parent_renaming_itself_is_seen_through_the_kept_descriptor(probe_ns, spawn, tmp_path):
+    """A rank judged while its launcher was still called python is a candidate once the launcher renames
+    itself (torchrun's agent does), though the launcher's name is read through a descriptor kept open."""
+    go = tmp_path / "go"
+    launcher = spawn("import os, subprocess, sys, time\n"
+                     "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+                     " stdout=subprocess.PIPE)\n"
+                     "print(p.pid, flush=True)\n"
+                     "while not os.path.exists(%r): time.sleep(0.02)\n"
+                     "open('/proc/self/comm', 'w').write('pt_elastic'); print('renamed', flush=True)\n"
+                     "time.sleep(60)\n" % str(go), stdout=subprocess.PIPE, text=True)
+    rank = int(launcher.stdout.readline())
+    cands = probe_ns["JobCandidates"]()
+    seen = {launcher.pid: (1, 0.0, "python3")}
+    state = [None, 0, False, None, None]
+    assert cands.judge(rank, launcher.pid, seen, state) is None  # a pipe, and a parent that is no launcher
+    kept = dict(cands.files.fds)
+    assert any(path == "/proc/%d/comm" % launcher.pid for path, _ in kept)
+    go.touch()
+    assert launcher.stdout.readline().strip() == "renamed"
+    assert cands.judge(rank, launcher.pid, seen, [None, 0, False, None, None]) == "launcher"
+    assert cands.files.fds == kept  # read again through the same descriptor

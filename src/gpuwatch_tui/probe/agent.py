@@ -647,9 +647,11 @@ CANDIDATE_MIN_VSIZE = 256 << 20  # address space below which torch cannot be loa
 WALK_AT_LEAST_S = 60.0  # every process's stat is read again this often (new pids only in between)
 
 
-def read_vsize(pid):
-    """The size of a process's address space (bytes, /proc/PID/stat), or None if it is gone."""
-    raw = read_raw("/proc/%d/stat" % pid)
+def read_vsize(pid, files=None):
+    """The size of a process's address space (bytes, /proc/PID/stat), or None if it is gone.
+    `files`: ProcFiles to read it through (a young job is asked again every second)."""
+    path = "/proc/%d/stat" % pid
+    raw = read_raw(path) if files is None else files.read(path)
     if not raw:
         return None
     fields = raw[raw.rfind(b")") + 2:].split(None, 21)
@@ -703,7 +705,12 @@ class JobCandidates(object):
     hold torch and again only when its address space has grown."""
 
     def __init__(self):
-        self.judged = {}  # (pid, start) -> [reason or None, checks, final, vsize at the last maps read]
+        # (pid, start) -> [reason or None, checks, final, vsize at the last maps read, stdout target]
+        self.judged = {}
+        # A young undecided process is asked again every second: its stat and its parent's name are
+        # read through descriptors kept open while it is (one pread each, not open+read+close).
+        self.files = ProcFiles()
+        self.files.MAX_OPEN = 64  # young undecided jobs are few; past this, plain reads
         self.seen = {}  # pid -> (ppid, start, comm) of every process known
         self.found = {}  # pid -> reason
         self.rechecked_at = 0.0
@@ -740,6 +747,7 @@ class JobCandidates(object):
             for (pid, start), state in list(self.judged.items()):
                 if not state[2]:
                     self.consider(pid, now)
+            self.files.end_sample()  # closes the files of processes judged for good or gone
         return self.found
 
     def consider(self, pid, now):
@@ -751,7 +759,7 @@ class JobCandidates(object):
         key = (pid, start)
         state = self.judged.get(key)
         if state is None:
-            state = self.judged[key] = [None, 0, False, None]
+            state = self.judged[key] = [None, 0, False, None, None]
         if not state[2]:
             state[0] = self.judge(pid, ppid, self.seen, state)
             state[1] += 1
@@ -760,22 +768,23 @@ class JobCandidates(object):
         if state[0] is not None:
             self.found[pid] = state[0]
 
-    @staticmethod
-    def judge(pid, ppid, seen, state):
+    def judge(self, pid, ppid, seen, state):
         parent = seen.get(ppid)
         if parent is not None and parent[2] in LAUNCHER_COMMS:
             return "launcher"
         # torchrun's agent starts as "python" and names itself pt_elastic later: the comm recorded when
         # it was first seen is stale, so read it now (a rank whose stdout is a pipe, as under srun, has
         # nothing else that makes it a job before it touches a GPU).
-        comm = read_raw("/proc/%d/comm" % ppid) if parent is not None else None
-        if comm is not None and comm.strip().decode("utf-8", "replace") in LAUNCHER_COMMS:
+        comm = self.files.read("/proc/%d/comm" % ppid) if parent is not None else None
+        if comm and comm.strip().decode("utf-8", "replace") in LAUNCHER_COMMS:
             return "launcher"
-        try:
-            out = os.readlink("/proc/%d/fd/1" % pid)
-        except OSError:
-            state[2] = True  # gone, or another user's we may not look into: no use asking again
-            return None
+        out = state[4]
+        if out is None:  # where stdout goes is settled at start: read once
+            try:
+                out = state[4] = os.readlink("/proc/%d/fd/1" % pid)
+            except OSError:
+                state[2] = True  # gone, or another user's we may not look into: no use asking again
+                return None
         # A terminal is someone's interactive session; a pipe or /dev/null cannot be followed.
         # Where stdout goes is settled at start: such a process is not asked again.
         if not out.startswith("/") or out.startswith("/dev/"):
@@ -785,7 +794,7 @@ class JobCandidates(object):
         # of the last maps read, the maps cannot have gained torch; and libtorch_cpu alone maps
         # over 400 MiB, so a smaller process has not loaded it. (A maps read costs ~100x the stat:
         # a torch process's maps run to thousands of lines.)
-        vsize = read_vsize(pid)
+        vsize = read_vsize(pid, self.files)
         if vsize is not None and (vsize == state[3] or vsize < CANDIDATE_MIN_VSIZE):
             return None
         state[3] = vsize
