@@ -73,9 +73,11 @@ class JobFleet:
     def tails(self) -> dict[str, str]:
         return {f"job{i}": str(p) for i, p in enumerate(self.logs)}
 
-    def start_probe(self, interval: float, gpu_source: str = "nvidia-smi", fact_deltas: bool = True) -> subprocess.Popen:
+    def start_probe(self, interval: float, gpu_source: str = "nvidia-smi", fact_deltas: bool = True,
+                    env: dict[str, str] | None = None) -> subprocess.Popen:
+        """`env`: the probe's environment (default: self.env(), the nvidia-smi stand-in on PATH)."""
         proc = subprocess.Popen(local_argv(sys.executable), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                env=self.env())
+                                env=self.env() if env is None else env)
         # fact_deltas: as gpuwatch asks for it (fixed process facts only when they change)
         proc.stdin.write(build_payload({"interval": interval, "gpu_source": gpu_source, "fact_deltas": fact_deltas}))
         proc.stdin.flush()

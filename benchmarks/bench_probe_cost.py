@@ -9,6 +9,9 @@ Anywhere:           python benchmarks/bench_probe_cost.py --fleet [--jobs 8] [--
   log the probe tails), as gpuwatch asks for them; CPU per sample at 20 Hz and at 1 Hz, and
   one spawn of the stand-in (a Python script: NOT the real nvidia-smi, which costs 24.3 ms of
   CPU on an H200, results/probe-cost-h200-8watched.json).
+  --fleet --nvml-standin: the GPUs come through the probe's NVML path instead (the real one on a GPU
+  host): a stand-in libnvidia-ml.so.1 built here from tests/support/fake_nvml.c with the C compiler,
+  replaying H200 figures. It leaves out the driver's own cost per NVML call (an ioctl each).
 The probe runs as gpuwatch runs it (bootstrap + shipped bundle over stdin, NVML path), sampling
 every 50 ms so that its per-sample cost dominates; the processes it watches are real processes.
 Both costs are read from /proc (utime+stime), the spawn cost with getrusage(RUSAGE_CHILDREN).
@@ -81,11 +84,16 @@ def run_seconds(pid: int) -> float:
     return total / 1e9
 
 
-def fleet_probe_cost(fleet: JobFleet, samples: int, interval: float, repeats: int) -> dict:
-    """The probe's own CPU per sample with 8 GPUs and 8 jobs (tails included), `repeats` runs."""
+def fleet_probe_cost(fleet: JobFleet, samples: int, interval: float, repeats: int,
+                     nvml_env: dict[str, str] | None = None) -> dict:
+    """The probe's own CPU per sample with 8 GPUs and 8 jobs (tails included), `repeats` runs.
+    `nvml_env`: an environment with the stand-in NVML (the GPUs through the NVML path)."""
     runs = []
     for _ in range(repeats):
-        proc = fleet.start_probe(interval)
+        if nvml_env is None:
+            proc = fleet.start_probe(interval)
+        else:
+            proc = fleet.start_probe(interval, gpu_source="nvml", env=nvml_env)
         send(proc, {"op": "want", "pids": fleet.pids, "tails": fleet.tails(), "dirs": {}, "matches": {}})
         hello = json.loads(proc.stdout.readline())
         for _ in range(max(3, int(1.0 / interval))):  # warm up: first scan, the tails' backlog
@@ -121,15 +129,24 @@ def fleet_main(args) -> dict:
 
     with tempfile.TemporaryDirectory(prefix="gpuwatch-probe-cost-") as tmp:
         fleet = JobFleet(Path(tmp), args.jobs, args.gpus)
+        nvml_env = None
+        if args.nvml_standin:
+            from tests.support.fake_nvml import build_fake_nvml, fake_nvml_env
+
+            nvml_env = fake_nvml_env(build_fake_nvml(Path(tmp) / "nvml"), args.gpus, fleet.pids, fleet.env())
         try:
             time.sleep(1.0)
             result = {"note": "2 shared CPU cores (other work running); GPUs from the nvidia-smi stand-in; "
                               "probe CPU from /proc/PID/task/*/schedstat (ns)"}
             print("stage probe_20hz...", file=sys.stderr, flush=True)
-            result["probe_20hz"] = fleet_probe_cost(fleet, args.samples, 0.05, args.repeats)
+            if nvml_env is not None:
+                result["note"] = ("2 shared CPU cores (other work running); GPUs through the probe's NVML path from "
+                                  "the stand-in libnvidia-ml.so.1 (tests/support/fake_nvml.c, H200 figures; the "
+                                  "driver's own cost per call is left out); probe CPU from /proc/PID/task/*/schedstat (ns)")
+            result["probe_20hz"] = fleet_probe_cost(fleet, args.samples, 0.05, args.repeats, nvml_env)
             print(f"  {result['probe_20hz']['cpu_ms_per_sample_median']}", file=sys.stderr, flush=True)
             print("stage probe_1hz...", file=sys.stderr, flush=True)
-            result["probe_1hz"] = fleet_probe_cost(fleet, args.slow_samples, 1.0, args.repeats)
+            result["probe_1hz"] = fleet_probe_cost(fleet, args.slow_samples, 1.0, args.repeats, nvml_env)
             print(f"  {result['probe_1hz']['cpu_ms_per_sample_median']}", file=sys.stderr, flush=True)
             os.environ.update(fleet.env())
             result["stand_in_spawn"] = spawn_cost(args.spawns)
@@ -344,6 +361,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=8)
     ap.add_argument("--gpus", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=3, help="--fleet: runs per rate (for the spread)")
+    ap.add_argument("--nvml-standin", action="store_true",
+                    help="--fleet: GPUs through the NVML path, from a stand-in libnvidia-ml.so.1 built with cc")
     ap.add_argument("--host", action="store_true",
                     help="on a GPU host: --jobs watched jobs (--torch-jobs on the GPU), through the local transport")
     ap.add_argument("--torch-jobs", type=int, default=4)

@@ -31,12 +31,12 @@ def test_a_child_of_a_renamed_launcher_with_stdout_to_a_pipe_is_a_candidate():
         while p.name() != "pt_elastic" and time.monotonic() < deadline:
             time.sleep(0.05)
         seen = {parent.pid: (1, p.create_time(), "python3")}  # as first seen: before it renamed itself
-        assert JobCandidates.judge(child, parent.pid, seen, [None, 0, False, None]) == "launcher"
+        assert JobCandidates().judge(child, parent.pid, seen, [None, 0, False, None, None]) == "launcher"
         # A parent that is no launcher makes nothing of a child writing to a pipe.
         me = psutil.Process()
         seen = {me.pid: (1, me.create_time(), "python3")}
-        state = [None, 0, False, None]
-        assert JobCandidates.judge(child, me.pid, seen, state) is None and state[2] is True
+        state = [None, 0, False, None, None]
+        assert JobCandidates().judge(child, me.pid, seen, state) is None and state[2] is True
     finally:
         for proc in psutil.Process(parent.pid).children():
             proc.kill()

@@ -283,3 +283,32 @@ def test_gpus_and_tails_are_sent_as_deltas_and_read_as_full_frames(probe_ns):
             assert sent["tails"] == [{"key": "job"}]  # a log that did not grow: its key alone
             assert not set(sent["procs"][0]) & {"cmdline", "cwd", "start_time", "user"}
         assert parse_sample(sent, cache) == parse_sample(full)
+
+
+def test_facts_that_change_back_and_forth_always_read_as_the_full_frame(probe_ns):
+    """Facts equal to the last entry's are all left out at once; any change, back to an older value
+    too, is sent; a resend sends everything: each frame still parses as its full frame does."""
+    import random
+
+    rng = random.Random(7)
+    deltas = probe_ns["FrameDeltas"]()
+    resend = probe_ns["FACT_RESEND_S"]
+    cache = FactCache()
+    cwds, users = ["/w", "/w/run", "/elsewhere"], ["root", "ann"]
+    left_out = 0
+    for t in range(120):
+        entry = _entry(10, cwd=rng.choice(cwds) if rng.random() < 0.3 else "/w")
+        entry["user"] = rng.choice(users) if rng.random() < 0.2 else "root"
+        entry.update(dist=None, ppid=1, name="python", sid=5, pgid=5)  # every fact, as the probe sends
+        entry["children"][0].update(ppid=10, name="gcc", start_time=2.0)
+        if rng.random() < 0.3:
+            entry["children"][0]["cmdline"] = ["gcc", str(rng.randrange(3))]
+        now = t * resend / 40.0  # three resend periods
+        full = {"t": now, "procs": [json.loads(json.dumps(entry))], "gpus": [], "tails": []}
+        sent = {"t": now, "procs": [entry], "gpus": [], "tails": []}
+        deltas.apply(sent, now)
+        sent = json.loads(json.dumps(sent))
+        left_out += "cmdline" not in sent["procs"][0]
+        assert parse_sample(sent, cache) == parse_sample(full)
+    assert left_out > 40  # mostly unchanged: mostly left out
+    assert deltas.roots[(10, 7)][2] is not None  # ... by comparing all facts at once

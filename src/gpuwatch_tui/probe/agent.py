@@ -8,6 +8,7 @@
 # When shipped, the bundle puts BUNDLE = {"modules": {...}, "options": {...}} in globals.
 import importlib
 import json
+from operator import itemgetter
 import os
 import re
 import shutil
@@ -102,9 +103,11 @@ PROC_MEMINFO = KeptFile("/proc/meminfo", 1024)  # MemTotal and MemAvailable are 
 PROC_LOADAVG = KeptFile("/proc/loadavg", 128)
 
 
-def load1():
-    """The 1-minute load average, from the kept /proc/loadavg (None where unreadable)."""
-    data = PROC_LOADAVG.read()
+def load1(data=None):
+    """The 1-minute load average, from /proc/loadavg's bytes (read now when not given; None where
+    unreadable)."""
+    if data is None:
+        data = PROC_LOADAVG.read()
     try:
         return float(data.split(None, 1)[0])
     except (AttributeError, IndexError, ValueError):
@@ -183,6 +186,9 @@ class ProcFiles(object):
     def __init__(self):
         self.fds = {}  # (path, owner start ticks or None) -> fd
         self.used = set()
+        # path -> (bytes, what they were parsed into) at the last read: bytes that did not change
+        # are not parsed again (an idle worker's stat reads the same sample after sample).
+        self.parsed = {}
 
     def read(self, path, owner=None):
         """The file's bytes or None. `owner`: the start ticks of the process whose file this is,
@@ -213,16 +219,40 @@ class ProcFiles(object):
         self.used.add(key)
         return data
 
+    def keep(self, keys):
+        """Keep these files open through this sample though they were not read in it."""
+        for key in keys:
+            if key in self.fds:
+                self.used.add(key)
+
     def end_sample(self):
         for key in [k for k in self.fds if k not in self.used]:
             os.close(self.fds.pop(key))
+        if len(self.parsed) > len(self.used):
+            live = set(path for path, _ in self.used)
+            self.parsed = dict(item for item in self.parsed.items() if item[0] in live)
         self.used = set()
 
 
 def read_stat(pid, files=None):
-    """Parse /proc/PID/stat; None if the process is gone or unreadable."""
+    """Parse /proc/PID/stat; None if the process is gone or unreadable. Through `files` (ProcFiles),
+    bytes equal to the last read's give the same Stat back, unparsed: treat a Stat as read-only."""
     path = "/proc/%d/stat" % pid
-    raw = read_raw(path) if files is None else files.read(path)
+    if files is None:
+        return parse_stat(pid, read_raw(path))
+    raw = files.read(path)
+    if not raw:
+        return None
+    last = files.parsed.get(path)
+    if last is not None and last[0] == raw:
+        return last[1]
+    s = parse_stat(pid, raw)
+    files.parsed[path] = (raw, s)
+    return s
+
+
+def parse_stat(pid, raw):
+    """A Stat from /proc/PID/stat's bytes; None for no bytes or too few fields."""
     if not raw:
         return None
     lpar, rpar = raw.find(b"("), raw.rfind(b")")
@@ -278,17 +308,21 @@ class PidCursor(object):
             os.close(self.fd)
             self.fd = None
 
-    def read(self):
+    def read(self, loadavg=None):
         try:
-            return os.pread(self.fd, 128, 0).rsplit(None, 1)[-1]
-        except (OSError, IndexError):
+            if loadavg is None:
+                loadavg = os.pread(self.fd, 128, 0)
+            return loadavg.rsplit(None, 1)[-1]
+        except (OSError, IndexError, AttributeError):
             return None
 
-    def changed(self):
-        """True when a pid was handed out since the last call (or when that cannot be known)."""
+    def changed(self, loadavg=None):
+        """True when a pid was handed out since the last call (or when that cannot be known).
+        `loadavg`: /proc/loadavg's bytes as the sample read them, shared by the sample's cursors
+        and the load average (one read, not one each); None: read it now."""
         if self.fd is None:
             return True
-        now = self.read()
+        now = self.read(loadavg)
         if now is None:
             return True
         moved, self.last = now != self.last, now
@@ -323,6 +357,48 @@ def fd_target(pid, fd):
         return _OPS_BASE[0].fd_target(pid, fd)
     except OSError:
         return None
+
+
+FD_FLAGS_REFRESH_S = 60.0  # an fd's open flags (fdinfo) are read again this often while its target stays
+
+
+def fd_target_again(pid, fd, last, now, same=None):
+    """fd_target for a target read before (`last`, or None): while the link names the same path, its
+    open flags cannot have changed short of an fcntl (re-read every FD_FLAGS_REFRESH_S) and only a
+    file's size is read again: 1-2 system calls instead of 5 (readlink, fdinfo open/read/close, stat).
+    `same`: the other standard stream's fresh target; where the link names its path, its size is
+    this file's too (2>&1, the usual case). None if unreadable."""
+    if last is None or now - last.get("flags_at", 0.0) >= FD_FLAGS_REFRESH_S:
+        target = fd_target(pid, fd)
+        if target is not None:
+            target["flags_at"] = now
+        return target
+    try:
+        path = os.readlink("/proc/%d/fd/%d" % (pid, fd))
+    except OSError:
+        return None
+    if path != last["path"]:
+        target = fd_target(pid, fd)
+        if target is not None:
+            target["flags_at"] = now
+        return target
+    target = dict(last)
+    if target["kind"] == "file":
+        if same is not None and same["path"] == path:
+            target["size"] = same["size"]
+        else:
+            try:
+                target["size"] = os.stat("/proc/%d/fd/%d" % (pid, fd)).st_size
+            except OSError:
+                target["size"] = None
+    return target
+
+
+def fd_fact(target):
+    """A target as the frame carries it (without the probe's own bookkeeping)."""
+    if target is None:
+        return None
+    return {"path": target["path"], "kind": target["kind"], "append": target["append"], "size": target["size"]}
 
 
 def python_unbuffered(cmdline, environ):
@@ -430,8 +506,9 @@ class ProcCache(object):
                 facts["cwd"] = os.readlink("/proc/%d/cwd" % pid)
             except OSError:
                 facts["cwd"] = None
-            facts["stdout"] = fd_target(pid, 1)
-            facts["stderr"] = fd_target(pid, 2)
+            out = facts["stdout_target"] = fd_target_again(pid, 1, facts.get("stdout_target"), now)
+            err = facts["stderr_target"] = fd_target_again(pid, 2, facts.get("stderr_target"), now, out)
+            facts["stdout"], facts["stderr"] = fd_fact(out), fd_fact(err)
             facts["slow_at"] = now
         return facts
 
@@ -465,17 +542,29 @@ class FrameDeltas(object):
     is sent in full again.
     """
 
+    # One C call reads all of an entry's facts; equal to the last entry's, they all go (no per-fact work).
+    GETTERS = dict((names, itemgetter(*names)) for names in (ROOT_FACTS, CHILD_FACTS, GPU_FACTS, TAIL_FACTS))
+
     def __init__(self):
-        self.roots = {}  # (pid, start_ticks) -> [{fact: value last sent}, sent in full at]
+        # (pid, start_ticks) -> [{fact: value last sent}, sent in full at, the last entry's facts (a tuple,
+        # or None where it lacked some)]
+        self.roots = {}
         self.children = {}
         self.gpus = {}
         self.tails = {}
 
-    @staticmethod
-    def _strip(entry, key, names, sent, kept, now):
+    @classmethod
+    def _strip(cls, entry, key, names, sent, kept, now):
+        try:
+            facts = cls.GETTERS[names](entry)
+        except KeyError:
+            facts = None
         last = sent.get(key)
         if last is None or (now - last[1] >= FACT_RESEND_S and key not in kept):
-            sent[key] = [dict((name, entry[name]) for name in names if name in entry), now]
+            sent[key] = [dict((name, entry[name]) for name in names if name in entry), now, facts]
+        elif facts is not None and facts == last[2]:
+            for name in names:  # the client has every one of them
+                del entry[name]
         else:
             values = last[0]
             for name in names:
@@ -485,21 +574,54 @@ class FrameDeltas(object):
                         del entry[name]
                     else:
                         values[name] = value
+            last[2] = facts
         kept[key] = True
 
     @staticmethod
     def _keep(sent, kept):
         return sent if len(kept) == len(sent) else dict((k, v) for k, v in sent.items() if k in kept)
 
-    def apply(self, frame, now):
-        roots, children, gpus, tails = {}, {}, {}, {}
+    # The sampler builds a process's entry around these (proc_info): it asks first whether the client
+    # has the facts, and leaves them out unbuilt when it has, rather than building them to delete them.
+    def begin(self, now):
+        """A frame starts: the processes of this frame are stripped as proc_info builds them."""
+        self.now = now
+        self.kept_roots, self.kept_children = {}, {}
+
+    def known_root(self, key, facts):
+        """Does the client have these ROOT_FACTS values (a tuple in that order) of process `key`?"""
+        return self._known(self.roots, self.kept_roots, key, facts)
+
+    def known_child(self, key, facts):
+        return self._known(self.children, self.kept_children, key, facts)
+
+    def _known(self, sent, kept, key, facts):
+        last = sent.get(key)
+        if last is None or last[2] != facts or (self.now - last[1] >= FACT_RESEND_S and key not in kept):
+            return False
+        kept[key] = True
+        return True
+
+    def strip_root(self, entry, key):
+        """A process entry with its facts (not known to the client): left with what it lacks."""
+        self._strip(entry, key, ROOT_FACTS, self.roots, self.kept_roots, self.now)
+
+    def strip_child(self, entry, key):
+        self._strip(entry, key, CHILD_FACTS, self.children, self.kept_children, self.now)
+
+    def apply(self, frame, now, procs_done=False):
+        """Strip a whole frame. `procs_done`: its processes were stripped as they were built
+        (begin, then proc_info); its GPUs and tails are stripped here."""
+        if not procs_done:
+            self.begin(now)
+            for proc in frame["procs"]:
+                self.strip_root(proc, (proc["pid"], proc["start_ticks"]))
+                if not proc.get("compilers_seen", True):
+                    del proc["compilers_seen"]
+                for child in proc["children"]:
+                    self.strip_child(child, (child["pid"], child["start_ticks"]))
+        gpus, tails = {}, {}
         strip = self._strip
-        for proc in frame["procs"]:
-            strip(proc, (proc["pid"], proc["start_ticks"]), ROOT_FACTS, self.roots, roots, now)
-            if not proc.get("compilers_seen", True):
-                del proc["compilers_seen"]
-            for child in proc["children"]:
-                strip(child, (child["pid"], child["start_ticks"]), CHILD_FACTS, self.children, children, now)
         for gpu in frame["gpus"]:
             strip(gpu, gpu["index"], GPU_FACTS, self.gpus, gpus, now)
         for tail in frame["tails"]:
@@ -507,8 +629,8 @@ class FrameDeltas(object):
                 if name in tail and tail[name] == empty:
                     del tail[name]
             strip(tail, tail["key"], TAIL_FACTS, self.tails, tails, now)
-        self.roots = self._keep(self.roots, roots)
-        self.children = self._keep(self.children, children)
+        self.roots = self._keep(self.roots, self.kept_roots)
+        self.children = self._keep(self.children, self.kept_children)
         self.gpus = self._keep(self.gpus, gpus)
         self.tails = self._keep(self.tails, tails)
 
@@ -525,9 +647,11 @@ CANDIDATE_MIN_VSIZE = 256 << 20  # address space below which torch cannot be loa
 WALK_AT_LEAST_S = 60.0  # every process's stat is read again this often (new pids only in between)
 
 
-def read_vsize(pid):
-    """The size of a process's address space (bytes, /proc/PID/stat), or None if it is gone."""
-    raw = read_raw("/proc/%d/stat" % pid)
+def read_vsize(pid, files=None):
+    """The size of a process's address space (bytes, /proc/PID/stat), or None if it is gone.
+    `files`: ProcFiles to read it through (a young job is asked again every second)."""
+    path = "/proc/%d/stat" % pid
+    raw = read_raw(path) if files is None else files.read(path)
     if not raw:
         return None
     fields = raw[raw.rfind(b")") + 2:].split(None, 21)
@@ -581,12 +705,18 @@ class JobCandidates(object):
     hold torch and again only when its address space has grown."""
 
     def __init__(self):
-        self.judged = {}  # (pid, start) -> [reason or None, checks, final, vsize at the last maps read]
+        # (pid, start) -> [reason or None, checks, final, vsize at the last maps read, stdout target]
+        self.judged = {}
+        # A young undecided process is asked again every second: its stat and its parent's name are
+        # read through descriptors kept open while it is (one pread each, not open+read+close).
+        self.files = ProcFiles()
+        self.files.MAX_OPEN = 64  # young undecided jobs are few; past this, plain reads
         self.seen = {}  # pid -> (ppid, start, comm) of every process known
         self.found = {}  # pid -> reason
         self.rechecked_at = 0.0
         self.new_pids = PidCursor()  # /proc is listed again only when a pid was handed out
         self.ancestors = probe_ancestors()
+        self.me = os.getpid()  # asked once: each call is a system call
 
     def scan(self, seen, now):
         """`seen`: {pid: (ppid, start, comm)} from the full scan."""
@@ -598,13 +728,14 @@ class JobCandidates(object):
         for pid in seen:
             self.consider(pid, now)
 
-    def poll(self, now):
-        """New pids since the last look, and young undecided ones again. Returns {pid: reason}."""
+    def poll(self, now, loadavg=None):
+        """New pids since the last look, and young undecided ones again. Returns {pid: reason}.
+        `loadavg`: the sample's /proc/loadavg bytes (see PidCursor.changed)."""
         try:
-            pids = all_pids() if self.new_pids.changed() else ()
+            pids = all_pids() if self.new_pids.changed(loadavg) else ()
         except OSError:
             return self.found
-        me = os.getpid()
+        me = self.me
         for pid in pids:
             if pid not in self.seen and pid != me:
                 parent = read_parent(pid)
@@ -616,6 +747,7 @@ class JobCandidates(object):
             for (pid, start), state in list(self.judged.items()):
                 if not state[2]:
                     self.consider(pid, now)
+            self.files.end_sample()  # closes the files of processes judged for good or gone
         return self.found
 
     def consider(self, pid, now):
@@ -627,7 +759,7 @@ class JobCandidates(object):
         key = (pid, start)
         state = self.judged.get(key)
         if state is None:
-            state = self.judged[key] = [None, 0, False, None]
+            state = self.judged[key] = [None, 0, False, None, None]
         if not state[2]:
             state[0] = self.judge(pid, ppid, self.seen, state)
             state[1] += 1
@@ -636,22 +768,23 @@ class JobCandidates(object):
         if state[0] is not None:
             self.found[pid] = state[0]
 
-    @staticmethod
-    def judge(pid, ppid, seen, state):
+    def judge(self, pid, ppid, seen, state):
         parent = seen.get(ppid)
         if parent is not None and parent[2] in LAUNCHER_COMMS:
             return "launcher"
         # torchrun's agent starts as "python" and names itself pt_elastic later: the comm recorded when
         # it was first seen is stale, so read it now (a rank whose stdout is a pipe, as under srun, has
         # nothing else that makes it a job before it touches a GPU).
-        comm = read_raw("/proc/%d/comm" % ppid) if parent is not None else None
-        if comm is not None and comm.strip().decode("utf-8", "replace") in LAUNCHER_COMMS:
+        comm = self.files.read("/proc/%d/comm" % ppid) if parent is not None else None
+        if comm and comm.strip().decode("utf-8", "replace") in LAUNCHER_COMMS:
             return "launcher"
-        try:
-            out = os.readlink("/proc/%d/fd/1" % pid)
-        except OSError:
-            state[2] = True  # gone, or another user's we may not look into: no use asking again
-            return None
+        out = state[4]
+        if out is None:  # where stdout goes is settled at start: read once
+            try:
+                out = state[4] = os.readlink("/proc/%d/fd/1" % pid)
+            except OSError:
+                state[2] = True  # gone, or another user's we may not look into: no use asking again
+                return None
         # A terminal is someone's interactive session; a pipe or /dev/null cannot be followed.
         # Where stdout goes is settled at start: such a process is not asked again.
         if not out.startswith("/") or out.startswith("/dev/"):
@@ -661,7 +794,7 @@ class JobCandidates(object):
         # of the last maps read, the maps cannot have gained torch; and libtorch_cpu alone maps
         # over 400 MiB, so a smaller process has not loaded it. (A maps read costs ~100x the stat:
         # a torch process's maps run to thousands of lines.)
-        vsize = read_vsize(pid)
+        vsize = read_vsize(pid, self.files)
         if vsize is not None and (vsize == state[3] or vsize < CANDIDATE_MIN_VSIZE):
             return None
         state[3] = vsize
@@ -729,7 +862,9 @@ class CompilerWatch(object):
             self.known = set()
 
 
-def proc_info(stat, cache, descendants, now, refresh, compilers_seen=()):
+def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=None):
+    """A watched process's entry in a frame, its descendants' in it. `deltas` (FrameDeltas, begun for
+    this frame): the facts the client has are left out, unbuilt; None: every fact, every frame."""
     facts = cache.static_facts(stat.pid, stat.start)
     slow = cache.slow_facts(stat.pid, stat.start, now, refresh)
     cmdline = facts["cmdline"]
@@ -744,23 +879,30 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=()):
         # d.ccpu: a worker's reaped children (short compiler runs) count too
         child_cpu += d.cpu + d.ccpu
         dfacts = cache.static_facts(d.pid, d.start)
-        children.append({
-            "pid": d.pid, "ppid": d.ppid, "name": d.comm, "state": d.state,
-            "cpu_s": round(d.cpu, 2), "start_time": d.start, "start_ticks": d.ticks,
-            "cmdline": dfacts["cmdline"][:16], "uid": dfacts["uid"], "user": dfacts["user"],
-        })
-    return {
-        "pid": stat.pid, "ppid": stat.ppid, "start_time": stat.start, "start_ticks": stat.ticks,
-        "name": stat.comm,
-        "cmdline": cmdline, "cwd": slow["cwd"], "state": stat.state,
+        child = {"pid": d.pid, "state": d.state, "cpu_s": round(d.cpu, 2), "start_ticks": d.ticks}
+        known = (dfacts["cmdline"][:16], dfacts["uid"], dfacts["user"], d.ppid, d.comm, d.start)  # CHILD_FACTS
+        key = (d.pid, d.ticks)
+        if deltas is None or not deltas.known_child(key, known):
+            child.update(zip(CHILD_FACTS, known))
+            if deltas is not None:
+                deltas.strip_child(child, key)
+        children.append(child)
+    entry = {
+        "pid": stat.pid, "start_ticks": stat.ticks, "state": stat.state,
         "cpu_s": round(stat.cpu, 2), "cpu_children_s": round(child_cpu, 2),
-        "rss_bytes": stat.rss, "threads": stat.threads, "sid": stat.sid, "pgid": stat.pgid,
-        "children": children, "stdout": slow["stdout"], "stderr": slow["stderr"],
-        "unbuffered": unbuffered, "unbuffered_reason": reason, "is_python": py,
-        "env_readable": facts["env_readable"], "uid": facts["uid"], "user": facts["user"],
-        "dist": facts["dist"],
-        "compilers_seen": list(compilers_seen),
+        "rss_bytes": stat.rss, "threads": stat.threads, "children": children,
     }
+    if compilers_seen or deltas is None:
+        entry["compilers_seen"] = list(compilers_seen)
+    known = (cmdline, slow["cwd"], slow["stdout"], slow["stderr"], unbuffered, reason, py,  # ROOT_FACTS
+             facts["env_readable"], facts["uid"], facts["user"], facts["dist"], stat.ppid, stat.start,
+             stat.comm, stat.sid, stat.pgid)
+    key = (stat.pid, stat.ticks)
+    if deltas is None or not deltas.known_root(key, known):
+        entry.update(zip(ROOT_FACTS, known))
+        if deltas is not None:
+            deltas.strip_root(entry, key)
+    return entry
 
 
 # ---------------------------------------------------------------- GPUs
@@ -780,6 +922,42 @@ class NoGpu(object):
 
 
 PROCS_MAX_AGE_S = 5.0  # a GPU's process list, kept while its memory used does not change
+
+
+class NvmlDirect(object):
+    """The five readings a sample takes of every GPU (utilisation, memory v1, power, temperature, SM
+    clock), through NVML's C functions as nvidia-ml-py resolved them, into structs made once per GPU.
+
+    The same calls as nvidia-ml-py's wrappers make, without what they add per call (a function
+    lookup under a lock, a new struct, a return-code check that raises): about half of a GPU's share
+    of a sample's Python time. A call that fails reads as None, as a failed wrapper call does.
+    Raises (and the wrappers are used) where nvidia-ml-py does not look as expected."""
+
+    def __init__(self, nvml, handles):
+        import ctypes
+        get = nvml._nvmlGetFunctionPointer
+        self.util_fn = get("nvmlDeviceGetUtilizationRates")
+        self.mem_fn = get("nvmlDeviceGetMemoryInfo")
+        self.power_fn = get("nvmlDeviceGetPowerUsage")
+        self.temp_fn = get("nvmlDeviceGetTemperature")
+        self.clock_fn = get("nvmlDeviceGetClockInfo")
+        self.sensor = ctypes.c_uint(nvml.NVML_TEMPERATURE_GPU)
+        self.clock = ctypes.c_uint(nvml.NVML_CLOCK_SM)
+        self.gpus = []
+        for h in handles:
+            util, mem = nvml.c_nvmlUtilization_t(), nvml.c_nvmlMemory_t()
+            power, temp, clock = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+            refs = tuple(ctypes.byref(x) for x in (util, mem, power, temp, clock))
+            self.gpus.append((h, util, mem, power, temp, clock) + refs)
+
+    def read(self, i):
+        """(util %, (memory used, total) as v1 reports them, power mW, temperature C, SM clock MHz)."""
+        h, util, mem, power, temp, clock, util_ref, mem_ref, power_ref, temp_ref, clock_ref = self.gpus[i]
+        return (util.gpu if self.util_fn(h, util_ref) == 0 else None,
+                (mem.used, mem.total) if self.mem_fn(h, mem_ref) == 0 else None,
+                power.value if self.power_fn(h, power_ref) == 0 else None,
+                temp.value if self.temp_fn(h, self.sensor, temp_ref) == 0 else None,
+                clock.value if self.clock_fn(h, self.clock, clock_ref) == 0 else None)
 
 
 class NvmlSource(object):
@@ -811,6 +989,10 @@ class NvmlSource(object):
         # on an H200 one second apart, v1 ~10 us: v1 is read each sample and this taken off it.
         self.reserved = [None] * len(self.handles)
         self.driver = _s(self._try(nvml.nvmlSystemGetDriverVersion) or "") or None
+        try:
+            self.direct = NvmlDirect(nvml, self.handles)
+        except Exception:
+            self.direct = None  # an NVML module unlike nvidia-ml-py's: through its functions, as they are
 
     def _try(self, fn, *args):
         try:
@@ -818,28 +1000,39 @@ class NvmlSource(object):
         except Exception:
             return None
 
-    def memory(self, i, h):
+    def readings(self, i, h):
+        """(util %, (memory used, total) per v1, power mW, temperature C, SM clock MHz); None where unreadable."""
+        if self.direct is not None:
+            return self.direct.read(i)
+        nvml, get = self.nvml, self._try
+        util = get(nvml.nvmlDeviceGetUtilizationRates, h)
+        mem = get(nvml.nvmlDeviceGetMemoryInfo, h)
+        return (None if util is None else util.gpu, None if mem is None else (mem.used, mem.total),
+                get(nvml.nvmlDeviceGetPowerUsage, h), get(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU),
+                get(nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM))
+
+    def memory(self, i, h, v1):
         """(used, total) in bytes as v2 reports them (what nvidia-smi shows: v2 excludes memory the
-        driver reserves), v1's where there is no v2; None if unreadable."""
+        driver reserves), v1's where there is no v2; None if unreadable. `v1`: (used, total) as the
+        v1 call read them this sample."""
         nvml = self.nvml
-        mem = self._try(nvml.nvmlDeviceGetMemoryInfo, h)
-        if mem is None:
+        if v1 is None:
             return None
         if not self.mem_v2:
-            return mem.used, mem.total
+            return v1
         reserved = self.reserved[i]
         if reserved is not None:
-            return max(0, mem.used - reserved[0]), reserved[1]
+            return max(0, v1[0] - reserved[0]), reserved[1]
         try:
             v2 = nvml.nvmlDeviceGetMemoryInfo(h, version=nvml.nvmlMemory_v2)
         except Exception:
             self.mem_v2 = False  # no v2 here: v1 as it is, from now on
-            return mem.used, mem.total
+            return v1
         # Two equal v1 readings around the v2 one: nothing was allocated in between, so the
         # difference is the reservation alone (else it is measured again at the next sample).
         after = self._try(nvml.nvmlDeviceGetMemoryInfo, h)
-        if after is not None and after.used == mem.used and mem.used >= v2.used:
-            self.reserved[i] = (mem.used - v2.used, v2.total)
+        if after is not None and after.used == v1[0] and v1[0] >= v2.used:
+            self.reserved[i] = (v1[0] - v2.used, v2.total)
         return v2.used, v2.total
 
     def processes(self, h):
@@ -861,9 +1054,8 @@ class NvmlSource(object):
             self.limits_at = now
         out = []
         for i, h in enumerate(self.handles):
-            util = self._try(nvml.nvmlDeviceGetUtilizationRates, h)
-            mem = self.memory(i, h)
-            power = self._try(nvml.nvmlDeviceGetPowerUsage, h)
+            util, v1, power, temp, clock = self.readings(i, h)
+            mem = self.memory(i, h, v1)
             limit = self.limits[i]
             mem_used = None if mem is None else mem[0]
             kept = self.gpu_procs[i]
@@ -872,13 +1064,13 @@ class NvmlSource(object):
             procs = [dict(p) for p in kept[2]]  # each frame its own: whoever edits one leaves the kept list
             out.append({
                 "index": i, "uuid": self.static[i]["uuid"], "name": self.static[i]["name"],
-                "util_pct": None if util is None else util.gpu,
+                "util_pct": util,
                 "mem_used_mib": None if mem is None else round(mem[0] / 1048576.0, 1),
                 "mem_total_mib": None if mem is None else round(mem[1] / 1048576.0, 1),
-                "temp_c": self._try(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU),
+                "temp_c": temp,
                 "power_w": None if power is None else round(power / 1000.0, 2),
                 "power_limit_w": None if limit is None else round(limit / 1000.0, 2),
-                "sm_clock_mhz": self._try(nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM),
+                "sm_clock_mhz": clock,
                 "processes": procs,
             })
         return out
@@ -1356,7 +1548,7 @@ class Probe(object):
         self.children_of = {}
         # The kernel's children lists of the last sample, kept while no pid is handed out (a process
         # adopted by a watched subreaper meanwhile waits for the next pid or walk).
-        self.child_lists = {}  # (pid, start ticks) -> [child pids]
+        self.child_lists = {}  # (pid, start ticks) -> ([child pids], the children files read for them)
         self.child_lists_used = {}
         self.sample_pids = PidCursor()
         self.pids_handed_out = True
@@ -1427,7 +1619,7 @@ class Probe(object):
             matches = dict(self.matches)
             gen = self.wants_gen
         matched = dict((key, []) for key in matches)
-        me = os.getpid()
+        me = self.candidates.me
         seen = {}
         for pid in all_pids():
             parent = known.get(pid) or read_parent(pid)
@@ -1474,7 +1666,10 @@ class Probe(object):
         known = self.child_lists.get(key)
         self.child_lists_used[key] = known
         if known is not None and not self.pids_handed_out:
-            return known  # no process was started since the last sample: none can be new here
+            # No process was started since the last sample: none can be new here. Its children
+            # files stay open for the next sample that must read them (not closed and reopened).
+            self.files.keep(known[1])
+            return known[0]
         tids = [s.pid]
         if 1 < s.threads <= SMALL_THREAD_COUNT:
             try:
@@ -1482,11 +1677,14 @@ class Probe(object):
             except OSError:
                 pass
         out = []
+        paths = []
         for tid in tids:
-            raw = self.files.read("/proc/%d/task/%d/children" % (s.pid, tid), s.ticks)
+            path = "/proc/%d/task/%d/children" % (s.pid, tid)
+            paths.append(path)
+            raw = self.files.read(path, s.ticks)
             if raw:
                 out.extend(int(c) for c in raw.split())
-        self.child_lists_used[key] = out
+        self.child_lists_used[key] = (out, [(path, s.ticks) for path in paths])
         return out
 
     def descendants(self, root):
@@ -1510,6 +1708,10 @@ class Probe(object):
 
     def sample(self):
         now = time.time()
+        # Read once: the load average and every pid cursor of this sample use these bytes.
+        loadavg = PROC_LOADAVG.read()
+        if self.deltas is not None:
+            self.deltas.begin(now)
         frame = {"type": "sample", "t": now, "gpu_source": self.gpu.name, "gpu_error": self.gpu.error}
         try:
             gpus = self.gpu.sample()
@@ -1521,7 +1723,7 @@ class Probe(object):
             want = set(self.want_pids)
             tails = list(self.tails.values())
             dirs = dict(self.dirs)
-        self.pids_handed_out = self.sample_pids.changed()
+        self.pids_handed_out = self.sample_pids.changed(loadavg)
         gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
@@ -1529,7 +1731,7 @@ class Probe(object):
         # only leave otherwise, and the per-sample reads notice that), and then it reads the stat
         # of new pids only; every WALK_AT_LEAST_S one reads them all.
         if now - self.last_scan >= self.scan_interval:
-            moved = self.walk_pids.changed()  # asked every time, so it always covers one interval
+            moved = self.walk_pids.changed(loadavg)  # asked every time, so it always covers one interval
             full = self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S
             if moved or full:
                 self.scan(now, full)
@@ -1537,7 +1739,7 @@ class Probe(object):
                 self.last_scan = now
         for pids in self.match_pids.values():
             watched |= set(pids)
-        self.candidate_pids = self.candidates.poll(now)
+        self.candidate_pids = self.candidates.poll(now, loadavg)
         watched |= set(self.candidate_pids)
         procs = []
         current = {}
@@ -1551,7 +1753,7 @@ class Probe(object):
             below = self.descendants(s)
             # Polled children of the last interval (CompilerWatch.poll) plus the ones alive now.
             seen_between = self.compiler_watch.take(pid)
-            procs.append(proc_info(s, self.cache, below, now, self.slow_refresh, seen_between))
+            procs.append(proc_info(s, self.cache, below, now, self.slow_refresh, seen_between, self.deltas))
             poll_tree[pid] = [s] + below
             # A child that came or went since the last sample, or one reaped (its CPU added to
             # its parent's children CPU): this tree is starting processes.
@@ -1580,7 +1782,7 @@ class Probe(object):
         t = os.times()
         frame["probe_cpu_s"] = round(t[0] + t[1], 3)  # our own cost, for the overhead figure
         frame["scanned_procs"] = self.scanned_procs
-        load = load1()
+        load = load1(loadavg)
         if load is not None:
             frame["load1"] = load
         # What top shows first: host CPU busy %, RAM used/total; and the driver beside the GPU model.
@@ -1589,7 +1791,7 @@ class Probe(object):
         frame["mem_total_kib"], frame["mem_avail_kib"] = read_meminfo()
         frame["driver"] = getattr(self.gpu, "driver", None)
         if self.deltas is not None:
-            self.deltas.apply(frame, now)
+            self.deltas.apply(frame, now, procs_done=True)
         return frame
 
     def jobs_spawning(self):

@@ -1,0 +1,33 @@
+"""Build the stand-in libnvidia-ml.so.1 (fake_nvml.c) with the system C compiler, for the probe's NVML path
+on a machine without an NVIDIA driver. The library replays H200 figures; see the C file for what it leaves
+out (the driver's own cost per call)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("fake_nvml.c")
+
+
+def build_fake_nvml(folder: Path) -> Path:
+    """Compile the stand-in into `folder`/libnvidia-ml.so.1 and return `folder` (for LD_LIBRARY_PATH).
+    Raises RuntimeError naming what is missing when there is no C compiler."""
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise RuntimeError("no C compiler (cc or gcc) to build the stand-in libnvidia-ml.so.1")
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "libnvidia-ml.so.1"
+    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1", "-o", str(target), str(SOURCE)], check=True)
+    return folder
+
+
+def fake_nvml_env(folder: Path, gpus: int, pids: list[int], env: dict[str, str] | None = None) -> dict[str, str]:
+    """An environment whose NVML is the stand-in in `folder`: `gpus` GPUs, pid i on GPU i % gpus."""
+    env = dict(os.environ if env is None else env)
+    env["LD_LIBRARY_PATH"] = str(folder) + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env["GPUWATCH_FAKE_NVML_GPUS"] = str(gpus)
+    env["GPUWATCH_FAKE_NVML_PIDS"] = ",".join(str(p) for p in pids)
+    return env
