@@ -63,11 +63,15 @@ GPU_POWER_EDGES = (GPU_WORKING_POWER_FRACTION, GPU_COMPUTING_POWER_FRACTION)
 
 def track_members(job: JobState, procs: dict[int, ProcInfo], gone: dict, skew: float, now: float) -> None:
     """Notice members that went away; when all have, the job has ended (`job.exit`)."""
-    for pid, start in list(job.members.items()):
+    missing = job.missing
+    lost = False
+    for pid, start in job.members.items():  # (not changed in the loop)
         p = procs.get(pid)
         if p is not None and abs(p.start_time - start) < 0.5 and p.state != "Z":
-            job.missing.pop(pid, None)
+            if missing:
+                missing.pop(pid, None)
             continue
+        lost = True
         if p is not None and p.state == "Z" and pid not in job.exit_infos:
             # Exited, not yet reaped by its parent: as gone as it gets.
             job.exit_infos[pid] = ExitInfo(pid, start, now - skew)
@@ -77,6 +81,8 @@ def track_members(job: JobState, procs: dict[int, ProcInfo], gone: dict, skew: f
         if info is not None:
             job.exit_infos[pid] = info
         job.missing[pid] = job.missing.get(pid, 0) + 1
+    if not lost and job.members:
+        return  # every member there: alive (the usual frame)
     alive = [pid for pid in job.members if job.missing.get(pid, 0) == 0]
     dead = [pid for pid in job.members if pid in job.exit_infos or job.missing.get(pid, 0) >= GONE_GRACE_SAMPLES]
     if alive or len(dead) < len(job.members):
@@ -91,59 +97,79 @@ def track_members(job: JobState, procs: dict[int, ProcInfo], gone: dict, skew: f
 
 
 def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], skew: float, now: float) -> None:
-    """Record this frame's resource sample for `job`, then judge it."""
+    """Record this frame's resource sample for `job`, then judge it (unless the frame may keep the
+    verdict: `_unchanged`). One pass over the job's processes: this runs for every job every frame."""
     frame_procs = sample.procs
     procs = []
     for pid, start in job.members.items():
         p = frame_procs.get(pid)
         if p is not None and abs(p.start_time - start) < 0.5:
             procs.append(p)
-    root_pid = job.root[0] if job.root else None
     if len(procs) > 1:
+        root_pid = job.root[0] if job.root else None
         procs.sort(key=lambda p: (p.pid != root_pid, p.pid))  # root (launcher) first
     job.procs = procs  # an ended job lists none: its last facts would read as a live process
     if procs:
         job.last_procs = procs  # but the verdict on its end still needs them (stdout, -u)
     main = {p.pid for p in procs}
-    tops = [p for p in procs if p.ppid not in main]
     children = {}
-    for p in procs:
+    named = None
+    main_cpu = tree_cpu = 0
+    for p in procs:  # (sums in the order of the procs: the same floats as summing each list)
+        main_cpu += p.cpu_s
+        if p.ppid not in main:  # a top of the tree: its descendants' time counts once
+            tree_cpu += p.cpu_s + p.cpu_children_s
         for c in p.children:
             if c.pid not in main:
                 children[c.pid] = c
-    job_pids = main | set(children)
-    gpus = []
-    gpu_indices = set(job.gpus)
-    # The job's GPUs from the frame's pid -> GPU map: every job of a host would otherwise scan every GPU.
-    held = {i for pid in job_pids for i in on_gpu.get(pid, ())}
-    for g in sample.gpus if held else ():
-        if g.index in held and any(gp.pid in job_pids for gp in g.processes):
-            gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
-            gpu_indices.add(g.index)
-    job.gpus = tuple(sorted(gpu_indices))
-    named = {c.name for c in children.values() if c.name in COMPILER_NAMES}
-    for p in procs:
         if p.compilers_seen:
-            named.update(p.compilers_seen)
+            named = set(p.compilers_seen) if named is None else named | set(p.compilers_seen)
+    workers = 0
+    for c in children.values():
+        if c.name in COMPILER_NAMES:
+            named = {c.name} if named is None else named | {c.name}
+        if _is_compile_worker(c.cmdline):
+            workers += 1
     compilers = tuple(sorted(named)) if named else ()
     if compilers:
         job.compilers_at = now  # the last sample that showed one (judging._compilers_recent)
-    workers = sum(1 for c in children.values() if COMPILE_WORKER_MARK in " ".join(c.cmdline))
     if workers and job.compile_worker_since is None:
         job.compile_worker_since = now
+    # The job's GPUs from the frame's pid -> GPU map: every job of a host would otherwise scan every GPU.
+    held = None
+    for pid in main:
+        on = on_gpu.get(pid)
+        if on:
+            held = set(on) if held is None else held.union(on)
+    for pid in children:
+        on = on_gpu.get(pid)
+        if on:
+            held = set(on) if held is None else held.union(on)
+    gpus = []
+    if held:
+        gpu_indices = set(job.gpus)
+        frame_gpus = sample.gpus
+        count = len(frame_gpus)
+        # By position where a GPU's index is its position (the usual frame): not every GPU of the host.
+        found = (frame_gpus[i] for i in sorted(held)) if all(
+            i < count and frame_gpus[i].index == i for i in held) else (g for g in frame_gpus if g.index in held)
+        for g in found:
+            if any(gp.pid in main or gp.pid in children for gp in g.processes):
+                gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
+                gpu_indices.add(g.index)
+        if len(gpu_indices) != len(job.gpus):
+            job.gpus = tuple(sorted(gpu_indices))
     if procs:
-        main_cpu = sum(p.cpu_s for p in procs)
-        tree_cpu = sum(p.cpu_s + p.cpu_children_s for p in tops)
+        single = len(procs) == 1
         rs = ResourceSample(
-            time=now, cpu_s=main_cpu, children_cpu_s=max(0.0, tree_cpu - main_cpu), gpus=tuple(gpus),
-            states=tuple(p.state for p in procs), compilers=compilers, compile_workers=workers,
-            rank_cpu_s=tuple((p.pid, p.cpu_s) for p in procs if p.pid in on_gpu or len(procs) == 1),
-            log_bytes=sum(b.total_bytes for b in job.logs.values()),
-            members=tuple(sorted(main)),
+            now, main_cpu, max(0.0, tree_cpu - main_cpu), tuple(gpus), tuple([p.state for p in procs]), compilers,
+            workers, tuple([(p.pid, p.cpu_s) for p in procs if single or p.pid in on_gpu]),
+            _log_bytes(job.logs), tuple(sorted(main)),
         )
-        job.samples.append(rs)
-        while job.samples and now - job.samples[0].time > WINDOW_S:
-            job.samples.popleft()
+        samples = job.samples
+        samples.append(rs)
+        while now - samples[0].time > WINDOW_S:
+            samples.popleft()
         _thin(job, now)
     for buf in job.logs.values():
         buf.tick(now)
@@ -151,10 +177,25 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
         judge(job, now, skew)
 
 
+@lru_cache(maxsize=4096)
+def _is_compile_worker(cmdline: tuple[str, ...]) -> bool:
+    """An inductor compile worker (the same few children are asked about on every frame)."""
+    return COMPILE_WORKER_MARK in " ".join(cmdline)
+
+
+def _log_bytes(logs: dict) -> int:
+    if len(logs) == 1:
+        for b in logs.values():
+            return b.total_bytes
+    return sum(b.total_bytes for b in logs.values())
+
+
 def _thin(job: JobState, now: float) -> None:
     """Samples that left the dense part since the last frame: drop each one closer than SPARSE_EVERY_S
     to the older sample kept before it. The oldest is always kept, and so are the last two."""
     samples = job.samples
+    if samples[0].time >= now - DENSE_S:
+        return  # all dense yet (a young job)
     last = min(bisect_left(samples, now - DENSE_S, key=_time) - 1, len(samples) - 3)  # the newest that may go
     k = max(bisect_right(samples, job.sparse_upto, key=_time), 1)  # the oldest not looked at yet
     while k <= last:
@@ -173,27 +214,24 @@ _time = attrgetter("time")  # a sample's time: the bisection key (a C call, not 
 def observation(job: JobState, skew: float) -> JobObservation:
     """What the phase engine reads about `job`: its samples, log facts, stdout target, exit."""
     interp = job.interp
-    log = job.primary_log
-    last_growth = max((b.last_growth for b in job.logs.values() if b.last_growth is not None), default=None)
+    logs = job.logs
+    progress = interp.progress.current
+    if len(logs) == 1:  # the usual case, without the generators below
+        [(path, log)] = logs.items()
+        last_growth, total, observed, size, mtime = log.last_growth, log.total_bytes, log.received, log.size, log.mtime
+    else:
+        path, log = next(iter(logs.items()), (None, None))
+        last_growth = max((b.last_growth for b in logs.values() if b.last_growth is not None), default=None)
+        total = sum(b.total_bytes for b in logs.values())
+        observed = all(b.received for b in logs.values())
+        size = (sum(b.size for b in logs.values())
+                if logs and all(b.size is not None for b in logs.values()) else None)
+        mtime = max((b.mtime for b in logs.values() if b.mtime is not None), default=None)
     facts = LogFacts(
-        path=next(iter(job.logs), None),
-        total_bytes=sum(b.total_bytes for b in job.logs.values()),
-        last_growth_at=last_growth,
-        hint=interp.hint,
-        failure=interp.failure,
-        failures=len(interp.failures),
-        finished_at=interp.finished_at,
-        progress=interp.progress.current if interp.progress.current.updated_at is not None else None,
-        last_progress_at=interp.last_progress_at,
-        exit_code=interp.exit_code,
-        signal=interp.signal,
-        phase_progress=dict(interp.phase_progress),
-        phase_progress_phase=interp.phase_progress_phase,
-        error=log.error if log else None,
-        observed=all(b.received for b in job.logs.values()),
-        size=(sum(b.size for b in job.logs.values())
-              if job.logs and all(b.size is not None for b in job.logs.values()) else None),
-        mtime=max((b.mtime for b in job.logs.values() if b.mtime is not None), default=None),
+        path, total, last_growth, interp.hint, interp.failure, len(interp.failures), interp.finished_at,
+        progress if progress.updated_at is not None else None, interp.last_progress_at, interp.exit_code,
+        interp.signal, dict(interp.phase_progress), interp.phase_progress_phase,
+        log.error if log else None, observed, size, mtime,
     )
     lead = lead_process(job.procs or job.last_procs)
     out = None
@@ -251,6 +289,7 @@ class Judged:
     started_at: float | None = None
     first_time: float = 0.0  # the oldest sample's time (the engine's "first seen")
     logs: tuple = ()  # per log: (total_bytes, size, mtime, last_growth)
+    moving: tuple = ()  # the log's clocks (`_clock_bases`) at the judgment
     hint: object = None
     deadline: float = float("-inf")  # of the fixed clocks (process start, first seen, output written)
     log_deadline: float = float("-inf")  # of the log's clocks (last growth, mtime): moved by new lines
@@ -443,8 +482,7 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
             # Only new lines that advanced the progress, on a verdict that already showed all three
             # log-moved lines (a first progress line adds one: judged).
             same = (interp.last_progress_at > kept.at and bool(kept.lines) and None not in kept.lines
-                    and not _clock_crossed(_moving_bases(kept.logs), _moving_bases(logs), job.stall_after_s,
-                                           kept.at, now))
+                    and not _clock_crossed(kept.moving, _moving_bases(logs), job.stall_after_s, kept.at, now))
             if same:
                 _refresh_log_lines(job, kept, now)
         else:
@@ -453,7 +491,7 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
         moving, fixed = _clock_bases(job, skew)
         stall = job.stall_after_s
         job.judged = Judged(log_at, _facts(job, last), now, _cpu_class(samples), last.gpus, skew, job.started_at,
-                            samples[0].time, logs, interp.hint, _next_deadline(fixed, stall, now),
+                            samples[0].time, logs, moving, interp.hint, _next_deadline(fixed, stall, now),
                             _next_deadline(moving, stall, now), settled=not log_moved)
     return same
 
@@ -517,10 +555,15 @@ def _refresh_log_lines(job: JobState, kept: Judged, now: float) -> None:
     fresh = _log_lines(job, now)
     if fresh == kept.lines:
         return
-    swap = {old: new for old, new in zip(kept.lines, fresh) if old is not None}
     v = job.verdict
-    evidence = tuple(dict.fromkeys(e for e in (swap.get(e, e) for e in v.evidence) if e))
-    job.verdict = Verdict(v.phase, v.since, v.confidence, v.detail, evidence, v.advice, v.actions, v.memory)
+    was = v.evidence  # unique lines (judge dedupes them): each old line sits at one place
+    evidence = list(was)
+    for old, new in zip(kept.lines, fresh):
+        if old is not None and old != new and old in was:
+            evidence[was.index(old)] = new
+    if None in fresh or "" in fresh or len(set(evidence)) != len(evidence):
+        evidence = dict.fromkeys(e for e in evidence if e)  # as judge writes them: no empty, no repeat
+    job.verdict = Verdict(v.phase, v.since, v.confidence, v.detail, tuple(evidence), v.advice, v.actions, v.memory)
     kept.lines = fresh
 
 
