@@ -37,7 +37,7 @@ def _samples(rng: random.Random, n: int) -> deque:
 
 def test_windows_by_bisection_are_the_walked_windows():
     rng = random.Random(3)
-    for _ in range(400):
+    for _ in range(150):
         samples = _samples(rng, rng.randint(1, 80))
         last = samples[-1].time
         for since in (last - 30, last - 0.5, last + 1, samples[0].time, samples[0].time - 5, last - rng.uniform(0, 90)):
@@ -72,3 +72,20 @@ def test_kept_progress_text_follows_a_progress_updated_in_place():
         texts.append(first)
     assert len(set(texts)) == len(texts)  # every update shows (a text kept by identity alone would not)
     assert phase._progress_evidence(Progress()) is None
+
+
+def test_per_frame_records_compare_and_hash_by_value_without_an_instance_dict():
+    """The samples, readings and verdicts made on every frame are slotted (no __dict__ per instance:
+    a job keeps up to WINDOW_S samples) and compare and hash by value as the frozen records did."""
+    from gpuwatch_tui.jobs.hysteresis import Memory
+    from gpuwatch_tui.jobs.phase import Verdict
+
+    g = GpuReading(0, 99.0, 4000.0, 690.0, 700.0)
+    a = ResourceSample(1.0, 2.0, 0.0, (g,), ("R",), (), 0, ((1, 2.0),), 10, (1,))
+    b = ResourceSample(1.0, 2.0, 0.0, (GpuReading(0, 99.0, 4000.0, 690.0, 700.0),), ("R",), (), 0, ((1, 2.0),), 10, (1,))
+    assert a == b and hash(a) == hash(b) and a != dataclasses.replace(a, cpu_s=3.0)
+    v = Verdict("training", 5.0, 0.9, None, ("log: step 1",), "", (), Memory(known=True))
+    w = Verdict("training", 5.0, 0.9, None, ("log: step 1",), "", ())  # the memory is not compared
+    assert v == w and hash(v) == hash(w)
+    for record in (g, a, v, Memory()):
+        assert not hasattr(record, "__dict__"), type(record)

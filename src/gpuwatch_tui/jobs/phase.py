@@ -45,14 +45,18 @@ COMPILER_NAMES = frozenset(
 )
 COMPILE_WORKER_MARK = "torch/_inductor/compile_worker"
 
+# The records made for every job on every frame (samples, readings) or judgment (facts, observation,
+# decision, verdict) are slotted dataclasses, read-only by convention, not frozen: a frozen __init__ sets
+# each field through object.__setattr__, ~1.5k instructions a field (a 10-field sample cost 14k, 3.4k
+# slotted). They hash by value as before (unsafe_hash) where they could be hashed; nothing assigns to them.
+
 # Actions the advice may name (actions/registry.py): the UI shows their keys, the CLI their verbs.
 KILL, RESTART, DUMP, DISMISS = "kill", "restart_unbuffered", "dump_stack", "dismiss"
 BUFFERED_ADVICE = "output is sitting in the process's stdout buffer: restart it with -u to see it"
 UNFLUSHED_ADVICE = "stdout is block-buffered: restart it with -u to see its output as it is written"
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class GpuReading:
     index: int
     util_pct: float | None
@@ -67,8 +71,7 @@ class GpuReading:
         return self.power_w / self.power_limit_w
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ResourceSample:
     """One instant of a job's processes and GPUs."""
 
@@ -86,8 +89,7 @@ class ResourceSample:
     members: tuple[int, ...] = ()
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LogFacts:
     """What the log says, as of now (built by the tracker from a LogInterpreter + LogBuffer)."""
 
@@ -130,8 +132,7 @@ class OutputFacts:
     total_bytes: int
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class JobObservation:
     samples: Sequence[ResourceSample]  # oldest first
     stall_after_s: float = DEFAULT_STALL_AFTER_S
@@ -149,8 +150,7 @@ class JobObservation:
     killed_by: str | None = None  # "killed by USER via gpuwatch at ...": gpuwatch ended this run itself
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Verdict:
     phase: str
     since: float
@@ -481,8 +481,7 @@ class DecisionContext:
     live_phase: str | None = None  # the last phase shown while the processes were alive
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Decision:
     """What the rules concluded; `infer_phase` turns it into a Verdict (keeping `since` stable)."""
 
