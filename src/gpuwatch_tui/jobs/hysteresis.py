@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..quick_init import quick_init
 
 if TYPE_CHECKING:  # phase.py imports this module
     from .phase import Verdict
@@ -32,10 +31,10 @@ PROVISIONAL = frozenset({"starting", "unknown"})
 ENDED = frozenset({"crashed", "finished"})
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Memory:
-    """What the hysteresis keeps between samples (carried on the shown Verdict)."""
+    """What the hysteresis keeps between samples (carried on the shown Verdict). Read-only by
+    convention, slotted rather than frozen (made with every verdict: phase.py says why)."""
 
     trained_since: float | None = None  # when the job was first shown training
     known: bool = False  # the job has been shown in a phase other than starting / unknown

@@ -46,6 +46,7 @@ class JobState:
     output_dir: str | None = None
     outdir: DirStat | None = None
     compile_worker_since: float | None = None
+    compilers_at: float | None = None  # the newest sample that showed compiler processes
     first_seen: float = 0.0
     last_seen: float = 0.0
     stall_after_s: float = DEFAULT_STALL_AFTER_S

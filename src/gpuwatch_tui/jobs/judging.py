@@ -63,11 +63,15 @@ GPU_POWER_EDGES = (GPU_WORKING_POWER_FRACTION, GPU_COMPUTING_POWER_FRACTION)
 
 def track_members(job: JobState, procs: dict[int, ProcInfo], gone: dict, skew: float, now: float) -> None:
     """Notice members that went away; when all have, the job has ended (`job.exit`)."""
-    for pid, start in list(job.members.items()):
+    missing = job.missing
+    lost = False
+    for pid, start in job.members.items():  # (not changed in the loop)
         p = procs.get(pid)
         if p is not None and abs(p.start_time - start) < 0.5 and p.state != "Z":
-            job.missing.pop(pid, None)
+            if missing:
+                missing.pop(pid, None)
             continue
+        lost = True
         if p is not None and p.state == "Z" and pid not in job.exit_infos:
             # Exited, not yet reaped by its parent: as gone as it gets.
             job.exit_infos[pid] = ExitInfo(pid, start, now - skew)
@@ -77,6 +81,8 @@ def track_members(job: JobState, procs: dict[int, ProcInfo], gone: dict, skew: f
         if info is not None:
             job.exit_infos[pid] = info
         job.missing[pid] = job.missing.get(pid, 0) + 1
+    if not lost and job.members:
+        return  # every member there: alive (the usual frame)
     alive = [pid for pid in job.members if job.missing.get(pid, 0) == 0]
     dead = [pid for pid in job.members if pid in job.exit_infos or job.missing.get(pid, 0) >= GONE_GRACE_SAMPLES]
     if alive or len(dead) < len(job.members):
@@ -91,57 +97,79 @@ def track_members(job: JobState, procs: dict[int, ProcInfo], gone: dict, skew: f
 
 
 def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], skew: float, now: float) -> None:
-    """Record this frame's resource sample for `job`, then judge it."""
+    """Record this frame's resource sample for `job`, then judge it (unless the frame may keep the
+    verdict: `_unchanged`). One pass over the job's processes: this runs for every job every frame."""
     frame_procs = sample.procs
     procs = []
     for pid, start in job.members.items():
         p = frame_procs.get(pid)
         if p is not None and abs(p.start_time - start) < 0.5:
             procs.append(p)
-    root_pid = job.root[0] if job.root else None
     if len(procs) > 1:
+        root_pid = job.root[0] if job.root else None
         procs.sort(key=lambda p: (p.pid != root_pid, p.pid))  # root (launcher) first
     job.procs = procs  # an ended job lists none: its last facts would read as a live process
     if procs:
         job.last_procs = procs  # but the verdict on its end still needs them (stdout, -u)
     main = {p.pid for p in procs}
-    tops = [p for p in procs if p.ppid not in main]
     children = {}
-    for p in procs:
+    named = None
+    main_cpu = tree_cpu = 0
+    for p in procs:  # (sums in the order of the procs: the same floats as summing each list)
+        main_cpu += p.cpu_s
+        if p.ppid not in main:  # a top of the tree: its descendants' time counts once
+            tree_cpu += p.cpu_s + p.cpu_children_s
         for c in p.children:
             if c.pid not in main:
                 children[c.pid] = c
-    job_pids = main | set(children)
-    gpus = []
-    gpu_indices = set(job.gpus)
-    # The job's GPUs from the frame's pid -> GPU map: every job of a host would otherwise scan every GPU.
-    held = {i for pid in job_pids for i in on_gpu.get(pid, ())}
-    for g in sample.gpus if held else ():
-        if g.index in held and any(gp.pid in job_pids for gp in g.processes):
-            gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
-            gpu_indices.add(g.index)
-    job.gpus = tuple(sorted(gpu_indices))
-    named = {c.name for c in children.values() if c.name in COMPILER_NAMES}
-    for p in procs:
         if p.compilers_seen:
-            named.update(p.compilers_seen)
+            named = set(p.compilers_seen) if named is None else named | set(p.compilers_seen)
+    workers = 0
+    for c in children.values():
+        if c.name in COMPILER_NAMES:
+            named = {c.name} if named is None else named | {c.name}
+        if _is_compile_worker(c.cmdline):
+            workers += 1
     compilers = tuple(sorted(named)) if named else ()
-    workers = sum(1 for c in children.values() if COMPILE_WORKER_MARK in " ".join(c.cmdline))
+    if compilers:
+        job.compilers_at = now  # the last sample that showed one (judging._compilers_recent)
     if workers and job.compile_worker_since is None:
         job.compile_worker_since = now
+    # The job's GPUs from the frame's pid -> GPU map: every job of a host would otherwise scan every GPU.
+    held = None
+    for pid in main:
+        on = on_gpu.get(pid)
+        if on:
+            held = set(on) if held is None else held.union(on)
+    for pid in children:
+        on = on_gpu.get(pid)
+        if on:
+            held = set(on) if held is None else held.union(on)
+    gpus = []
+    if held:
+        gpu_indices = set(job.gpus)
+        frame_gpus = sample.gpus
+        count = len(frame_gpus)
+        # By position where a GPU's index is its position (the usual frame): not every GPU of the host.
+        found = (frame_gpus[i] for i in sorted(held)) if all(
+            i < count and frame_gpus[i].index == i for i in held) else (g for g in frame_gpus if g.index in held)
+        for g in found:
+            if any(gp.pid in main or gp.pid in children for gp in g.processes):
+                gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
+                gpu_indices.add(g.index)
+        if len(gpu_indices) != len(job.gpus):
+            job.gpus = tuple(sorted(gpu_indices))
     if procs:
-        main_cpu = sum(p.cpu_s for p in procs)
-        tree_cpu = sum(p.cpu_s + p.cpu_children_s for p in tops)
+        single = len(procs) == 1
         rs = ResourceSample(
-            time=now, cpu_s=main_cpu, children_cpu_s=max(0.0, tree_cpu - main_cpu), gpus=tuple(gpus),
-            states=tuple(p.state for p in procs), compilers=compilers, compile_workers=workers,
-            rank_cpu_s=tuple((p.pid, p.cpu_s) for p in procs if p.pid in on_gpu or len(procs) == 1),
-            log_bytes=sum(b.total_bytes for b in job.logs.values()),
-            members=tuple(sorted(main)),
+            now, main_cpu, max(0.0, tree_cpu - main_cpu), tuple(gpus), tuple([p.state for p in procs]), compilers,
+            workers, tuple([(p.pid, p.cpu_s) for p in procs if single or p.pid in on_gpu]),
+            _log_bytes(job.logs), tuple(sorted(main)),
         )
-        job.samples.append(rs)
-        while job.samples and now - job.samples[0].time > WINDOW_S:
-            job.samples.popleft()
+        samples = job.samples
+        samples.append(rs)
+        while now - samples[0].time > WINDOW_S:
+            samples.popleft()
         _thin(job, now)
     for buf in job.logs.values():
         buf.tick(now)
@@ -149,10 +177,25 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
         judge(job, now, skew)
 
 
+@lru_cache(maxsize=4096)
+def _is_compile_worker(cmdline: tuple[str, ...]) -> bool:
+    """An inductor compile worker (the same few children are asked about on every frame)."""
+    return COMPILE_WORKER_MARK in " ".join(cmdline)
+
+
+def _log_bytes(logs: dict) -> int:
+    if len(logs) == 1:
+        for b in logs.values():
+            return b.total_bytes
+    return sum(b.total_bytes for b in logs.values())
+
+
 def _thin(job: JobState, now: float) -> None:
     """Samples that left the dense part since the last frame: drop each one closer than SPARSE_EVERY_S
     to the older sample kept before it. The oldest is always kept, and so are the last two."""
     samples = job.samples
+    if samples[0].time >= now - DENSE_S:
+        return  # all dense yet (a young job)
     last = min(bisect_left(samples, now - DENSE_S, key=_time) - 1, len(samples) - 3)  # the newest that may go
     k = max(bisect_right(samples, job.sparse_upto, key=_time), 1)  # the oldest not looked at yet
     while k <= last:
@@ -171,27 +214,24 @@ _time = attrgetter("time")  # a sample's time: the bisection key (a C call, not 
 def observation(job: JobState, skew: float) -> JobObservation:
     """What the phase engine reads about `job`: its samples, log facts, stdout target, exit."""
     interp = job.interp
-    log = job.primary_log
-    last_growth = max((b.last_growth for b in job.logs.values() if b.last_growth is not None), default=None)
+    logs = job.logs
+    progress = interp.progress.current
+    if len(logs) == 1:  # the usual case, without the generators below
+        [(path, log)] = logs.items()
+        last_growth, total, observed, size, mtime = log.last_growth, log.total_bytes, log.received, log.size, log.mtime
+    else:
+        path, log = next(iter(logs.items()), (None, None))
+        last_growth = max((b.last_growth for b in logs.values() if b.last_growth is not None), default=None)
+        total = sum(b.total_bytes for b in logs.values())
+        observed = all(b.received for b in logs.values())
+        size = (sum(b.size for b in logs.values())
+                if logs and all(b.size is not None for b in logs.values()) else None)
+        mtime = max((b.mtime for b in logs.values() if b.mtime is not None), default=None)
     facts = LogFacts(
-        path=next(iter(job.logs), None),
-        total_bytes=sum(b.total_bytes for b in job.logs.values()),
-        last_growth_at=last_growth,
-        hint=interp.hint,
-        failure=interp.failure,
-        failures=len(interp.failures),
-        finished_at=interp.finished_at,
-        progress=interp.progress.current if interp.progress.current.updated_at is not None else None,
-        last_progress_at=interp.last_progress_at,
-        exit_code=interp.exit_code,
-        signal=interp.signal,
-        phase_progress=dict(interp.phase_progress),
-        phase_progress_phase=interp.phase_progress_phase,
-        error=log.error if log else None,
-        observed=all(b.received for b in job.logs.values()),
-        size=(sum(b.size for b in job.logs.values())
-              if job.logs and all(b.size is not None for b in job.logs.values()) else None),
-        mtime=max((b.mtime for b in job.logs.values() if b.mtime is not None), default=None),
+        path, total, last_growth, interp.hint, interp.failure, len(interp.failures), interp.finished_at,
+        progress if progress.updated_at is not None else None, interp.last_progress_at, interp.exit_code,
+        interp.signal, dict(interp.phase_progress), interp.phase_progress_phase,
+        log.error if log else None, observed, size, mtime,
     )
     lead = lead_process(job.procs or job.last_procs)
     out = None
@@ -228,51 +268,80 @@ def _killed_by(job: JobState) -> str | None:
     return mine
 
 
-@dataclass
+@dataclass(eq=False)
 class Judged:
-    """What a verdict was judged from: the log's position, the frame's facts (`_facts`; None while the
-    log moves and no verdict it could confirm: every such frame is judged anyway), its time, the CPU
-    class of the window rate, the GPU readings, the times at which some rule of the engine reads a
-    clock (`_clock_bases`: those log lines move, the others), and whether it was judged on a frame
-    without new lines (`settled`: else the first frame without any is judged too, as a basis)."""
+    """What a verdict was judged from, kept so that a frame can tell in a handful of comparisons
+    whether it may keep the verdict (`_unchanged`).
+
+    `facts`: what new progress lines do not move (`_facts`; None while the log moves and there is no
+    verdict such lines could confirm: every such frame is judged anyway). `logs`: each log's position
+    and times. `deadline`: the first moment after `at` at which some clock the engine reads passes one
+    of its thresholds (`_next_deadline`), less the clock offset's jitter. `settled`: judged on a frame
+    without new lines (else the first frame without any is judged too, as a basis). `lines`: the
+    verdict's log-moved evidence lines (`_log_lines`) when it was judged."""
 
     log_at: tuple
     facts: tuple | None
     at: float
-    cpu_class: int
-    gpus: tuple
-    bases: tuple
+    cpu_class: int = -1
+    gpus: tuple = ()  # the GpuReadings of the last sample
+    skew: float = 0.0
+    started_at: float | None = None
+    first_time: float = 0.0  # the oldest sample's time (the engine's "first seen")
+    logs: tuple = ()  # per log: (total_bytes, size, mtime, last_growth)
+    moving: tuple = ()  # the log's clocks (`_clock_bases`) at the judgment
+    hint: object = None
+    deadline: float = float("-inf")  # of the fixed clocks (process start, first seen, output written)
+    log_deadline: float = float("-inf")  # of the log's clocks (last growth, mtime): moved by new lines
     settled: bool = True
-    lines: tuple = ()  # the verdict's log-moved evidence lines (`_log_lines`) when it was judged
+    lines: tuple = ()
 
 
-def _facts(job: JobState, skew: float) -> tuple[tuple, tuple]:
-    """Everything but the clock and the noisy numbers that the engine reads about a live job, as
-    (what new progress lines move, the rest). A line that changes the rest (a phase line, an error,
-    finished, an exit code, a signal, a restart marker, phase progress) is never a progress-only line."""
+def _facts(job: JobState, last: ResourceSample) -> tuple:
+    """Everything but the clock and the noisy numbers that the engine reads about a live job and that
+    new progress lines do not move. A line that changes any of it (a phase line, an error, finished, an
+    exit code, a signal, a restart marker, phase progress) is never a progress-only line. One flat
+    tuple of attribute reads: this is built on every kept frame."""
     interp = job.interp
-    last = job.samples[-1]
-    lead = lead_process(job.procs)
     hint = interp.hint
-    logs = job.logs.values()
-    moving = (
-        interp.seq, interp.progress.current.updated_at, hint, interp.last_progress_at,
-        tuple((b.total_bytes, b.size, b.mtime, b.last_growth) for b in logs),
-    )
-    rest = (
-        (hint.phase, hint.detail, hint.since, hint.rule) if hint is not None else None,
-        len(interp.failures), interp.failures[-1] if interp.failures else None, interp.finished_at,
+    failures = interp.failures
+    lead = lead_process(job.procs)
+    return (
+        interp,
+        hint.phase if hint is not None else None, hint.detail if hint is not None else None,
+        hint.since if hint is not None else None, hint.rule if hint is not None else None,
+        len(failures), failures[-1] if failures else None, interp.finished_at,
         interp.exit_code, interp.signal, interp.restart_marker,
-        interp.phase_progress_phase, tuple(interp.phase_progress.items()),
-        tuple(job.logs), tuple((b.error, b.received) for b in logs),
-        job.exit, job.outdir, job.dump_finding, len(job.actions), job.stall_after_s,
-        job.compile_worker_since, tuple(job.gpus), last.members, last.states, last.compilers, last.compile_workers,
-        tuple(g.index for g in last.gpus),
+        interp.phase_progress_phase, interp.phase_progress,
+        _log_states(job.logs),
+        job.outdir, job.dump_finding, len(job.actions), job.stall_after_s,
+        job.compile_worker_since, job.gpus, last.members, last.states, last.compilers, last.compile_workers,
+        _gpu_indices(last.gpus),
         (_target(lead.stdout), _target(lead.stderr), lead.unbuffered, lead.env_readable, lead.unbuffered_reason,
-         lead.is_python)
-        if lead else None,
+         lead.is_python) if lead else None,
     )
-    return moving, rest
+
+
+def _log_states(logs: dict) -> tuple:
+    """Each log's path, read error and whether the probe has reported on it."""
+    if len(logs) == 1:
+        for path, b in logs.items():
+            return ((path, b.error, b.received),)
+    return tuple((path, b.error, b.received) for path, b in logs.items())
+
+
+def _log_positions(logs: dict) -> tuple:
+    """Each log's position and times: what new bytes move."""
+    if len(logs) == 1:
+        for b in logs.values():
+            return ((b.total_bytes, b.size, b.mtime, b.last_growth),)
+    return tuple((b.total_bytes, b.size, b.mtime, b.last_growth) for b in logs.values())
+
+
+def _gpu_indices(gpus: tuple) -> tuple:
+    if len(gpus) == 1:
+        return (gpus[0].index,)
+    return tuple(g.index for g in gpus)
 
 
 def _target(fd) -> tuple | None:
@@ -283,17 +352,13 @@ def _target(fd) -> tuple | None:
 
 def _cpu_class(samples) -> int:
     """The engine's CPU class of the window rate: 0 flat, 1 between, 2 busy, -1 not measured."""
-    if len(samples) < 2:
+    n = len(samples)
+    if n < 2:
         return -1
     last = samples[-1]
-    since = last.time - RATE_WINDOW_S
-    first, count = None, 0  # the oldest sample of the window (walked from the end: no list built)
-    for s in reversed(samples):
-        if s.time < since:
-            break
-        first, count = s, count + 1
-    if count < 2:
-        first = samples[-2]
+    # The oldest sample of the window, found by bisection (a deque indexes in steps of 64).
+    i = bisect_left(samples, last.time - RATE_WINDOW_S, key=_time)
+    first = samples[i] if n - i >= 2 else samples[-2]
     span = last.time - first.time
     if span <= 0 or first.cpu_s is None or last.cpu_s is None:
         return -1
@@ -304,23 +369,26 @@ def _cpu_class(samples) -> int:
     return 0 if cores < CPU_FLAT_CORES else 2 if cores >= CPU_BUSY_CORES else 1
 
 
-def _gpu_readings(last) -> tuple:
-    return tuple((g.index, g.util_pct, g.power_fraction, g.mem_used_mib) for g in last.gpus)
-
-
 def _gpus_close(a: tuple, b: tuple) -> bool:
-    """The same GPU facts within noise: no rule's threshold lies within these steps of a reading
-    except where a GPU sits right at one (then the reading must not move at all)."""
+    """The same GPU facts (GpuReadings) within noise: no rule's threshold lies within these steps of
+    a reading except where a GPU sits right at one (then the reading must not move at all)."""
     if len(a) != len(b):
         return False
-    for (ia, ua, pa, ma), (ib, ub, pb, mb) in zip(a, b):
-        if ia != ib or (ua is None) != (ub is None) or (pa is None) != (pb is None) or (ma is None) != (mb is None):
+    for ga, gb in zip(a, b):
+        if ga is gb:
+            continue
+        ua, ub = ga.util_pct, gb.util_pct
+        if ga.index != gb.index or (ua is None) != (ub is None):
             return False
         if ua is not None and (abs(ua - ub) > GPU_UTIL_NOISE or _crosses(ua, ub, GPU_UTIL_EDGES)):
             return False
+        pa, pb = ga.power_fraction, gb.power_fraction
+        if (pa is None) != (pb is None):
+            return False
         if pa is not None and (abs(pa - pb) > GPU_POWER_NOISE or _crosses(pa, pb, GPU_POWER_EDGES)):
             return False
-        if ma is not None and abs(ma - mb) > GPU_MEM_NOISE_MIB:
+        ma, mb = ga.mem_used_mib, gb.mem_used_mib
+        if (ma is None) != (mb is None) or (ma is not None and abs(ma - mb) > GPU_MEM_NOISE_MIB):
             return False
     return True
 
@@ -335,48 +403,40 @@ def _crosses(a: float, b: float, edges: tuple[float, ...]) -> bool:
 
 
 def _clock_bases(job: JobState, skew: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """The times the engine measures durations from, as (those new log lines move: quiet since, log
-    mtime, last phase line, last progress; the others: first seen, started, output written, compile
-    workers): a rule can flip only when now passes one of these plus one of its thresholds
-    (`_deadline_passed`)."""
-    interp = job.interp
+    """The times the engine measures how long ago from, as (those new log lines move: the log's last
+    growth and mtime; the others: the process start, first seen, output written): a rule can flip
+    only when now passes one of these plus one of its thresholds (`_offsets`)."""
     moving = []
     for b in job.logs.values():
         if b.last_growth is not None:
             moving.append(b.last_growth)
         if b.mtime is not None:
             moving.append(b.mtime)
-    if interp.hint is not None:
-        moving.append(interp.hint.time)
-    if interp.last_progress_at is not None:
-        moving.append(interp.last_progress_at)
     fixed = [job.samples[0].time]
     if job.started_at is not None:
         fixed.append(job.started_at + skew)
-    if interp.hint is not None:
-        fixed.append(interp.hint.since)
     if job.outdir is not None and job.outdir.newest_mtime is not None:
         fixed.append(job.outdir.newest_mtime)
-    if job.compile_worker_since is not None:
-        fixed.append(job.compile_worker_since)
     return tuple(moving), tuple(fixed)
 
 
-def _deadline_passed(bases: tuple[float, ...], stall_after: float, since: float, now: float) -> bool:
-    """Whether some clock the engine reads passed one of its thresholds in (since, now]."""
+def _next_deadline(bases: tuple[float, ...], stall_after: float, at: float) -> float:
+    """The first moment after `at` at which `now - base` reaches one of the engine's thresholds for
+    some base, less CLOCK_NOISE_S (a base read through the host's clock offset jitters by that much:
+    judged up to that early, never late). A base from after `at` (a clock skew): at once."""
     offsets = _offsets(stall_after)
+    first = float("inf")
     for base in bases:
-        if base > since:
-            return True  # a time from the future of the last judgment (a clock skew): judge
-        # Only the offsets near (since - base, now - base] can pass (sorted: found by bisection); the
-        # exact test is then made on those, as written, so rounding cannot tell a different story.
-        i = bisect_left(offsets, since - base - _ROUNDING_S)
-        top = now - base + _ROUNDING_S
-        while i < len(offsets) and offsets[i] <= top:
-            if since < base + offsets[i] <= now:
-                return True
+        if base > at:
+            return float("-inf")
+        # The smallest threshold base + offset > at (sorted: found by bisection). The `since < base +
+        # off` of the frame-by-frame test is kept exactly: rounding cannot tell a different story.
+        i = bisect_right(offsets, at - base - _ROUNDING_S)
+        while i < len(offsets) and not base + offsets[i] > at:
             i += 1
-    return False
+        if i < len(offsets) and base + offsets[i] < first:
+            first = base + offsets[i]
+    return first - CLOCK_NOISE_S
 
 
 def _unchanged(job: JobState, now: float, skew: float) -> bool:
@@ -385,52 +445,66 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
     verdict's evidence (durations, rates) is at most REJUDGE_EVERY_S old. A training job whose only
     change is new lines that advance its progress keeps it too: such lines confirm the verdict, whose
     log-moved evidence lines (phase line, last line's age, progress and ETA) are refreshed on the frame
-    (`_refresh_log_lines`); its other evidence is at most REJUDGE_EVERY_S old, as on any kept frame. Records the new basis when
-    it returns False (the caller judges)."""
+    (`_refresh_log_lines`); its other evidence is at most REJUDGE_EVERY_S old, as on any kept frame.
+    Records the new basis when it returns False (the caller judges).
+
+    Cheapest first: the kept basis holds the next clock deadline and the readings, so a steady frame
+    costs a few comparisons, one flat tuple (`_facts`) and a bisection (`_cpu_class`)."""
     v = job.verdict
     kept = job.judged
     interp = job.interp
-    if interp is None or not job.samples:
+    samples = job.samples
+    if interp is None or not samples:
         return False
+    last = samples[-1]
     log_at = (interp.seq, interp.progress.current.updated_at)
-    log_moved = not isinstance(kept, Judged) or kept.log_at != log_at
+    log_moved = kept is None or kept.log_at != log_at
     if log_moved and (v is None or v.phase not in PROGRESS_CONFIRMS or interp.last_progress_at is None):
         # New lines and no verdict they could confirm: judged. The full basis is taken on the first
         # frame without any (one more judgment per quiet spell), so such a job costs nothing here.
-        job.judged = Judged(log_at, None, now, -1, (), (), settled=False)
+        job.judged = Judged(log_at, None, now, settled=False)
         return False
-    facts = _facts(job, skew)
-    cpu = _cpu_class(job.samples)
-    gpus = _gpu_readings(job.samples[-1])
-    moving, fixed = _clock_bases(job, skew)
+    logs = _log_positions(job.logs)
     same = (
-        isinstance(kept, Judged) and kept.facts is not None and v is not None and v.memory.pending is None
-        and job.exit is None and job.alive and now - kept.at < REJUDGE_EVERY_S
-        and kept.cpu_class == cpu
-        and not _spin_possible(job.samples[-1]) and not _compilers_recent(job.samples, now)
-        and _gpus_close(kept.gpus, gpus)
-        and _bases_close(kept.bases[1], fixed) and not _deadline_passed(fixed, job.stall_after_s, kept.at, now)
+        kept is not None and kept.facts is not None and v is not None and v.memory.pending is None
+        and job.exit is None and job.alive and now - kept.at < REJUDGE_EVERY_S and now < kept.deadline
+        and kept.started_at == job.started_at and abs(kept.skew - skew) <= CLOCK_NOISE_S
+        and kept.first_time == samples[0].time
+        and not _compilers_recent(job, now) and not _spin_possible(last)
+        and _gpus_close(kept.gpus, last.gpus) and kept.cpu_class == _cpu_class(samples)
     )
-    if same and log_moved:
-        # Only new lines that advanced the progress, on a verdict that already showed all three
-        # log-moved lines (a first progress line adds one: judged).
-        same = (kept.facts[1] == facts[1] and interp.last_progress_at > kept.at
-                and bool(kept.lines) and None not in kept.lines
-                and not _clock_crossed(kept.bases[0], moving, job.stall_after_s, kept.at, now))
-        if same:
-            _refresh_log_lines(job, kept, now)
-    elif same:
-        same = kept.settled and kept.facts == facts and kept.bases[0] == moving and not _deadline_passed(
-            moving, job.stall_after_s, kept.at, now)
+    if same:
+        facts = _facts(job, last)
+        same = kept.facts == facts
+        if not same:
+            pass
+        elif log_moved:
+            # Only new lines that advanced the progress, on a verdict that already showed all three
+            # log-moved lines (a first progress line adds one: judged).
+            same = (interp.last_progress_at > kept.at and bool(kept.lines) and None not in kept.lines
+                    and not _clock_crossed(kept.moving, _moving_bases(logs), job.stall_after_s, kept.at, now))
+            if same:
+                _refresh_log_lines(job, kept, now)
+        else:
+            same = kept.settled and kept.logs == logs and interp.hint is kept.hint and now < kept.log_deadline
     if not same:
-        job.judged = Judged(log_at, facts, now, cpu, gpus, (moving, fixed), settled=not log_moved)
+        moving, fixed = _clock_bases(job, skew)
+        stall = job.stall_after_s
+        job.judged = Judged(log_at, _facts(job, last), now, _cpu_class(samples), last.gpus, skew, job.started_at,
+                            samples[0].time, logs, moving, interp.hint, _next_deadline(fixed, stall, now),
+                            _next_deadline(moving, stall, now), settled=not log_moved)
     return same
 
 
-def _bases_close(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
-    """The same times within CLOCK_NOISE_S: a process start is read through the host's clock offset,
-    measured anew on every frame (now - the frame's time) and so jittering by the link's latency."""
-    return len(a) == len(b) and all(abs(x - y) <= CLOCK_NOISE_S for x, y in zip(a, b))
+def _moving_bases(logs: tuple) -> tuple[float, ...]:
+    """The log clocks of `_log_positions` (last growth, mtime), as `_clock_bases` lists them."""
+    out = []
+    for _, _, mtime, growth in logs:
+        if growth is not None:
+            out.append(growth)
+        if mtime is not None:
+            out.append(mtime)
+    return tuple(out)
 
 
 def _clock_crossed(before: tuple[float, ...], after: tuple[float, ...], stall_after: float,
@@ -450,14 +524,18 @@ def _clock_crossed(before: tuple[float, ...], after: tuple[float, ...], stall_af
     return False
 
 
-_ROUNDING_S = 1e-6  # slack for the bisection in _deadline_passed (the exact test follows it)
+_ROUNDING_S = 1e-6  # slack for the bisection in _next_deadline (the exact test follows it)
 
 
 @lru_cache(maxsize=64)
 def _offsets(stall_after: float) -> tuple[float, ...]:
-    """The engine's thresholds, sorted (bisected by _deadline_passed and _clock_crossed)."""
-    return tuple(sorted((0.0, stall_after, stall_after / 2, min(60.0, stall_after / 2), 60.0, YOUNG_S,
-                         min(stall_after, YOUNG_S), MIN_SPIN_S, RATE_WINDOW_S, COMPILE_RECENT_S, MID_RUN_S)))
+    """The thresholds the engine compares "how long ago" with (phase.py), sorted: the job's age
+    (`age < threshold`, `age < min(threshold, YOUNG_S)`), the log's quiet time (`quiet_s <
+    threshold`, `>= 60`, `< min(60, threshold / 2)`) and the output dir's last write (`< threshold`).
+    The rate and compile windows are not here: the CPU class and recent compilers are compared on
+    every frame (`_unchanged`), a spin is always judged. A rule that compares a new duration with
+    `now` must add its threshold here (tests/jobs/test_kept_verdicts.py fails otherwise)."""
+    return tuple(sorted({0.0, stall_after, min(stall_after, YOUNG_S), 60.0, min(60.0, stall_after / 2)}))
 
 
 def _log_lines(job: JobState, now: float) -> tuple:
@@ -477,28 +555,31 @@ def _refresh_log_lines(job: JobState, kept: Judged, now: float) -> None:
     fresh = _log_lines(job, now)
     if fresh == kept.lines:
         return
-    swap = {old: new for old, new in zip(kept.lines, fresh) if old is not None}
     v = job.verdict
-    evidence = tuple(dict.fromkeys(e for e in (swap.get(e, e) for e in v.evidence) if e))
-    job.verdict = Verdict(v.phase, v.since, v.confidence, v.detail, evidence, v.advice, v.actions, v.memory)
+    was = v.evidence  # unique lines (judge dedupes them): each old line sits at one place
+    evidence = list(was)
+    for old, new in zip(kept.lines, fresh):
+        if old is not None and old != new and old in was:
+            evidence[was.index(old)] = new
+    if None in fresh or "" in fresh or len(set(evidence)) != len(evidence):
+        evidence = dict.fromkeys(e for e in evidence if e)  # as judge writes them: no empty, no repeat
+    job.verdict = Verdict(v.phase, v.since, v.confidence, v.detail, tuple(evidence), v.advice, v.actions, v.memory)
     kept.lines = fresh
 
 
 def _spin_possible(last) -> bool:
     """A GPU at spin util below working power: the engine reads the quiet period's extremes then."""
-    return any(g.util_pct is not None and g.util_pct >= GPU_SPIN_UTIL - GPU_UTIL_NOISE
-               and (g.power_fraction is None or g.power_fraction < GPU_WORKING_POWER_FRACTION + GPU_POWER_NOISE)
-               for g in last.gpus)
-
-
-def _compilers_recent(samples, now: float) -> bool:
-    since = now - COMPILE_RECENT_S - 1.0
-    for s in reversed(samples):
-        if s.time < since:
-            return False
-        if s.compilers:
-            return True
+    for g in last.gpus:
+        if g.util_pct is not None and g.util_pct >= GPU_SPIN_UTIL - GPU_UTIL_NOISE:
+            pf = g.power_fraction
+            if pf is None or pf < GPU_WORKING_POWER_FRACTION + GPU_POWER_NOISE:
+                return True
     return False
+
+
+def _compilers_recent(job: JobState, now: float) -> bool:
+    """A compiler process seen in a sample of the compile window (or a second before it)."""
+    return job.compilers_at is not None and job.compilers_at >= now - COMPILE_RECENT_S - 1.0
 
 
 def judge(job: JobState, now: float, skew: float) -> None:

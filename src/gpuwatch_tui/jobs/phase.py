@@ -9,7 +9,10 @@ runs ~98-100% util near the limit; a spinning NCCL collective shows ~100% util a
 from __future__ import annotations
 
 import signal as _signal
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from itertools import islice
+from operator import attrgetter
 from typing import Sequence
 
 from ..model import FdTarget
@@ -42,14 +45,18 @@ COMPILER_NAMES = frozenset(
 )
 COMPILE_WORKER_MARK = "torch/_inductor/compile_worker"
 
+# The records made for every job on every frame (samples, readings) or judgment (facts, observation,
+# decision, verdict) are slotted dataclasses, read-only by convention, not frozen: a frozen __init__ sets
+# each field through object.__setattr__, ~1.5k instructions a field (a 10-field sample cost 14k, 3.4k
+# slotted). They hash by value as before (unsafe_hash) where they could be hashed; nothing assigns to them.
+
 # Actions the advice may name (actions/registry.py): the UI shows their keys, the CLI their verbs.
 KILL, RESTART, DUMP, DISMISS = "kill", "restart_unbuffered", "dump_stack", "dismiss"
 BUFFERED_ADVICE = "output is sitting in the process's stdout buffer: restart it with -u to see it"
 UNFLUSHED_ADVICE = "stdout is block-buffered: restart it with -u to see its output as it is written"
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class GpuReading:
     index: int
     util_pct: float | None
@@ -64,8 +71,7 @@ class GpuReading:
         return self.power_w / self.power_limit_w
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ResourceSample:
     """One instant of a job's processes and GPUs."""
 
@@ -83,8 +89,7 @@ class ResourceSample:
     members: tuple[int, ...] = ()
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LogFacts:
     """What the log says, as of now (built by the tracker from a LogInterpreter + LogBuffer)."""
 
@@ -127,8 +132,7 @@ class OutputFacts:
     total_bytes: int
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class JobObservation:
     samples: Sequence[ResourceSample]  # oldest first
     stall_after_s: float = DEFAULT_STALL_AFTER_S
@@ -146,8 +150,7 @@ class JobObservation:
     killed_by: str | None = None  # "killed by USER via gpuwatch at ...": gpuwatch ended this run itself
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Verdict:
     phase: str
     since: float
@@ -192,7 +195,7 @@ def signal_name(signum: int | None) -> str:
         return f"signal {signum}"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Activity:
     """Rates over the recent window."""
 
@@ -220,15 +223,15 @@ def _delta(a: float | None, b: float | None) -> float | None:
 
 
 def _recent(samples: Sequence[ResourceSample], since: float) -> list[ResourceSample]:
-    """The samples taken at or after `since`, oldest first. Samples come in time order: walk back from
-    the newest only (a job keeps up to WINDOW_S of them; the engine reads the last seconds)."""
-    out = []
-    for s in reversed(samples):
-        if s.time < since:
-            break
-        out.append(s)
-    out.reverse()
-    return out
+    """The samples taken at or after `since`, oldest first. Samples come in time order: found by
+    bisection, copied in C (a job keeps up to WINDOW_S of them; the engine reads the last seconds)."""
+    i = bisect_left(samples, since, key=_sample_time)
+    if i >= len(samples):
+        return []
+    return samples[i:] if isinstance(samples, list) else list(islice(samples, i, None))
+
+
+_sample_time = attrgetter("time")
 
 
 def _activity(samples: Sequence[ResourceSample], now: float, window: float = RATE_WINDOW_S,
@@ -239,9 +242,11 @@ def _activity(samples: Sequence[ResourceSample], now: float, window: float = RAT
     if not samples:
         return act
     last = samples[-1]
-    window_samples = _recent(samples, now - window) or [last]
-    recent = window_samples
-    first = recent[0] if len(recent) > 1 else (samples[-2] if len(samples) > 1 else last)
+    n = len(samples)
+    # The window by bisection: the samples from index `start` on (none: the last one stands for it).
+    start = bisect_left(samples, now - window, key=_sample_time)
+    window_first = samples[start] if start < n else last
+    first = window_first if n - start > 1 else (samples[-2] if n > 1 else last)
     if last.members and first.members != last.members:
         same = [s for s in _recent(samples, first.time) if s.members == last.members]
         first = same[0] if same else last  # just changed: no rate until a second sample of the same set
@@ -259,6 +264,8 @@ def _activity(samples: Sequence[ResourceSample], now: float, window: float = RAT
         act.max_rank_cores = max(rates) if rates else None
         if first.log_bytes is not None and last.log_bytes is not None:
             act.log_grew_in_window = last.log_bytes > first.log_bytes
+    window_samples = (samples[start:] if isinstance(samples, list) else islice(samples, start, None)) \
+        if start < n else (last,)
     for g in last.gpus:
         act.gpus[g.index] = g
     util_min, power_max = act.gpu_util_min, act.gpu_power_frac_max
@@ -274,14 +281,18 @@ def _activity(samples: Sequence[ResourceSample], now: float, window: float = RAT
                 kept = power_max.get(g.index)
                 if kept is None or pf > kept:
                     power_max[g.index] = max(0.0, pf)
-    first_mem = {g.index: g.mem_used_mib for g in window_samples[0].gpus}
+    first_mem = {g.index: g.mem_used_mib for g in window_first.gpus}
     for g in last.gpus:
         if g.mem_used_mib is not None and first_mem.get(g.index) is not None:
             act.gpu_mem_delta[g.index] = g.mem_used_mib - first_mem[g.index]
     seen: list[str] = []
-    compile_window = window_samples if window == COMPILE_RECENT_S else _recent(samples, now - COMPILE_RECENT_S)
-    for s in compile_window:
-        if s.compilers and s.time >= now - COMPILE_RECENT_S:  # (the window's fallback sample may be older)
+    since = now - COMPILE_RECENT_S
+    # The compile window: from `start` when it is the rate window (the window's fallback sample, the
+    # last one, may be older than it: each sample's time is checked).
+    cstart = start if window == COMPILE_RECENT_S else bisect_left(samples, since, key=_sample_time)
+    with_compilers = [s for s in islice(samples, cstart, None) if s.compilers] if cstart < n else [last]
+    for s in with_compilers:  # (usually none: the scan above is the cost)
+        if s.compilers and s.time >= since:
             seen.extend(s.compilers)
             act.compilers_last_at = s.time
     act.compilers_recent = tuple(dict.fromkeys(seen))
@@ -389,6 +400,13 @@ def _buffering(obs: JobObservation) -> tuple[bool, str | None]:
 def _progress_evidence(p: Progress | None, with_eta: bool = True) -> str | None:
     if p is None:
         return None
+    # The same progress is written twice per judgment (the context, the judged log lines): the last
+    # text is kept with the object and the values it was made of (a Progress is updated in place).
+    global _progress_memo
+    key = (p.step, p.total, p.rate, p.unit, p.loss, p.epoch, p.eta_s, with_eta)
+    memo = _progress_memo
+    if memo[0] is p and memo[1] == key:
+        return memo[2]
     parts = []
     if p.step is not None:
         step = f"{p.step:g}" + (f"/{p.total:g}" if p.total else "")
@@ -401,7 +419,12 @@ def _progress_evidence(p: Progress | None, with_eta: bool = True) -> str | None:
         parts.append(f"epoch {p.epoch:g}")
     if p.eta_s and with_eta:
         parts.append(f"ETA {fmt_duration(p.eta_s)}")
-    return ", ".join(parts) if parts else None
+    text = ", ".join(parts) if parts else None
+    _progress_memo = (p, key, text)
+    return text
+
+
+_progress_memo: tuple = (None, None, None)  # (progress, its values, text) of the last _progress_evidence
 
 
 def log_evidence(hint, last_growth_at: float | None, observed: bool, progress: Progress | None,
@@ -425,10 +448,11 @@ def _phase_progress_evidence(log: LogFacts) -> str | None:
     return f"{desc} {pp['step']}{total}".strip()
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class DecisionContext:
-    """The facts derived from one observation that the engine's rules read (built by `_context`)."""
+    """The facts derived from one observation that the engine's rules read (built by `_context`).
+    Made once per judgment and read only: slots, not frozen (a frozen __init__ sets each of its 27
+    fields through object.__setattr__, a third of the cost of building the context)."""
 
     obs: JobObservation
     now: float
@@ -457,8 +481,7 @@ class DecisionContext:
     live_phase: str | None = None  # the last phase shown while the processes were alive
 
 
-@quick_init
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Decision:
     """What the rules concluded; `infer_phase` turns it into a Verdict (keeping `since` stable)."""
 
