@@ -73,6 +73,7 @@ class LogBuffer:
     """
 
     MAX_PARTIAL_BYTES = 64 * 1024
+    whole_lines_at_once = True  # the shortcut for chunks of whole lines (`_feed_whole_lines`); tests compare
 
     def __init__(self, max_lines: int = 500, max_line_chars: int = 2000, partial_stale_s: float = 2.0):
         self.max_lines = max_lines
@@ -149,6 +150,16 @@ class LogBuffer:
         self.feed(TailChunk("", self.path or "", data, False, 0, None, None, None), now)
 
     def _feed_bytes(self, data: bytes, now: float) -> None:
+        if (
+            self.whole_lines_at_once
+            and not self._partial
+            and not self._partial_cut
+            and not self._dropping
+            and data[-1:] == b"\n"
+            and b"\r" not in data
+        ):
+            self._feed_whole_lines(data, now)
+            return
         if self._dropping:
             ends = [i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0]
             end = min(ends) if ends else len(data)
@@ -181,6 +192,20 @@ class LogBuffer:
                 self._dropping = True
         self._partial_since = now if self._partial else None
 
+    def _feed_whole_lines(self, data: bytes, now: float) -> None:
+        """Complete lines with no carriage return, nothing held before them (most chunks of a training
+        log): decoded at once, then split. The same lines as decoding line by line: a newline byte is
+        never part of a UTF-8 sequence, so an invalid one before it is replaced the same either way."""
+        if self._partial_shown:
+            self._lines.pop()  # the provisional line is continued by these bytes
+            self._partial_shown = False
+        max_chars = self.max_line_chars
+        lines = data.decode("utf-8", errors="replace").split("\n")
+        lines.pop()  # after the last newline: nothing
+        for text in lines:
+            self._append_text(sanitize_line(text, max_chars), now)
+        self._partial_since = None
+
     def _cut_of(self, segment: bytes) -> int:
         """Bytes dropped from the frame a terminal would show: 0 once a later frame replaced it."""
         if not self._partial_cut:
@@ -202,8 +227,11 @@ class LogBuffer:
                 self._partial_shown = True
 
     def _append(self, raw: bytes, now: float, cut: int = 0) -> None:
+        self._append_text(self._safe(raw, cut), now)
+
+    def _append_text(self, text: str, now: float) -> None:
         self.total_lines += 1
-        line = LogLine(self.total_lines, now, self._safe(raw, cut))
+        line = LogLine(self.total_lines, now, text)
         self._lines.append(*line)
         self._new.append(line)
         if len(self._new) > self.max_lines * 4:

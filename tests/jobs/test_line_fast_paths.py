@@ -1,0 +1,145 @@
+"""The log line path's shortcuts give what the full path gives, on captured logs and hostile bytes:
+- a line of a known shape is read from its template (`LineTemplate`, its `ProgressReader`) with no
+  search and no LineMatch: the interpreter's state equals one that searches every rule on every line;
+- a chunk of whole lines is decoded at once (`LogBuffer._feed_whole_lines`): the same lines as
+  decoding line by line."""
+
+from __future__ import annotations
+
+import random
+
+from gpuwatch_tui.jobs.interpret import LogInterpreter
+from gpuwatch_tui.jobs.logtail import LogBuffer
+from gpuwatch_tui.jobs.progress import ProgressReader, ProgressTracker, read_fields
+from gpuwatch_tui.jobs.rules import RuleSet, builtin_rules
+
+from .helpers import LOGS
+from .test_rule_prefilter import Unfiltered
+from .test_rule_shapes import variants
+
+
+class EveryRuleEveryLine(Unfiltered):
+    """Every rule searched on every line, no shape remembered: the reference."""
+
+    def template(self, line):
+        return None
+
+    def match(self, line):
+        if self._plan is not None:
+            self._plan._shapes.clear()  # nothing known of any shape
+        return super().match(line)
+
+
+class LineByLine(LogBuffer):
+    """Every chunk fed through the general path (line by line, frames and cuts)."""
+
+    whole_lines_at_once = False
+
+
+def state(interp: LogInterpreter) -> str:
+    """Everything the rest of gpuwatch reads of an interpreter (repr: a NaN loss equals itself)."""
+    p = interp.progress
+    return repr((
+        interp.seq, interp.hint, interp.failures, interp.failure, interp.finished_at, interp.finished_text,
+        interp.exit_code, interp.exit_rank, interp.signal, interp.phase_progress, interp.phase_progress_phase,
+        interp.last_progress_seq, interp.last_progress_at, interp.last_match, list(interp.recent_rules),
+        interp.restart_marker, interp.in_traceback, p.current, list(p.history), p.last_advance_at,
+    ))
+
+
+def captured_texts() -> list[tuple[str, list[str]]]:
+    """Each captured log's lines as the tail shows them, then again with other digits (the next steps
+    of the same run: lines of known shapes), with progress-bar frames as separate lines."""
+    out = []
+    for path in sorted(LOGS.glob("*.log")):
+        text = path.read_bytes().decode("utf-8", "replace")
+        lines = [part for line in text.split("\n") for part in line.split("\r") if part]
+        out.append((path.name, lines + [v for line in lines for v in variants(line)[1:]]))
+    return out
+
+
+def test_template_reads_equal_searching_every_rule_on_captured_logs():
+    checked = templated = 0
+    for name, lines in captured_texts():
+        fast = LogInterpreter(RuleSet(builtin_rules()), ProgressTracker())
+        slow = LogInterpreter(EveryRuleEveryLine(builtin_rules()), ProgressTracker())
+        for i, line in enumerate(lines):
+            now = 1000.0 + i * 0.7
+            templated += fast.rules.template(line) is not None
+            if i % 5 == 4:  # an unterminated frame now and then (a bar's latest frame)
+                fast.feed_live(line, now)
+                slow.feed_live(line, now)
+            else:
+                fast.feed_lines([line], now)
+                slow.feed_line(line, now)
+            assert state(fast) == state(slow), (name, i, line)
+            checked += 1
+    assert checked > 3000 and templated > 1500  # the corpus takes the shortcut, and often
+
+
+def test_progress_reader_equals_parsing_the_fields_on_every_line_of_a_shape():
+    rules = RuleSet(builtin_rules())
+    lines = [line for _, texts in captured_texts() for line in texts]
+    lines += [f"step {s}/100000 loss {2.5 / s:.4f} lr 3.0e-04 tokens/s {90000 + 37 * s}" for s in range(1, 400, 7)]
+    lines += [f" 40%|████      | {s}/{2 * s} [00:{s % 60:02d}<01:{s % 60:02d},  {s}.{s % 10}1it/s, loss=1.{s}]"
+              for s in range(10, 99)]
+    readers = 0
+    for line in lines:
+        rules.match(line)
+        t = rules.template(line)
+        if t is None or not t.progress:
+            continue
+        readers += 1
+        assert repr(t.progress_of(line)) == repr(read_fields(t.fill(line).progress)), (line, t._reader.source)
+    assert readers > 250
+
+
+def test_progress_reader_reads_odd_numbers_as_parse_number_does():
+    # float() fast only where parse_number is float(): no "_", no spaces, ending in a digit.
+    sample = "a 1_000 b  12 c 3. d 2.5k f 1e-3"
+
+    def at(text: str) -> tuple[int, int]:
+        return sample.index(text), sample.index(text) + len(text)
+
+    spans = {"step": at("1_000"), "total": at(" 12"), "loss": at("3."), "rate": at("2.5k"), "unit": "Mtok/s",
+             "lr": at("1e-3")}
+    reader = ProgressReader(spans, sample)
+    fields = {k: (v if isinstance(v, str) else sample[v[0]:v[1]]) for k, v in spans.items()}
+    assert reader.read(sample) == read_fields(fields)
+    assert reader.source.count("_float(") == 1 and reader.source.count("_number(") == 4  # lr only
+    got = reader.read(sample)
+    assert (got.step, got.total, got.loss, got.rate, got.unit, got.lr) == (None, 12.0, 3.0, 2.5e9, "tok/s", 1e-3)
+
+
+def feed_chunks(buf: LogBuffer, data: bytes, sizes: list[int]) -> list[list[str]]:
+    out, pos, t = [], 0, 1000.0
+    for size in sizes:
+        t += 1.0
+        buf.feed_bytes(data[pos:pos + size], t)
+        buf.tick(t)
+        out.append([line.text for line in buf.take_new()] + [buf.live])
+        pos += size
+    return out
+
+
+def test_whole_lines_at_once_equal_line_by_line_on_hostile_bytes():
+    rng = random.Random(11)
+    pieces = [b"step 1/10 loss 2.5\n", b"\xe2\x82\n", b"\xff\xfe bad\n", b"caf\xc3\xa9 ok\n", b"\x1b]0;title\x07x\n",
+              b"\x1b[31mred\x1b[0m\n", b"tab\there\n", b"\x9b2J\n", b"\xe2\x80\xaeevil\n", b"\n", b"no newline",
+              b"bar 10%\rbar 20%\r", b"\xf0\x9f\x98", b"\x80\n", b"x" * 3000 + b"\n"]
+    compared = 0
+    for _ in range(150):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 25)))
+        sizes, left = [], len(data)
+        while left:
+            # Cuts at line ends (whole-line chunks) and anywhere.
+            ends = [i + 1 for i in range(len(data) - left, len(data)) if data[i:i + 1] == b"\n"]
+            size = (ends[rng.randrange(len(ends))] - (len(data) - left)) if ends and rng.random() < 0.7 \
+                else rng.randint(1, left)
+            sizes.append(size)
+            left -= size
+        fast, slow = LogBuffer(50, 200, 2.0), LineByLine(50, 200, 2.0)
+        assert feed_chunks(fast, data, sizes) == feed_chunks(slow, data, sizes), data
+        assert fast.records() == slow.records() and fast.total_lines == slow.total_lines
+        compared += 1
+    assert compared == 150
