@@ -143,3 +143,20 @@ def test_whole_lines_at_once_equal_line_by_line_on_hostile_bytes():
         assert fast.records() == slow.records() and fast.total_lines == slow.total_lines
         compared += 1
     assert compared == 150
+
+
+def test_a_line_whose_digits_a_rule_reads_is_searched_not_read_from_its_template():
+    import re
+
+    from gpuwatch_tui.jobs.rules import Rule
+
+    rules = RuleSet([Rule("first-step", re.compile(r"^Step 1: "), phase="compiling"),
+                     Rule("steps", re.compile(r"^Step (?P<step>\d+): (?P<loss>\d+)"))], desc_phases={})
+    interp = LogInterpreter(rules, ProgressTracker())
+    interp.feed_lines(["Step 2: 5", "Step 3: 4"], 1000.0)  # the shape is known: a template
+    assert rules.template("Step 4: 3") is not None and interp.hint is None
+    assert rules.template("Step 1: 3") is None  # "Step 1: " may match: searched
+    interp.feed_lines(["Step 1: 3"], 1001.0)
+    assert interp.hint is not None and interp.hint.phase == "compiling"
+    assert interp.phase_progress == {"step": "1", "loss": "3"}  # a compiling line's numbers are not training's
+    assert interp.progress.current.step == 3.0 and interp.last_match.rules == ["first-step", "steps"]
