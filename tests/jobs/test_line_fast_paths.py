@@ -160,3 +160,23 @@ def test_a_line_whose_digits_a_rule_reads_is_searched_not_read_from_its_template
     assert interp.hint is not None and interp.hint.phase == "compiling"
     assert interp.phase_progress == {"step": "1", "loss": "3"}  # a compiling line's numbers are not training's
     assert interp.progress.current.step == 3.0 and interp.last_match.rules == ["first-step", "steps"]
+
+
+def test_digit_reading_rules_asked_per_shape_give_the_same_matches_as_every_rule():
+    import re
+
+    from gpuwatch_tui.jobs.rules import Rule
+
+    made = [Rule("first-epoch", re.compile(r"epoch 1 (?P<loss>\d+)", re.IGNORECASE), phase="training"),
+            Rule("step-two", re.compile(r"Step 2: (?P<step>\d+)"), phase="compiling"),
+            Rule("first-step", re.compile(r"step 1 (?P<loss>\d+)", re.IGNORECASE), phase="compiling"),
+            Rule("any", re.compile(r"(?P<step>\d+)/(?P<total>\d+)"))]
+    lines = [f"{word} {a} {b}/{c}" for word in ("EPOCH", "epoch", "Épöch", "Step", "Step 2:", "ΕPOCH")
+             for a in (1, 2, 7) for b in (10, 20) for c in (30, 1)]
+    lines += [f"{word} {a}: {b}" for word in ("Step", "STEP", "\u017ftep") for a in range(4) for b in (5, 15)]
+    lines += [f"\u017ftep {a} {b}" for a in range(4) for b in (5, 15)]  # long s: "s" to re.IGNORECASE
+    fast, slow = RuleSet(made), EveryRuleEveryLine(made)
+    for line in lines * 2:  # twice: the second time, every shape is known
+        assert fast.match(line) == slow.match(line), line
+        t = fast.template(line)
+        assert t is None or t.fill(line) == slow.match(line), line

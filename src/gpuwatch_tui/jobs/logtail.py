@@ -46,6 +46,7 @@ def sanitize_line(raw: bytes | str, max_chars: int | None = None) -> str:
 
 
 _CSI_BYTES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
+_new = tuple.__new__  # a LogLine (NamedTuple) made without its __new__'s Python call
 
 
 def last_frame(segment: bytes) -> bytes:
@@ -111,7 +112,7 @@ class LogBuffer:
         if mtime is not None:
             self.mtime = mtime
         data = chunk.data
-        cuts = list(chunk.cut)
+        cuts = chunk.cut
         if chunk.reset and self._started:
             self._drop_partial()
             self.resets += 1
@@ -203,7 +204,10 @@ class LogBuffer:
         lines = data.decode("utf-8", errors="replace").split("\n")
         lines.pop()  # after the last newline: nothing
         for text in lines:
-            self._append_text(sanitize_line(text, max_chars), now)
+            # All printable and short (most lines): sanitize_line would return it as it is.
+            if not text.isprintable() or len(text) > max_chars:
+                text = sanitize_line(text, max_chars)
+            self._append_text(text, now)
         self._partial_since = None
 
     def _cut_of(self, segment: bytes) -> int:
@@ -231,9 +235,8 @@ class LogBuffer:
 
     def _append_text(self, text: str, now: float) -> None:
         self.total_lines += 1
-        line = LogLine(self.total_lines, now, text)
-        self._lines.append(*line)
-        self._new.append(line)
+        self._lines.append(self.total_lines, now, text)
+        self._new.append(_new(LogLine, (self.total_lines, now, text)))
         if len(self._new) > self.max_lines * 4:
             del self._new[: len(self._new) - self.max_lines]
 

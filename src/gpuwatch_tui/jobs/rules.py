@@ -263,7 +263,8 @@ class _Prefilter:
         self.blind = [digit_blind(rule.pattern) for rule, _, _ in checks]
         self._digit_readers = [t for t in self._tests if not self.blind[t[0]]]
         self._order = [rule for rule, _, _ in checks]
-        self._shapes: dict[bytes | str, tuple[tuple[int, ...], LineTemplate | None]] = {}
+        # shape -> (digit-blind rules that matched it, its template or None, digit readers to ask)
+        self._shapes: dict[bytes | str, tuple[tuple[int, ...], LineTemplate | None, list]] = {}
 
     def candidates(self, line: str) -> tuple[list[tuple[int, Rule]], bytes | str | None, LineTemplate | None]:
         """(index, rule) to search on `line`, in rule order, the line's shape when it is new (the
@@ -273,8 +274,8 @@ class _Prefilter:
         kept = self._shapes.get(shape)
         if kept is None:
             return self._passing(line, self._tests), shape, None
-        known, template = kept
-        readers = self._passing(line, self._digit_readers)
+        known, template, readers = kept
+        readers = self._passing(line, readers) if readers else readers
         if not readers:
             if template is not None:
                 return [], None, template
@@ -288,7 +289,7 @@ class _Prefilter:
         kept = self._shapes.get(line_shape(line))
         if kept is None or kept[1] is None:
             return None
-        if self._digit_readers and self._passing(line, self._digit_readers):
+        if kept[2] and self._passing(line, kept[2]):
             return None
         return kept[1]
 
@@ -298,7 +299,24 @@ class _Prefilter:
             if SHAPES_KEPT <= 0:
                 return
         blind = self.blind
-        self._shapes[shape] = (tuple(i for i in matched if blind[i]), template)
+        self._shapes[shape] = (tuple(i for i in matched if blind[i]), template, self._readers_of(shape))
+
+    def _readers_of(self, shape: bytes | str) -> list:
+        """The digit-reading rules whose needed text a line of this shape may hold: a piece in a line is
+        the piece's shape in the line's shape (digits are made 0 in place). The others are not asked of
+        its lines (`_passing` would drop them on every one)."""
+        ascii_line = shape.__class__ is bytes
+        text = shape.decode("ascii") if ascii_line else shape
+        out = []
+        for test in self._digit_readers:
+            alternatives, folded = test[2], test[3]
+            if not alternatives or (folded and not ascii_line):
+                out.append(test)  # asked of every line, or of every non-ASCII one (see _passing)
+                continue
+            hay = text.lower() if folded else text
+            if any(piece.translate(_DIGITS_TO_ZERO) in hay for piece in alternatives):
+                out.append(test)
+        return out
 
     @staticmethod
     def _passing(line: str, tests: list) -> list[tuple[int, Rule]]:
