@@ -215,10 +215,10 @@ class LineTemplate:
 
     def progress_of(self, line: str) -> LineProgress:
         """`read_fields(self.fill(line).progress)`, read straight from the line."""
-        reader = self._reader
-        if reader is None:  # made on first use: most shapes (one-off lines) never need one
-            reader = self._reader = ProgressReader(self.progress, self.sample)
-        return reader.read(line)
+        # Made on first use (most shapes, one-off lines, never need one), then called directly.
+        self._reader = ProgressReader(self.progress, self.sample)
+        self.progress_of = self._reader.read
+        return self.progress_of(line)
 
     def phase_progress_of(self, line: str) -> dict[str, str]:
         return {k: _text(line, v) for k, v in self.phase_progress.items()}
@@ -286,7 +286,9 @@ class _Prefilter:
     def template(self, line: str) -> LineTemplate | None:
         """The template of the line's known shape when no rule that reads digits is to be searched on
         it: what `candidates` would return alone."""
-        kept = self._shapes.get(line_shape(line))
+        # line_shape(line), inline: this runs for every line
+        kept = self._shapes.get(
+            line.encode("ascii").translate(_BYTE_DIGITS_TO_ZERO) if line.isascii() else line.translate(_DIGITS_TO_ZERO))
         if kept is None or kept[1] is None:
             return None
         if kept[2] and self._passing(line, kept[2]):
