@@ -12,6 +12,7 @@ from gpuwatch_tui.jobs.interpret import LogInterpreter
 from gpuwatch_tui.jobs.logtail import LogBuffer
 from gpuwatch_tui.jobs.progress import ProgressReader, ProgressTracker, read_fields
 from gpuwatch_tui.jobs.rules import RuleSet, builtin_rules
+from gpuwatch_tui.model import TailChunk
 
 from .helpers import LOGS
 from .test_rule_prefilter import Unfiltered
@@ -33,7 +34,7 @@ class EveryRuleEveryLine(Unfiltered):
 class LineByLine(LogBuffer):
     """Every chunk fed through the general path (line by line, frames and cuts)."""
 
-    whole_lines_at_once = False
+    shortcuts = False
 
 
 def state(interp: LogInterpreter) -> str:
@@ -111,38 +112,50 @@ def test_progress_reader_reads_odd_numbers_as_parse_number_does():
     assert (got.step, got.total, got.loss, got.rate, got.unit, got.lr) == (None, 12.0, 3.0, 2.5e9, "tok/s", 1e-3)
 
 
-def feed_chunks(buf: LogBuffer, data: bytes, sizes: list[int]) -> list[list[str]]:
-    out, pos, t = [], 0, 1000.0
+def feed_chunks(buf: LogBuffer, data: bytes, sizes: list[int], seed: int) -> list:
+    """Feed `data` in chunks of `sizes`, some of them reset, with skipped or cut bytes; what the buffer
+    shows after each."""
+    rng = random.Random(seed)
+    out, pos, t, size_on_disk = [], 0, 1000.0, 100
     for size in sizes:
         t += 1.0
-        buf.feed_bytes(data[pos:pos + size], t)
+        piece = data[pos:pos + size]
+        size_on_disk += size
+        reset = rng.random() < 0.05
+        skipped = rng.choice([0] * 12 + [7])
+        cut = ((rng.randint(0, len(piece)), rng.randint(1, 99)),) if rng.random() < 0.08 else ()
+        buf.feed(TailChunk("k", "/log", piece, reset, skipped, rng.choice([None, size_on_disk, 10 ** 6]),
+                           rng.choice([None, t - 5.0]), None, cut), t)
         buf.tick(t)
-        out.append([line.text for line in buf.take_new()] + [buf.live])
+        out.append(([line.text for line in buf.take_new()], buf.live, buf.total_bytes, buf.last_growth,
+                    buf.resets, buf.skipped_bytes, buf.total_lines))
         pos += size
     return out
 
 
-def test_whole_lines_at_once_equal_line_by_line_on_hostile_bytes():
+def test_the_common_chunk_paths_equal_the_general_path_on_hostile_bytes():
     rng = random.Random(11)
     pieces = [b"step 1/10 loss 2.5\n", b"\xe2\x82\n", b"\xff\xfe bad\n", b"caf\xc3\xa9 ok\n", b"\x1b]0;title\x07x\n",
               b"\x1b[31mred\x1b[0m\n", b"tab\there\n", b"\x9b2J\n", b"\xe2\x80\xaeevil\n", b"\n", b"no newline",
-              b"bar 10%\rbar 20%\r", b"\xf0\x9f\x98", b"\x80\n", b"x" * 3000 + b"\n"]
-    compared = 0
-    for _ in range(150):
+              b"bar 10%\rbar 20%\r", b"\xf0\x9f\x98", b"\x80\n", b"x" * 3000 + b"\n", b"\x00\x07bell\n"]
+    shortcut = 0
+    for case in range(200):
         data = b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 25)))
         sizes, left = [], len(data)
         while left:
             # Cuts at line ends (whole-line chunks) and anywhere.
-            ends = [i + 1 for i in range(len(data) - left, len(data)) if data[i:i + 1] == b"\n"]
-            size = (ends[rng.randrange(len(ends))] - (len(data) - left)) if ends and rng.random() < 0.7 \
-                else rng.randint(1, left)
+            start = len(data) - left
+            ends = [i + 1 for i in range(start, len(data)) if data[i:i + 1] == b"\n"]
+            size = ends[rng.randrange(len(ends))] - start if ends and rng.random() < 0.7 else rng.randint(1, left)
             sizes.append(size)
             left -= size
         fast, slow = LogBuffer(50, 200, 2.0), LineByLine(50, 200, 2.0)
-        assert feed_chunks(fast, data, sizes) == feed_chunks(slow, data, sizes), data
-        assert fast.records() == slow.records() and fast.total_lines == slow.total_lines
-        compared += 1
-    assert compared == 150
+        taken = []
+        fast._feed_whole_lines = lambda data, now, real=fast._feed_whole_lines: taken.append(1) or real(data, now)
+        assert feed_chunks(fast, data, sizes, case) == feed_chunks(slow, data, sizes, case), data
+        assert fast.records() == slow.records()
+        shortcut += len(taken)
+    assert shortcut > 200  # the shortcut was taken, often
 
 
 def test_a_line_whose_digits_a_rule_reads_is_searched_not_read_from_its_template():

@@ -74,7 +74,7 @@ class LogBuffer:
     """
 
     MAX_PARTIAL_BYTES = 64 * 1024
-    whole_lines_at_once = True  # the shortcut for chunks of whole lines (`_feed_whole_lines`); tests compare
+    shortcuts = True  # the common chunk's paths (in `feed`, `_feed_whole_lines`); tests compare them with the rest
 
     def __init__(self, max_lines: int = 500, max_line_chars: int = 2000, partial_stale_s: float = 2.0):
         self.max_lines = max_lines
@@ -113,6 +113,12 @@ class LogBuffer:
             self.mtime = mtime
         data = chunk.data
         cuts = chunk.cut
+        if data and self.total_bytes and self.shortcuts and not (chunk.reset or chunk.skipped or cuts):
+            # Bytes that go on from bytes already taken (most chunks): no marker, no cut, not the first.
+            self.total_bytes += len(data)
+            self.last_growth = now
+            self._feed_bytes(data, now)
+            return
         if chunk.reset and self._started:
             self._drop_partial()
             self.resets += 1
@@ -152,7 +158,7 @@ class LogBuffer:
 
     def _feed_bytes(self, data: bytes, now: float) -> None:
         if (
-            self.whole_lines_at_once
+            self.shortcuts
             and not self._partial
             and not self._partial_cut
             and not self._dropping
