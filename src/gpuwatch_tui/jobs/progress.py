@@ -266,8 +266,8 @@ class ProgressTracker:
         Returns True when the job visibly advanced."""
         cur = self.current
         advanced = False
-        step, total, is_bar, rate, eta = line.step, line.total, line.is_bar, line.rate, line.eta
-        if is_bar and step is not None and not self._bar_accepts(line.desc, step, total, now):
+        step, total, is_bar, desc, rate, unit, loss, epoch, epochs, lr, eta = line
+        if is_bar and step is not None and not self._bar_accepts(desc, step, total, now):
             step = total = None  # another bar (eval loop, nested bar) while the main one runs
             rate = eta = None  # its rate, unit and remaining time are that bar's
         if step is not None:
@@ -279,19 +279,18 @@ class ProgressTracker:
             elif is_bar:
                 cur.total = None
             if is_bar:
-                cur.desc = line.desc or None
+                cur.desc = desc or None
         if rate is not None:
-            cur.rate, cur.unit = rate, line.unit
-        loss = line.loss
+            cur.rate, cur.unit = rate, unit
         if loss is not None:
             advanced = True
             cur.loss = loss
-        if line.epoch is not None:
-            cur.epoch = line.epoch
-        if line.epochs is not None:
-            cur.epochs = line.epochs
-        if line.lr is not None:
-            cur.lr = line.lr
+        if epoch is not None:
+            cur.epoch = epoch
+        if epochs is not None:
+            cur.epochs = epochs
+        if lr is not None:
+            cur.lr = lr
         cur.updated_at = now
         if advanced:
             self.last_advance_at = now
@@ -330,14 +329,16 @@ class ProgressTracker:
 
     def _estimate_eta(self, now: float, from_bar: bool) -> float | None:
         cur = self.current
-        if cur.step is None or cur.total is None or cur.total <= cur.step:
-            return 0.0 if cur.total is not None and cur.step is not None else None
-        remaining = cur.total - cur.step
-        if cur.rate and cur.unit:
-            if cur.unit.startswith("s/"):
-                return remaining * cur.rate
+        step, total = cur.step, cur.total
+        if step is None or total is None or total <= step:
+            return 0.0 if total is not None and step is not None else None
+        remaining = total - step
+        rate, unit = cur.rate, cur.unit
+        if rate and unit:
+            if unit.startswith("s/"):
+                return remaining * rate
             if from_bar:  # a bar's rate counts the bar's own units
-                return remaining / cur.rate
+                return remaining / rate
         # Otherwise from the step history of the last few minutes.
         # Points come in time order: find the window's ends, don't walk its (up to 2000) points.
         history = self.history
