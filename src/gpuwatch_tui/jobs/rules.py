@@ -193,7 +193,7 @@ class LineTemplate:
 
     def __init__(self, spans: LineMatch, sample: str) -> None:
         self.spans = spans
-        self.sample = sample  # the line it was made from
+        self.sample = sample if spans.progress else None  # the line it was made from, for the reader
         self.rules = spans.rules
         self.empty = not spans.rules
         self.phase, self.detail, self.rule = spans.phase, spans.detail, spans.rule
@@ -218,6 +218,7 @@ class LineTemplate:
         # Made on first use (most shapes, one-off lines, never need one), then called directly.
         self._reader = ProgressReader(self.progress, self.sample)
         self.progress_of = self._reader.read
+        self.sample = None  # up to SHAPES_KEPT lines of up to max_line_chars: not kept once read
         return self.progress_of(line)
 
     def phase_progress_of(self, line: str) -> dict[str, str]:
