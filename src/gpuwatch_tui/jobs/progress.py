@@ -161,13 +161,11 @@ class ProgressReader:
     so it reads every line of the shape, and parse_number gives float()'s value for such a text. Other
     fields go through the same parsers as `read_fields`."""
 
-    _NUMBERS = ("step", "total", "loss", "epoch", "epochs", "lr")
-
     def __init__(self, spans: dict[str, tuple[int, int] | str], sample: str) -> None:
         self.spans = dict(spans)
         names: dict[str, object] = {
-            "LineProgress": LineProgress, "_new": tuple.__new__, "_float": float, "_number": parse_number, "_clock": parse_clock,
-            "_scaled": scaled_rate,
+            "LineProgress": LineProgress, "_new": tuple.__new__, "_float": float, "_number": parse_number,
+            "_clock": parse_clock, "_scaled": scaled_rate,
         }
 
         def const(value: object) -> str:  # a constant goes in by name: no text is pasted into the code
@@ -345,12 +343,14 @@ class ProgressTracker:
         if not history:
             return None
         # Mostly the oldest point kept is in the window (`_thin` drops older ones): no bisection.
-        first = 0 if history[0].time >= now - ETA_WINDOW_S else bisect_left(history, now - ETA_WINDOW_S, key=_point_time)
+        start = now - ETA_WINDOW_S
+        first = 0 if history[0].time >= start else bisect_left(history, start, key=_point_time)
         if first == len(history):
             return None
         newest, oldest = history[-1], history[first]  # the window's ends: the usual case, both with a step
         if newest.step is None:
-            newest = next((history[i] for i in range(len(history) - 2, first - 1, -1) if history[i].step is not None), None)
+            newest = next((history[i] for i in range(len(history) - 2, first - 1, -1) if history[i].step is not None),
+                          None)
         if oldest.step is None:
             oldest = next((history[i] for i in range(first + 1, len(history)) if history[i].step is not None), None)
         if newest is not None and newest is not oldest and newest.step > oldest.step and newest.time > oldest.time:
