@@ -127,8 +127,13 @@ def feed_chunks(buf: LogBuffer, data: bytes, sizes: list[int], seed: int) -> lis
         buf.feed(TailChunk("k", "/log", piece, reset, skipped, rng.choice([None, size_on_disk, 10 ** 6]),
                            rng.choice([None, t - 5.0]), None, cut), t)
         buf.tick(t)
-        out.append(([line.text for line in buf.take_new()], buf.live, buf.total_bytes, buf.last_growth,
-                    buf.resets, buf.skipped_bytes, buf.total_lines))
+        new = buf.take_new()
+        kept = set(buf.records())
+        # Numbered and timed as the kept lines are (the newest ones are still kept: up to 2 markers a chunk).
+        assert all(line in kept for line in new if line.seq > buf.total_lines - 10), (new, kept)
+        assert [line.seq for line in new] == list(range(buf.total_lines - len(new) + 1, buf.total_lines + 1))
+        out.append((new, buf.live, buf.total_bytes, buf.last_growth, buf.resets, buf.skipped_bytes,
+                    buf.total_lines))
         pos += size
     return out
 

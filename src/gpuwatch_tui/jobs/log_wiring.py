@@ -68,9 +68,9 @@ class LogWiring:
             buf = job.logs[ref[1]]
             buf.feed(chunk, now, skew)  # its mtime moved onto the local clock there (no chunk copied)
             buf.tick(now)
-            new = buf.take_new()
+            new = buf.take_new_texts()
             if new:
-                job.interp.feed_lines([line.text for line in new], now)
+                job.interp.feed_lines(new, now)
             if buf.live:
                 job.interp.feed_live(buf.live, now)
 

@@ -46,7 +46,6 @@ def sanitize_line(raw: bytes | str, max_chars: int | None = None) -> str:
 
 
 _CSI_BYTES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
-_new = tuple.__new__  # a LogLine (NamedTuple) made without its __new__'s Python call
 
 
 def last_frame(segment: bytes) -> bytes:
@@ -87,7 +86,10 @@ class LogBuffer:
         self._partial_cut = 0  # bytes dropped from the current line (frame) so far
         self._cut_at = 0  # where in _partial the kept part of the cut frame ends
         self._dropping = False  # the cut frame goes on: drop its bytes up to the next \r or \n
-        self._new: list[LogLine] = []
+        # Complete lines not yet taken, as texts and times (their numbers end at total_lines): a LogLine
+        # is made only for `take_new`, the wiring takes the texts.
+        self._new_texts: list[str] = []
+        self._new_times: list[float] = []
         self._started = False
         self.total_lines = 0
         self.total_bytes = 0
@@ -242,9 +244,12 @@ class LogBuffer:
     def _append_text(self, text: str, now: float) -> None:
         self.total_lines += 1
         self._lines.append(self.total_lines, now, text)
-        self._new.append(_new(LogLine, (self.total_lines, now, text)))
-        if len(self._new) > self.max_lines * 4:
-            del self._new[: len(self._new) - self.max_lines]
+        texts = self._new_texts
+        texts.append(text)
+        self._new_times.append(now)
+        if len(texts) > self.max_lines * 4:  # nobody takes them: keep the newest
+            del texts[: len(texts) - self.max_lines]
+            del self._new_times[: len(self._new_times) - self.max_lines]
 
     def _append_marker(self, text: str, now: float) -> None:
         if self._partial_shown:
@@ -287,5 +292,13 @@ class LogBuffer:
 
     def take_new(self) -> list[LogLine]:
         """Complete lines added since the previous call."""
-        new, self._new = self._new, []
-        return new
+        texts, times = self._new_texts, self._new_times
+        self._new_texts, self._new_times = [], []
+        first = self.total_lines - len(texts) + 1
+        return [LogLine(first + i, time, text) for i, (time, text) in enumerate(zip(times, texts))]
+
+    def take_new_texts(self) -> list[str]:
+        """The texts of `take_new`."""
+        texts = self._new_texts
+        self._new_texts, self._new_times = [], []
+        return texts
