@@ -198,3 +198,15 @@ def test_digit_reading_rules_asked_per_shape_give_the_same_matches_as_every_rule
         assert fast.match(line) == slow.match(line), line
         t = fast.template(line)
         assert t is None or t.fill(line) == slow.match(line), line
+
+
+def test_progress_reader_applies_a_fixed_unit_prefix_once_per_shape():
+    for sample, fixed in [("rate 2.42 Mtok/s", True), ("rate 2.42 tok/s", True), ("rate 2.42 k2tok/s", False),
+                          ("rate 2.4_2 Mtok/s", False)]:
+        rate_end = sample.index(" ", 5)
+        spans = {"rate": (5, rate_end), "unit": (rate_end + 1, len(sample))}
+        reader = ProgressReader(spans, sample)
+        assert ("_scaled" not in reader.source) == fixed, reader.source
+        for line in (sample, sample.replace("2.42", "7.05").replace("2.4_2", "7.0_5")):
+            fields = {k: line[a:b] for k, (a, b) in spans.items()}
+            assert repr(reader.read(line)) == repr(read_fields(fields)), (line, reader.source)

@@ -192,6 +192,12 @@ class ProgressReader:
 
         unit = text("unit") or "None"
         rate = f"*_scaled({number('rate')}, {unit})" if "rate" in spans else f"None, {unit}"
+        fixed_unit = _fixed_text(spans.get("unit"), sample)
+        if "rate" in spans and fixed_unit is not None and number("rate").startswith("_float("):
+            # The same unit on every line of the shape, the rate never None: its prefix applied here.
+            factor, shown = scaled_rate(1.0, fixed_unit)
+            scaled = number("rate") if shown == fixed_unit else f"{number('rate')} * {const(factor)}"
+            rate = f"{scaled}, {const(shown)}"
         desc = text("desc")
         eta = text("eta")
         parts = [
@@ -202,6 +208,15 @@ class ProgressReader:
         # tuple.__new__ straight: the NamedTuple's own __new__ is one more Python call per line.
         self.source = f"lambda line: _new(LineProgress, ({', '.join(parts)}))"
         self.read = eval(self.source, names)  # only ints and names above are in the source
+
+
+def _fixed_text(value: tuple[int, int] | str | None, sample: str) -> str | None:
+    """A field's text when it is the same on every line of the sample's shape: a constant, or a span of
+    the sample holding no ASCII digit (the lines of a shape differ only in those)."""
+    if value is None or value.__class__ is str:
+        return value
+    text = sample[value[0]:value[1]]
+    return None if any("0" <= c <= "9" for c in text) else text
 
 
 def _float_reads(text: str) -> bool:
