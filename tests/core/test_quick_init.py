@@ -24,8 +24,9 @@ def quick_classes():
 
 def test_the_hot_frame_classes_have_it():
     names = {c.__name__ for c in quick_classes()}
-    assert {"JobView", "ProgressView", "ProcInfo", "GpuSample", "TailChunk", "PhaseHint", "ProgressPoint"} <= names, names
-    # The phase engine's per-frame records are slotted instead, cheaper still (jobs/phase.py says why).
+    assert {"JobView", "ProgressView", "ProcInfo", "GpuSample", "TailChunk"} <= names, names
+    # PhaseHint and ProgressPoint, made per log line, are NamedTuples; the phase engine's per-frame
+    # records are slotted instead, cheaper still (jobs/phase.py says why).
     from gpuwatch_tui.jobs.phase import GpuReading, ResourceSample, Verdict
 
     assert all("__slots__" in c.__dict__ for c in (GpuReading, ResourceSample, Verdict))

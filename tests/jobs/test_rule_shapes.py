@@ -57,8 +57,8 @@ def test_lines_of_a_shape_only_digit_blind_rules_match_are_read_from_its_templat
     lines = [v for line in captured_lines() for v in variants(line)]
     lines += [f"step {s}/100000 loss {2.5 / s:.4f} lr 3.0e-04 tokens/s {90000 + 37 * s}" for s in range(1, 400, 7)]
     filled = []
-    real_fill = rules_module._Template.fill
-    monkeypatch.setattr(rules_module._Template, "fill", lambda self, line: filled.append(line) or real_fill(self, line))
+    real_fill = rules_module.LineTemplate.fill
+    monkeypatch.setattr(rules_module.LineTemplate, "fill", lambda self, line: filled.append(line) or real_fill(self, line))
     rules = RuleSet(builtin_rules())
     results = [rules.match(line) for line in lines]
     assert len(filled) > 300 and lines[-1] in filled

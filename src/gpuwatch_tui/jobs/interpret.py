@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from ..quick_init import quick_init
 from .progress import ProgressTracker
 from .restart_marker import RestartMarker, parse_marker
-from .rules import LineMatch, RuleSet
+from .rules import LineMatch, LineTemplate, RuleSet
 
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s?")
 _EXCEPTION_LINE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*)(?::\s*(?P<msg>.*))?$")
@@ -22,11 +22,13 @@ MAX_TRACEBACK_LINES = 400
 # after an error shows the error was survived.
 RECOVERY_S = 20.0
 RECOVERY_STEPS = 3
+_new = tuple.__new__  # a NamedTuple made without its __new__'s Python call
 
 
-@quick_init
-@dataclass(frozen=True)
-class PhaseHint:
+class PhaseHint(NamedTuple):
+    """The phase the log last announced. Made for nearly every line: as a tuple, made by one C call
+    (`_new`), it costs ~1/5 of a frozen dataclass, which set its fields one by one."""
+
     phase: str
     detail: str | None
     rule: str
@@ -69,7 +71,7 @@ class LogInterpreter:
     seq: int = 0
     last_progress_seq: int = 0
     last_progress_at: float | None = None
-    last_match: LineMatch | None = None
+    _last: tuple | None = None  # the last matched line: (its LineMatch or shape template, its text)
     recent_rules: deque = field(default_factory=lambda: deque(maxlen=20))
     restart_marker: RestartMarker | None = None  # a gpuwatch restart's marker line (restart_marker.py)
     _open: dict = field(default_factory=dict)  # rank -> _OpenTraceback
@@ -79,11 +81,25 @@ class LogInterpreter:
 
     # -- feeding -------------------------------------------------------------------
     def feed_line(self, text: str, now: float) -> LineMatch:
+        """One complete line; returns what the rules made of it."""
+        m = self._line(text, now)
+        return m.fill(text)
+
+    def feed_lines(self, texts: list[str], now: float) -> None:
+        """Complete lines in order, as `feed_line` each (what the rules made of them is not built)."""
+        for text in texts:
+            self._line(text, now)
+
+    def _line(self, text: str, now: float) -> LineMatch | LineTemplate:
         self.seq += 1
         if text.startswith("=== gpuwatch: "):
             self.restart_marker = parse_marker(text) or self.restart_marker
-        m = self.rules.match(text)
-        self._track_traceback(text, m, now)
+        # A line of a known shape with no event, outside a traceback (most lines of a training log),
+        # is read from its shape's template: no search, no LineMatch.
+        m = self.rules.template(text) if not self._open else None
+        if m is None or m.events:
+            m = self.rules.match(text)
+            self._track_traceback(text, m, now)
         self._apply(m, text, now, complete=True)
         return m
 
@@ -92,15 +108,16 @@ class LogInterpreter:
         if not text or text == self._last_live:
             return
         self._last_live = text
-        m = self.rules.match(text)
+        m = self.rules.template(text) or self.rules.match(text)
         self._apply(m, text, now, complete=False)
 
-    def _apply(self, m: LineMatch, text: str, now: float, complete: bool) -> None:
+    def _apply(self, m: LineMatch | LineTemplate, text: str, now: float, complete: bool) -> None:
+        """A line's facts: `m` is its LineMatch, or its shape's template (`text` then gives the values)."""
         if m.empty:
             return
-        self.last_match = m
+        self._last = (m, text)
         self.recent_rules.append((now, m.rules[0]))
-        if m.progress and self.progress.update(m.progress, now):
+        if m.progress and self.progress.merge(m.progress_of(text), now):
             self.last_progress_seq = self.seq
             self.last_progress_at = now
             if complete and self.failures:
@@ -109,26 +126,28 @@ class LogInterpreter:
                 if now - self.failures[-1].time >= RECOVERY_S or self._advances_after_failure >= RECOVERY_STEPS:
                     self.failures.clear()
         if m.phase_progress:
-            self.phase_progress = dict(m.phase_progress)
+            self.phase_progress = m.phase_progress_of(text)
             self.phase_progress_phase = m.phase
         if m.phase:
             since = now
             if self.hint is not None and self.hint.phase == m.phase:
                 since = self.hint.since
-            self.hint = PhaseHint(m.phase, m.detail, m.rule or "", now, since, self.seq, text[:300])
+            self.hint = _new(PhaseHint, (m.phase, m.detail, m.rule or "", now, since, self.seq, text[:300]))
         if not complete:
             return
-        for event, detail, rule in m.events:
-            if event == "error":
-                self._add_failure(Failure(detail or "error", _summary(text), now, self.seq,
-                                          _rank(text, m), rule))
-            elif event == "finished":
-                self.finished_at = now
-                self.finished_text = text[:300]
-            elif event == "exit-code":
-                self._exit_code(m, text)
-            elif event == "signal":
-                self.signal = m.fields.get("msg") or f"signal {m.fields.get('signal')}"
+        if m.events:
+            m = m.fill(text)
+            for event, detail, rule in m.events:
+                if event == "error":
+                    self._add_failure(Failure(detail or "error", _summary(text), now, self.seq,
+                                              _rank(text, m), rule))
+                elif event == "finished":
+                    self.finished_at = now
+                    self.finished_text = text[:300]
+                elif event == "exit-code":
+                    self._exit_code(m, text)
+                elif event == "signal":
+                    self.signal = m.fields.get("msg") or f"signal {m.fields.get('signal')}"
         if "Root Cause (first observed failure)" in text:
             self._in_root_cause = True
 
@@ -182,6 +201,14 @@ class LogInterpreter:
             self.failures.append(failure)
 
     # -- reading --------------------------------------------------------------------
+    @property
+    def last_match(self) -> LineMatch | None:
+        """What the rules made of the last line they matched."""
+        if self._last is None:
+            return None
+        m, text = self._last
+        return m.fill(text)
+
     @property
     def failure(self) -> Failure | None:
         """The failure to report: the first specific one (OOM, NCCL...), else the first."""

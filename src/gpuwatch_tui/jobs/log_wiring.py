@@ -68,8 +68,9 @@ class LogWiring:
             buf = job.logs[ref[1]]
             buf.feed(chunk, now, skew)  # its mtime moved onto the local clock there (no chunk copied)
             buf.tick(now)
-            for line in buf.take_new():
-                job.interp.feed_line(line.text, now)
+            new = buf.take_new_texts()
+            if new:
+                job.interp.feed_lines(new, now)
             if buf.live:
                 job.interp.feed_live(buf.live, now)
 

@@ -73,6 +73,7 @@ class LogBuffer:
     """
 
     MAX_PARTIAL_BYTES = 64 * 1024
+    shortcuts = True  # the common chunk's paths (in `feed`, `_feed_whole_lines`); tests compare them with the rest
 
     def __init__(self, max_lines: int = 500, max_line_chars: int = 2000, partial_stale_s: float = 2.0):
         self.max_lines = max_lines
@@ -85,7 +86,10 @@ class LogBuffer:
         self._partial_cut = 0  # bytes dropped from the current line (frame) so far
         self._cut_at = 0  # where in _partial the kept part of the cut frame ends
         self._dropping = False  # the cut frame goes on: drop its bytes up to the next \r or \n
-        self._new: list[LogLine] = []
+        # Complete lines not yet taken, as texts and times (their numbers end at total_lines): a LogLine
+        # is made only for `take_new`, the wiring takes the texts.
+        self._new_texts: list[str] = []
+        self._new_times: list[float] = []
         self._started = False
         self.total_lines = 0
         self.total_bytes = 0
@@ -110,7 +114,13 @@ class LogBuffer:
         if mtime is not None:
             self.mtime = mtime
         data = chunk.data
-        cuts = list(chunk.cut)
+        cuts = chunk.cut
+        if data and self.total_bytes and self.shortcuts and not (chunk.reset or chunk.skipped or cuts):
+            # Bytes that go on from bytes already taken (most chunks): no marker, no cut, not the first.
+            self.total_bytes += len(data)
+            self.last_growth = now
+            self._feed_bytes(data, now)
+            return
         if chunk.reset and self._started:
             self._drop_partial()
             self.resets += 1
@@ -149,6 +159,16 @@ class LogBuffer:
         self.feed(TailChunk("", self.path or "", data, False, 0, None, None, None), now)
 
     def _feed_bytes(self, data: bytes, now: float) -> None:
+        if (
+            self.shortcuts
+            and not self._partial
+            and not self._partial_cut
+            and not self._dropping
+            and data[-1:] == b"\n"
+            and b"\r" not in data
+        ):
+            self._feed_whole_lines(data, now)
+            return
         if self._dropping:
             ends = [i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0]
             end = min(ends) if ends else len(data)
@@ -181,6 +201,23 @@ class LogBuffer:
                 self._dropping = True
         self._partial_since = now if self._partial else None
 
+    def _feed_whole_lines(self, data: bytes, now: float) -> None:
+        """Complete lines with no carriage return, nothing held before them (most chunks of a training
+        log): decoded at once, then split. The same lines as decoding line by line: a newline byte is
+        never part of a UTF-8 sequence, so an invalid one before it is replaced the same either way."""
+        if self._partial_shown:
+            self._lines.pop()  # the provisional line is continued by these bytes
+            self._partial_shown = False
+        max_chars = self.max_line_chars
+        lines = data.decode("utf-8", errors="replace").split("\n")
+        lines.pop()  # after the last newline: nothing
+        for text in lines:
+            # All printable and short (most lines): sanitize_line would return it as it is.
+            if not text.isprintable() or len(text) > max_chars:
+                text = sanitize_line(text, max_chars)
+            self._append_text(text, now)
+        self._partial_since = None
+
     def _cut_of(self, segment: bytes) -> int:
         """Bytes dropped from the frame a terminal would show: 0 once a later frame replaced it."""
         if not self._partial_cut:
@@ -202,12 +239,17 @@ class LogBuffer:
                 self._partial_shown = True
 
     def _append(self, raw: bytes, now: float, cut: int = 0) -> None:
+        self._append_text(self._safe(raw, cut), now)
+
+    def _append_text(self, text: str, now: float) -> None:
         self.total_lines += 1
-        line = LogLine(self.total_lines, now, self._safe(raw, cut))
-        self._lines.append(*line)
-        self._new.append(line)
-        if len(self._new) > self.max_lines * 4:
-            del self._new[: len(self._new) - self.max_lines]
+        self._lines.append(self.total_lines, now, text)
+        texts = self._new_texts
+        texts.append(text)
+        self._new_times.append(now)
+        if len(texts) > self.max_lines * 4:  # nobody takes them: keep the newest
+            del texts[: len(texts) - self.max_lines]
+            del self._new_times[: len(self._new_times) - self.max_lines]
 
     def _append_marker(self, text: str, now: float) -> None:
         if self._partial_shown:
@@ -250,5 +292,13 @@ class LogBuffer:
 
     def take_new(self) -> list[LogLine]:
         """Complete lines added since the previous call."""
-        new, self._new = self._new, []
-        return new
+        texts, times = self._new_texts, self._new_times
+        self._new_texts, self._new_times = [], []
+        first = self.total_lines - len(texts) + 1
+        return [LogLine(first + i, time, text) for i, (time, text) in enumerate(zip(times, texts))]
+
+    def take_new_texts(self) -> list[str]:
+        """The texts of `take_new`."""
+        texts = self._new_texts
+        self._new_texts, self._new_times = [], []
+        return texts

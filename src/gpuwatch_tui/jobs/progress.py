@@ -8,8 +8,8 @@ from collections import deque
 from operator import attrgetter
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from ..quick_init import quick_init
 
 _SI = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "Z": 1e21, "Y": 1e24}
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([kMGTPEZY]?)\s*$")
@@ -64,7 +64,11 @@ def parse_clock(text: str | None) -> float | None:
 
 def parse_rate(rate: str | None, unit: str | None) -> tuple[float | None, str | None]:
     """("2.42", "Mtok/s") -> (2420000.0, "tok/s"); ("1.30", "s/it") -> (1.3, "s/it")."""
-    value = parse_number(rate)
+    return scaled_rate(parse_number(rate), unit)
+
+
+def scaled_rate(value: float | None, unit: str | None) -> tuple[float | None, str | None]:
+    """A rate's value with its unit's SI prefix applied: (2.42, "Mtok/s") -> (2420000.0, "tok/s")."""
     if value is None:
         return None, unit
     if unit and unit.endswith("/s") and len(unit) > 3 and unit[0] in "kMGTPEZY" and unit[1:2].isalpha():
@@ -119,12 +123,121 @@ class Progress:
         return out
 
 
+class LineProgress(NamedTuple):
+    """One line's progress fields, parsed: what `ProgressTracker.merge` reads."""
+
+    step: float | None
+    total: float | None
+    is_bar: bool  # the fields came from a progress bar (a `desc` or `percent` group)
+    desc: str  # the bar's label, stripped ("" when none)
+    rate: float | None  # SI prefix applied
+    unit: str | None
+    loss: float | None
+    epoch: float | None
+    epochs: float | None
+    lr: float | None
+    eta: float | None  # seconds
+
+
+def read_fields(fields: dict[str, str]) -> LineProgress:
+    """Parse one line's progress fields (the texts of the rules' named groups)."""
+    get = fields.get
+    rate, unit = parse_rate(get("rate"), get("unit"))
+    return LineProgress(
+        parse_number(get("step")), parse_number(get("total")), "desc" in fields or "percent" in fields,
+        get("desc", "").strip(), rate, unit, parse_number(get("loss")), parse_number(get("epoch")),
+        parse_number(get("epochs")), parse_number(get("lr")), parse_clock(get("eta")) if "eta" in fields else None,
+    )
+
+
+class ProgressReader:
+    """`read_fields` for every line of one shape (the line with its digits made 0, rules.py), from where
+    the rules matched its first line: `spans` maps each field to its (start, end) in the line, or to a
+    constant text (a rule's fixed unit). Every line of the shape has its fields at those places, so a
+    line is read by slicing, with no dict and no pattern, in one generated expression.
+
+    A field that float() reads as a whole on the first line (no spaces around it, ending in a digit, no
+    "_") is read with float() on every line of the shape: float's syntax treats the ASCII digits alike,
+    so it reads every line of the shape, and parse_number gives float()'s value for such a text. Other
+    fields go through the same parsers as `read_fields`."""
+
+    def __init__(self, spans: dict[str, tuple[int, int] | str], sample: str) -> None:
+        self.spans = dict(spans)
+        names: dict[str, object] = {
+            "LineProgress": LineProgress, "_new": tuple.__new__, "_float": float, "_number": parse_number,
+            "_clock": parse_clock, "_scaled": scaled_rate,
+        }
+
+        def const(value: object) -> str:  # a constant goes in by name: no text is pasted into the code
+            name = f"c{len(names)}"
+            names[name] = value
+            return name
+
+        def text(key: str) -> str | None:
+            value = spans.get(key)
+            if value is None:
+                return None
+            if value.__class__ is str:
+                return const(value)
+            return f"line[{int(value[0])}:{int(value[1])}]"
+
+        def number(key: str) -> str:
+            value = spans.get(key)
+            if value is None:
+                return "None"
+            if value.__class__ is str:
+                return const(parse_number(value))
+            slice_ = text(key)
+            return f"_float({slice_})" if _float_reads(sample[value[0]:value[1]]) else f"_number({slice_})"
+
+        unit = text("unit") or "None"
+        rate = f"*_scaled({number('rate')}, {unit})" if "rate" in spans else f"None, {unit}"
+        fixed_unit = _fixed_text(spans.get("unit"), sample)
+        if "rate" in spans and fixed_unit is not None and number("rate").startswith("_float("):
+            # The same unit on every line of the shape, the rate never None: its prefix applied here.
+            factor, shown = scaled_rate(1.0, fixed_unit)
+            scaled = number("rate") if shown == fixed_unit else f"{number('rate')} * {const(factor)}"
+            rate = f"{scaled}, {const(shown)}"
+        desc = text("desc")
+        eta = text("eta")
+        parts = [
+            number("step"), number("total"), repr("desc" in spans or "percent" in spans),
+            f"{desc}.strip()" if desc else "''", rate, number("loss"), number("epoch"), number("epochs"),
+            number("lr"), f"_clock({eta})" if eta else "None",
+        ]
+        # tuple.__new__ straight: the NamedTuple's own __new__ is one more Python call per line.
+        self.source = f"lambda line: _new(LineProgress, ({', '.join(parts)}))"
+        self.read = eval(self.source, names)  # only ints and names above are in the source
+
+
+def _fixed_text(value: tuple[int, int] | str | None, sample: str) -> str | None:
+    """A field's text when it is the same on every line of the sample's shape: a constant, or a span of
+    the sample holding no ASCII digit (the lines of a shape differ only in those)."""
+    if value is None or value.__class__ is str:
+        return value
+    text = sample[value[0]:value[1]]
+    return None if any("0" <= c <= "9" for c in text) else text
+
+
+def _float_reads(text: str) -> bool:
+    """Whether parse_number(text) is float(text) on `text` and every text of its shape."""
+    if not text or text != text.strip() or not text[-1].isdigit() or "_" in text:
+        return False
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+_new = tuple.__new__  # a NamedTuple made without its __new__'s Python call
 _point_time = attrgetter("time")  # the bisection key of the step history (a C call, not a lambda)
 
 
-@quick_init
-@dataclass(frozen=True)
-class ProgressPoint:
+class ProgressPoint(NamedTuple):
+    """One point of the step history, made for every line that advances: as a tuple, made by one C call
+    (`_new`), it costs ~1/5 of a frozen dataclass, which set its fields one by one."""
+
     time: float
     step: float | None
     total: float | None
@@ -159,14 +272,17 @@ class ProgressTracker:
         """Merge one line's progress fields. Returns True when the job visibly advanced."""
         if not fields:
             return False
+        return self.merge(read_fields(fields), now)
+
+    def merge(self, line: LineProgress, now: float) -> bool:
+        """Merge one line's parsed progress (`read_fields`, or a line shape's `ProgressReader`).
+        Returns True when the job visibly advanced."""
         cur = self.current
         advanced = False
-        step = parse_number(fields.get("step"))
-        total = parse_number(fields.get("total"))
-        is_bar = "desc" in fields or "percent" in fields
-        if is_bar and step is not None and not self._bar_accepts(fields.get("desc", "").strip(), step, total, now):
+        step, total, is_bar, desc, rate, unit, loss, epoch, epochs, lr, eta = line
+        if is_bar and step is not None and not self._bar_accepts(desc, step, total, now):
             step = total = None  # another bar (eval loop, nested bar) while the main one runs
-            fields = {k: v for k, v in fields.items() if k not in ("rate", "unit", "eta", "percent")}
+            rate = eta = None  # its rate, unit and remaining time are that bar's
         if step is not None:
             if cur.step is None or step != cur.step or total != cur.total:
                 advanced = advanced or cur.step is None or step > cur.step or total != cur.total
@@ -176,24 +292,23 @@ class ProgressTracker:
             elif is_bar:
                 cur.total = None
             if is_bar:
-                cur.desc = fields.get("desc", "").strip() or None
-        rate, unit = parse_rate(fields.get("rate"), fields.get("unit"))
+                cur.desc = desc or None
         if rate is not None:
             cur.rate, cur.unit = rate, unit
-        loss = parse_number(fields.get("loss"))
         if loss is not None:
             advanced = True
             cur.loss = loss
-        for name in ("epoch", "epochs", "lr"):
-            value = parse_number(fields[name]) if name in fields else None
-            if value is not None:
-                setattr(cur, name, value)
+        if epoch is not None:
+            cur.epoch = epoch
+        if epochs is not None:
+            cur.epochs = epochs
+        if lr is not None:
+            cur.lr = lr
         cur.updated_at = now
         if advanced:
             self.last_advance_at = now
-            self.history.append(ProgressPoint(now, cur.step, cur.total, cur.loss, cur.epoch, cur.rate))
+            self.history.append(_new(ProgressPoint, (now, cur.step, cur.total, cur.loss, cur.epoch, cur.rate)))
             self._thin(now)
-        eta = parse_clock(fields.get("eta")) if "eta" in fields else None
         if eta is not None:
             cur.eta_s = eta
         elif step is not None:
@@ -227,20 +342,32 @@ class ProgressTracker:
 
     def _estimate_eta(self, now: float, from_bar: bool) -> float | None:
         cur = self.current
-        if cur.step is None or cur.total is None or cur.total <= cur.step:
-            return 0.0 if cur.total is not None and cur.step is not None else None
-        remaining = cur.total - cur.step
-        if cur.rate and cur.unit:
-            if cur.unit.startswith("s/"):
-                return remaining * cur.rate
+        step, total = cur.step, cur.total
+        if step is None or total is None or total <= step:
+            return 0.0 if total is not None and step is not None else None
+        remaining = total - step
+        rate, unit = cur.rate, cur.unit
+        if rate and unit:
+            if unit.startswith("s/"):
+                return remaining * rate
             if from_bar:  # a bar's rate counts the bar's own units
-                return remaining / cur.rate
+                return remaining / rate
         # Otherwise from the step history of the last few minutes.
         # Points come in time order: find the window's ends, don't walk its (up to 2000) points.
         history = self.history
-        first = bisect_left(history, now - ETA_WINDOW_S, key=_point_time)
-        newest = next((history[i] for i in range(len(history) - 1, first - 1, -1) if history[i].step is not None), None)
-        oldest = next((history[i] for i in range(first, len(history)) if history[i].step is not None), None)
+        if not history:
+            return None
+        # Mostly the oldest point kept is in the window (`_thin` drops older ones): no bisection.
+        start = now - ETA_WINDOW_S
+        first = 0 if history[0].time >= start else bisect_left(history, start, key=_point_time)
+        if first == len(history):
+            return None
+        newest, oldest = history[-1], history[first]  # the window's ends: the usual case, both with a step
+        if newest.step is None:
+            newest = next((history[i] for i in range(len(history) - 2, first - 1, -1) if history[i].step is not None),
+                          None)
+        if oldest.step is None:
+            oldest = next((history[i] for i in range(first + 1, len(history)) if history[i].step is not None), None)
         if newest is not None and newest is not oldest and newest.step > oldest.step and newest.time > oldest.time:
             per_s = (newest.step - oldest.step) / (newest.time - oldest.time)
             return remaining / per_s

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..vocab import LOG_PHASES
+from .progress import LineProgress, ProgressReader, read_fields
 
 if sys.version_info >= (3, 11):
     import re._constants as _c
@@ -66,6 +67,17 @@ class LineMatch:
     def empty(self) -> bool:
         return not self.rules
 
+    def fill(self, line: str) -> LineMatch:
+        """Itself: `line` is the matched line (a LineTemplate's `fill` reads a line of its shape)."""
+        return self
+
+    def progress_of(self, line: str) -> LineProgress:
+        """The progress fields parsed (`line` is the matched line: the fields hold its text already)."""
+        return read_fields(self.progress)
+
+    def phase_progress_of(self, line: str) -> dict[str, str]:
+        return dict(self.phase_progress)
+
 
 class RuleSet:
     """User rules first, then the built-in pack; matches a line against all of them."""
@@ -96,6 +108,14 @@ class RuleSet:
                     return phase
         return "training"
 
+    def template(self, line: str) -> LineTemplate | None:
+        """The template of the line's shape when the line needs no search (`match` would fill it):
+        its facts are read from it with no LineMatch made. None: use `match`."""
+        plan = self._plan
+        if plan is None or plan.checks is not self._checks:
+            plan = self._plan = _Prefilter(self._checks)
+        return plan.template(line)
+
     def match(self, line: str) -> LineMatch:
         plan = self._plan
         if plan is None or plan.checks is not self._checks:
@@ -123,7 +143,7 @@ class RuleSet:
         if new_shape is not None:
             template = None
             if spans is not None and all(plan.blind[i] for i in matched):
-                template = _Template(_assemble([(r, p, g) for (r, p, _), g in zip(found, spans)]))
+                template = LineTemplate(_assemble([(r, p, g) for (r, p, _), g in zip(found, spans)]), line)
             plan.remember(new_shape, matched, template)
         return result
 
@@ -162,13 +182,26 @@ def _assemble(found: list[tuple[Rule, str | None, dict]]) -> LineMatch:
 _NUMBER_KEYS = frozenset((*PROGRESS_FIELDS, "desc"))
 
 
-class _Template:
+class LineTemplate:
     """What the rules make of every line of one shape, when only digit-blind rules matched it: they
     match every line of the shape at the same places (digits are all alike to them), so the facts
-    are the line's text at those spans; a rule's constant unit stays as it is."""
+    are the line's text at those spans; a rule's constant unit stays as it is.
 
-    def __init__(self, spans: LineMatch) -> None:
+    It reads as a LineMatch whose groups are spans (`rules`, `phase`, `detail`, `rule`, `events` as
+    the line's; `progress`, `phase_progress`, `fields` hold spans), and gives the line's facts with
+    `fill`, or only the parsed progress (`progress_of`) and phase progress (`phase_progress_of`)."""
+
+    def __init__(self, spans: LineMatch, sample: str) -> None:
         self.spans = spans
+        self.sample = sample if spans.progress else None  # the line it was made from, for the reader
+        self.rules = spans.rules
+        self.empty = not spans.rules
+        self.phase, self.detail, self.rule = spans.phase, spans.detail, spans.rule
+        self.events = spans.events
+        self.progress = spans.progress
+        self.phase_progress = spans.phase_progress
+        self.fields = spans.fields
+        self._reader: ProgressReader | None = None
 
     def fill(self, line: str) -> LineMatch:
         t = self.spans
@@ -180,12 +213,33 @@ class _Template:
             events=list(t.events),
         )
 
+    def progress_of(self, line: str) -> LineProgress:
+        """`read_fields(self.fill(line).progress)`, read straight from the line."""
+        # Made on first use (most shapes, one-off lines, never need one), then called directly.
+        self._reader = ProgressReader(self.progress, self.sample)
+        self.progress_of = self._reader.read
+        self.sample = None  # up to SHAPES_KEPT lines of up to max_line_chars: not kept once read
+        return self.progress_of(line)
+
+    def phase_progress_of(self, line: str) -> dict[str, str]:
+        return {k: _text(line, v) for k, v in self.phase_progress.items()}
+
 
 def _text(line: str, value) -> str:
     return value if value.__class__ is str else line[value[0]:value[1]]
 
 
 _DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
+_BYTE_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def line_shape(line: str) -> bytes | str:
+    """The line with its ASCII digits made 0. An ASCII line's shape is bytes (a byte table translates it
+    ~10x faster than str.translate); a non-ASCII line's is str: the two kinds never compare equal."""
+    if line.isascii():
+        return line.encode("ascii").translate(_BYTE_DIGITS_TO_ZERO)
+    return line.translate(_DIGITS_TO_ZERO)
+
 SHAPES_KEPT = 4096  # distinct line shapes remembered (a training log prints a handful, over and over)
 
 
@@ -210,18 +264,19 @@ class _Prefilter:
         self.blind = [digit_blind(rule.pattern) for rule, _, _ in checks]
         self._digit_readers = [t for t in self._tests if not self.blind[t[0]]]
         self._order = [rule for rule, _, _ in checks]
-        self._shapes: dict[str, tuple[tuple[int, ...], _Template | None]] = {}
+        # shape -> (digit-blind rules that matched it, its template or None, digit readers to ask)
+        self._shapes: dict[bytes | str, tuple[tuple[int, ...], LineTemplate | None, list]] = {}
 
-    def candidates(self, line: str) -> tuple[list[tuple[int, Rule]], str | None, _Template | None]:
+    def candidates(self, line: str) -> tuple[list[tuple[int, Rule]], bytes | str | None, LineTemplate | None]:
         """(index, rule) to search on `line`, in rule order, the line's shape when it is new (the
         caller then reports the digit-blind rules that matched, `remember`), and the shape's template
         when no rule that reads digits is to be searched (then nothing needs searching)."""
-        shape = line.translate(_DIGITS_TO_ZERO)
+        shape = line_shape(line)
         kept = self._shapes.get(shape)
         if kept is None:
             return self._passing(line, self._tests), shape, None
-        known, template = kept
-        readers = self._passing(line, self._digit_readers)
+        known, template, readers = kept
+        readers = self._passing(line, readers) if readers else readers
         if not readers:
             if template is not None:
                 return [], None, template
@@ -229,13 +284,42 @@ class _Prefilter:
         order = self._order
         return sorted([*readers, *((i, order[i]) for i in known)], key=lambda t: t[0]), None, None
 
-    def remember(self, shape: str, matched: list[int], template: _Template | None = None) -> None:
+    def template(self, line: str) -> LineTemplate | None:
+        """The template of the line's known shape when no rule that reads digits is to be searched on
+        it: what `candidates` would return alone."""
+        # line_shape(line), inline: this runs for every line
+        kept = self._shapes.get(
+            line.encode("ascii").translate(_BYTE_DIGITS_TO_ZERO) if line.isascii() else line.translate(_DIGITS_TO_ZERO))
+        if kept is None or kept[1] is None:
+            return None
+        if kept[2] and self._passing(line, kept[2]):
+            return None
+        return kept[1]
+
+    def remember(self, shape: bytes | str, matched: list[int], template: LineTemplate | None = None) -> None:
         if len(self._shapes) >= SHAPES_KEPT:
             self._shapes.clear()  # many one-off lines: start over rather than grow
             if SHAPES_KEPT <= 0:
                 return
         blind = self.blind
-        self._shapes[shape] = (tuple(i for i in matched if blind[i]), template)
+        self._shapes[shape] = (tuple(i for i in matched if blind[i]), template, self._readers_of(shape))
+
+    def _readers_of(self, shape: bytes | str) -> list:
+        """The digit-reading rules whose needed text a line of this shape may hold: a piece in a line is
+        the piece's shape in the line's shape (digits are made 0 in place). The others are not asked of
+        its lines (`_passing` would drop them on every one)."""
+        ascii_line = shape.__class__ is bytes
+        text = shape.decode("ascii") if ascii_line else shape
+        out = []
+        for test in self._digit_readers:
+            alternatives, folded = test[2], test[3]
+            if not alternatives or (folded and not ascii_line):
+                out.append(test)  # asked of every line, or of every non-ASCII one (see _passing)
+                continue
+            hay = text.lower() if folded else text
+            if any(piece.translate(_DIGITS_TO_ZERO) in hay for piece in alternatives):
+                out.append(test)
+        return out
 
     @staticmethod
     def _passing(line: str, tests: list) -> list[tuple[int, Rule]]:
