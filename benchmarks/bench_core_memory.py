@@ -32,7 +32,8 @@ def main() -> int:
     tracker = JobTracker()
     names = [f"host-{i:03d}" for i in range(args.hosts)]
     facts = {n: FactCache() for n in names}
-    rec_key_path = {t["key"]: t["path"] for line in lines for t in json.loads(line).get("tails", [])}
+    # A tail's path is sent when new or changed (the probe leaves out what did not change).
+    rec_key_path = {t["key"]: t["path"] for line in lines for t in json.loads(line).get("tails", []) if "path" in t}
     host_keys: dict[str, dict[str, str]] = {n: {} for n in names}
     gc.collect()
     rss_start = rss_mb()
