@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from gpuwatch_tui.probe.bundle import build_payload, local_argv, probe_source
+from gpuwatch_tui.probe.bundle import build_payload, local_argv
 from gpuwatch_tui.probe.frames import FactCache, parse_sample
 
 ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "is_python", "uid", "user")
@@ -191,13 +191,6 @@ def test_an_old_probe_or_an_old_client_keeps_full_frames(probes, job):
     cache = FactCache()
     for frame in frames:
         assert parse_sample(json.loads(json.dumps(frame)), cache).procs[proc.pid] == parse_sample(frame).procs[proc.pid]
-
-
-@pytest.fixture
-def probe_ns():
-    ns = {"__name__": "probe_under_test", "BUNDLE": {"modules": {}, "options": {}}}
-    exec(compile(probe_source(), "agent.py", "exec"), ns)
-    return ns
 
 
 def _entry(pid: int, cwd: str = "/w") -> dict:

@@ -21,17 +21,9 @@ import pytest
 
 from gpuwatch_tui.jobs.grouping_reuse import frame_key
 from gpuwatch_tui.model import HostSample
-from gpuwatch_tui.probe.bundle import probe_source
 from gpuwatch_tui.probe.frames import FactCache, parse_sample
 
 from .test_fact_deltas import ShippedProbe
-
-
-@pytest.fixture
-def probe_ns():
-    ns = {"__name__": "probe_under_test", "BUNDLE": {"modules": {}, "options": {}}}
-    exec(compile(probe_source(), "agent.py", "exec"), ns)
-    return ns
 
 
 def _fresh_key(sample: HostSample) -> tuple:

@@ -13,15 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gpuwatch_tui.probe.bundle import build_payload, local_argv, probe_source
-
-
-@pytest.fixture
-def probe_ns():
-    """The probe's code loaded as it runs on a host (its own globals, no bundle modules)."""
-    ns = {"__name__": "probe_under_test", "BUNDLE": {"modules": {}, "options": {}}}
-    exec(compile(probe_source(), "agent.py", "exec"), ns)
-    return ns
+from gpuwatch_tui.probe.bundle import build_payload, local_argv
 
 
 @pytest.fixture

@@ -10,14 +10,6 @@ import time
 
 import pytest
 
-from gpuwatch_tui.probe.bundle import probe_source
-
-
-@pytest.fixture
-def probe_ns():
-    ns = {"__name__": "probe_under_test", "BUNDLE": {"modules": {}, "options": {}}}
-    exec(compile(probe_source(), "agent.py", "exec"), ns)
-    return ns
 
 
 @pytest.fixture
