@@ -113,18 +113,10 @@ def _judged_every_frame(monkeypatch, run, settings) -> list[tuple]:
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_kept_verdicts_show_what_judging_every_frame_shows(monkeypatch, name):
+def test_kept_verdicts_show_what_judging_every_frame_shows(monkeypatch, judged_at, name):
     run, settings, _ = SCENARIOS[name]
-    judged = []
-    real_judge = judging.judge
-
-    def counting_judge(job, now, skew):
-        judged.append(now)
-        real_judge(job, now, skew)
-
-    monkeypatch.setattr(judging, "judge", counting_judge)
     kept = run(JobTracker(settings))
-    kept_judgments = len(judged)
+    kept_judgments = len(judged_at)
     every = _judged_every_frame(monkeypatch, run, settings)
     for i, (a, b) in enumerate(zip(kept, every)):
         assert a == b, (name, i, a, b)

@@ -59,21 +59,13 @@ def run(tracker: JobTracker, decisive: bytes, judged_at: list[float]) -> list[tu
 
 
 @pytest.mark.parametrize("name", sorted(DECISIVE))
-def test_progress_only_frames_show_the_verdicts_of_judging_every_frame(monkeypatch, name):
-    judged = []
-    real_judge = judging.judge
-
-    def counting_judge(job, now, skew):
-        judged.append(now)
-        real_judge(job, now, skew)
-
-    monkeypatch.setattr(judging, "judge", counting_judge)
+def test_progress_only_frames_show_the_verdicts_of_judging_every_frame(monkeypatch, judged_at, name):
     settings = JobSettings(stall_after_s=20)
-    kept = run(JobTracker(settings), DECISIVE[name], judged)
-    mine = judged[:-1]
+    kept = run(JobTracker(settings), DECISIVE[name], judged_at)
+    mine = judged_at[:-1]
     every_s = judging.REJUDGE_EVERY_S
     monkeypatch.setattr(judging, "REJUDGE_EVERY_S", 0.0)  # the reference: every frame judged
-    every = run(JobTracker(settings), DECISIVE[name], judged)
+    every = run(JobTracker(settings), DECISIVE[name], judged_at)
     for a, b in zip(kept, every):
         assert a == b, (name, a, b)  # phase, detail, since, confidence, evidence: all of it, every frame
     decisive_t = 1001.0 + STEADY
@@ -105,7 +97,7 @@ def test_phases_change_as_expected():
     assert changed, phases
 
 
-def test_a_stdout_file_that_grows_with_the_log_does_not_rejudge(monkeypatch):
+def test_a_stdout_file_that_grows_with_the_log_does_not_rejudge(monkeypatch, judged_at):
     """The probe reports the size of a process's stdout file again as the log grows; the engine reads
     that target's path and kind only, so a growing size keeps the verdict (judged every
     REJUDGE_EVERY_S, not every frame), and every frame shows what judging every frame gives."""
@@ -132,16 +124,8 @@ def test_a_stdout_file_that_grows_with_the_log_does_not_rejudge(monkeypatch):
         judged.append(None)
         return shown
 
-    judged = []
-    real_judge = judging.judge
-
-    def counting_judge(job, now, skew):
-        judged.append(now)
-        real_judge(job, now, skew)
-
-    monkeypatch.setattr(judging, "judge", counting_judge)
-    kept = frames(JobTracker(JobSettings(stall_after_s=20)), judged)
-    steady = [t for t in judged[:-1] if 1016.0 <= t < 1041.0]  # past the young-job clocks
+    kept = frames(JobTracker(JobSettings(stall_after_s=20)), judged_at)
+    steady = [t for t in judged_at[:-1] if 1016.0 <= t < 1041.0]  # past the young-job clocks
     monkeypatch.setattr(judging, "REJUDGE_EVERY_S", 0.0)
     every = frames(JobTracker(JobSettings(stall_after_s=20)), [])
     assert kept == every

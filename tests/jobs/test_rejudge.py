@@ -34,16 +34,8 @@ def settings() -> JobSettings:
     return JobSettings(jobs=(JobSpec("hang", "cpu1", match="hang.py", stall_after_s=32),))
 
 
-def test_a_kept_verdict_flips_on_the_first_frame_past_stall_after(monkeypatch):
+def test_a_kept_verdict_flips_on_the_first_frame_past_stall_after(monkeypatch, judged_at):
     kept = JobTracker(settings())
-    judged_at = []
-    real_judge = judging.judge
-
-    def counting_judge(job, now, skew):
-        judged_at.append(now)
-        real_judge(job, now, skew)
-
-    monkeypatch.setattr(judging, "judge", counting_judge)
     shown = quiet_cpu_job(kept, 45)
     mine = list(judged_at)  # the kept tracker's judgments only
     monkeypatch.setattr(judging, "REJUDGE_EVERY_S", 0.0)  # the reference: every frame judged
