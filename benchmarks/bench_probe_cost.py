@@ -20,6 +20,7 @@ Both costs are read from /proc (utime+stime), the spawn cost with getrusage(RUSA
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -30,7 +31,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from gpuwatch_tui.probe.bundle import build_payload, local_argv  # noqa: E402
-from gpuwatch_tui.probe.frames import FactCache  # noqa: E402
+from gpuwatch_tui.probe.frames import FactCache, parse_sample  # noqa: E402
 
 from bench_fleet_jobs import JobFleet, send  # noqa: E402
 
@@ -103,8 +104,8 @@ def fleet_probe_cost(fleet: JobFleet, samples: int, interval: float, repeats: in
         facts = FactCache() if hello.get("fact_deltas") else None
         for _ in range(samples):
             frame = json.loads(proc.stdout.readline())
-            if facts is not None:  # fields left out as unchanged filled back in, as gpuwatch does
-                facts.fill(frame["procs"], frame["gpus"], frame["tails"])
+            if facts is not None:  # fields left out as unchanged read from the cache, as gpuwatch does
+                parse_sample(frame, facts)
             tail_bytes += sum(len(t.get("data", "")) for t in frame["tails"])
         used_run, used_cpu = run_seconds(proc.pid) - start_run, cpu_seconds(proc.pid) - start_cpu
         elapsed = time.time() - start
@@ -239,13 +240,14 @@ async def _link_probe_cost(jobs: HostJobs, samples: int, interval: float) -> dic
                                       {"interval": interval, "gpu_source": "auto", "fact_deltas": True})
     await link.send({"op": "want", "pids": jobs.pids, "tails": jobs.tails(), "dirs": {}, "matches": {}})
 
-    facts = FactCache()  # the probe leaves out fields that did not change: filled back in, as gpuwatch does
+    facts = FactCache()  # the probe leaves out fields that did not change: read from the cache, as gpuwatch does
+    gpus: list = []  # the last frame's GPUs, every field filled in
 
     async def next_sample() -> dict:
         while True:
             frame = await link.next_frame()
             if frame.get("type") == "sample":
-                facts.fill(frame["procs"], frame["gpus"], frame["tails"])
+                gpus[:] = [dataclasses.asdict(g) for g in parse_sample(frame, facts).gpus]
                 return frame
 
     try:
@@ -265,7 +267,7 @@ async def _link_probe_cost(jobs: HostJobs, samples: int, interval: float) -> dic
             "candidates": len(frame.get("candidates", {})), "host_processes": frame.get("scanned_procs"),
             "jobs_age_s_at_start": round(first_age, 1), "samples": samples, "interval_s": interval,
             "elapsed_s": round(elapsed, 2), "cpu_ms_per_sample": round(1000 * used_run / samples, 3),
-            "cpu_ms_per_sample_ticks": round(1000 * used_cpu / samples, 2), "last_frame_gpus": frame["gpus"]}
+            "cpu_ms_per_sample_ticks": round(1000 * used_cpu / samples, 2), "last_frame_gpus": gpus}
 
 
 def nvml_vs_smi(frame_gpus: list[dict]) -> dict:

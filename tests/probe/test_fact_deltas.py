@@ -213,16 +213,17 @@ def test_a_client_that_lost_a_frame_recovers_within_the_resend_period(probe_ns):
     second = [_entry(10)]
     deltas.apply(_frame(second), 101.0)
     assert "cmdline" not in second[0]
-    cache.fill(second)
-    assert "cmdline" not in second[0]  # the client cannot know it: defaults until the resend
+    seen = parse_sample(_frame(second), cache).procs[10]
+    assert seen.cmdline == () and seen.children[0].cmdline == ()  # the client cannot know: defaults until the resend
     third = [_entry(10)]
     deltas.apply(_frame(third), 100.0 + resend)
-    cache.fill(third)
-    assert third[0]["cmdline"] == ["python", "t.py"] and third[0]["children"][0]["cmdline"] == ["gcc"]
+    seen = parse_sample(_frame(third), cache).procs[10]
+    assert seen.cmdline == ("python", "t.py") and seen.children[0].cmdline == ("gcc",)
     fourth = [_entry(10)]
     deltas.apply(_frame(fourth), 101.0 + resend)
-    cache.fill(fourth)
-    assert fourth[0]["cmdline"] == ["python", "t.py"] and fourth[0]["children"][0]["cmdline"] == ["gcc"]
+    assert "cmdline" not in fourth[0]
+    seen = parse_sample(_frame(fourth), cache).procs[10]
+    assert seen.cmdline == ("python", "t.py") and seen.children[0].cmdline == ("gcc",)
 
 
 def test_a_process_that_leaves_and_returns_is_sent_in_full_and_a_shared_child_is_filled(probe_ns):
@@ -232,16 +233,14 @@ def test_a_process_that_leaves_and_returns_is_sent_in_full_and_a_shared_child_is
     frame[1]["children"] = [dict(frame[0]["children"][0])]  # one child seen under two roots
     deltas.apply(_frame(frame), 1.0)
     assert "cmdline" in frame[0]["children"][0] and "cmdline" not in frame[1]["children"][0]
-    cache.fill(frame)
-    assert frame[1]["children"][0]["cmdline"] == ["gcc"]
+    assert parse_sample(_frame(frame), cache).procs[20].children[0].cmdline == ("gcc",)
     gone = [_entry(20)]
     deltas.apply(_frame(gone), 2.0)
-    cache.fill(gone)
+    parse_sample(_frame(gone), cache)
     back = [_entry(10, cwd="/other")]
     deltas.apply(_frame(back), 3.0)
     assert back[0]["cmdline"] == ["python", "t.py"]  # forgotten on both sides: sent again
-    cache.fill(back)
-    assert back[0]["cwd"] == "/other"
+    assert parse_sample(_frame(back), cache).procs[10].cwd == "/other"
 
 
 def _gpu(util: float, procs: list[int]) -> dict:

@@ -109,22 +109,6 @@ class FactCache:
         self._kids: dict = {}
         self._gpus: dict = {}
 
-    def fill(self, procs: list[dict], gpus: list[dict] = (), tails: list[dict] = ()) -> None:
-        """Learn a frame's facts and fill those it left out back into its raw dicts."""
-        for entries, names, attr, key_of in (
-            (procs, _ROOT_FACTS, "roots", _proc_key),
-            ([c for p in procs for c in p.get("children") or ()], _CHILD_FACTS, "children", _proc_key),
-            (gpus, _GPU_FACTS, "gpus", _gpu_key),
-            (tails, _TAIL_FACTS, "tails", _tail_key),
-        ):
-            old, new = getattr(self, attr), {}
-            for entry in entries:
-                known = _learn(entry, key_of(entry), names, old, new)
-                for name, value in known.items():
-                    if name not in entry:
-                        entry[name] = value
-            setattr(self, attr, new)
-
     def read(self, frame: dict) -> tuple:
         """(procs by pid, their grouping keys, GPUs, their process pids, tails) of a frame.
 
@@ -288,18 +272,6 @@ def _learn_tails(entries: list, old: dict) -> tuple[list, dict]:
         new[key] = known
         out.append((entry, known))
     return out, new
-
-
-def _proc_key(entry: dict):
-    return (entry["pid"], entry.get("start_ticks", 0))
-
-
-def _gpu_key(entry: dict):
-    return entry["index"]
-
-
-def _tail_key(entry: dict):
-    return entry["key"]
 
 
 def _tail(raw: dict, known: dict | None = None) -> TailChunk:
