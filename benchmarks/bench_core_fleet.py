@@ -6,8 +6,8 @@
 2. Replay: a Monitor (store + tracker + feeds, never started) for `--hosts` hosts gets each
    recorded line as a host session would hand it on: json.loads -> parse_sample ->
    Monitor.host_sample (store, tracker update, wants pushed to the feed). The log-tail keys are
-   renamed to each host's own (the tracker numbers them per job). Twice per round, as the
-   dashboard does, every JobView is built (`tracker.views`). The monitor's clock is simulated at
+   renamed to each host's own (the tracker numbers them per job). Twice per round, half a second
+   apart, as the dashboard does, every JobView is built (`tracker.views`). The monitor's clock is simulated at
    1 Hz (round r at t0 + r s) and each frame's time (and its tails' mtimes) put on it, as from a live
    probe on a host whose clock agrees: rounds run back to back, but what the tracker keeps or
    judges again over time (timers, refreshes every few seconds) sees a 1 Hz fleet.
@@ -145,9 +145,9 @@ async def replay(lines: list[str], hosts: int, base: Path) -> dict:
         t0 = clock()
         await asyncio.sleep(0)  # the wants pushed to the feeds run here
         sink_s += clock() - t0
-        for _ in range(2):  # the dashboard builds the views at most twice a second
+        for half in (0.0, 0.5):  # the dashboard builds the views at most twice a second, at its own times
             t0 = clock()
-            views = monitor.tracker.views(clock_1hz.now)
+            views = monitor.tracker.views(clock_1hz.now + half)
             views_s += clock() - t0
     phases: dict[str, int] = {}
     for v in views:

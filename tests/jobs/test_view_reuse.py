@@ -1,6 +1,5 @@
 """A job's view is made from its last one (jobs/export.py `current_view`): each part is made again only
-when what it is made of changed, and `JobTracker.views` asked again at the same time with no change
-answers the join it made. Here every view the tracker hands out, across runs fed with real recorded
+when what it is made of changed. Here every view the tracker hands out, across runs fed with real recorded
 logs (tests/data/logs) and a process tree that grows, loses a rank and ends, equals a view built from
 scratch: field by field, in the instance dict, and in its JSON text. The same check, run with the
 kept view made blind to one part's change at a time, fails: the runs change every part."""
@@ -153,24 +152,6 @@ def test_the_check_fails_when_the_kept_view_misses_a_change(part):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(KeptView, "refresh", refresh)
-        with pytest.raises(AssertionError):
-            for name in RUNS:
-                run_and_compare(name)
-
-
-def test_the_check_fails_when_the_tracker_keeps_a_stale_join():
-    """`views` asked again at the same time: a kept answer that ignored a changed job view (the exit
-    status read with no frame) would hand out the old one."""
-    original = JobTracker.views
-
-    def views(self, now=None, joined=True):
-        kept = self._joined_views
-        if kept is not None and joined and kept[0] == now:
-            self._joined_views = (now, kept[1], [export.current_view(j, now) for j in self._jobs.values()], kept[3])
-        return original(self, now, joined)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(JobTracker, "views", views)
         with pytest.raises(AssertionError):
             for name in RUNS:
                 run_and_compare(name)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from operator import is_
 
 from ..model import DirStat, HostSample, ProcInfo
 from ..views import JobView
@@ -73,7 +72,6 @@ class JobTracker:
         self._last_frame: dict[str, tuple] = {}  # host -> (frame_key, wants stamp) after its latest frame
         self._gpus: dict[str, tuple] = {}  # host -> its GPUs in the latest frame (ranks' GPUs, multinode.py)
         self.multinode = MultiNodeJobs()  # per-host jobs of one run on several hosts read as one job
-        self._joined_views: tuple | None = None  # (now, revisions, per-host views, joined views): views()
         self._grouping = JobGrouping(self._jobs, self._specs, self._wiring, self._new_job, self._drop,
                                      on_host=self.states)
         for key, spec in self._specs.items():
@@ -96,16 +94,7 @@ class JobTracker:
         views = [current_view(j, now) for j in jobs]
         if not joined:
             return views
-        # Asked again at the same time with every job as it was (the same views, no frame or action
-        # since: revisions held), the join would find what it found: its answer is kept.
-        revisions = [j.revision for j in jobs]
-        kept = self._joined_views
-        if (kept is not None and kept[0] == now and kept[1] == revisions and len(kept[2]) == len(views)
-                and all(map(is_, kept[2], views))):
-            return list(kept[3])
-        joined_views = self.multinode.join(views, self, now)
-        self._joined_views = (now, revisions, views, joined_views)
-        return list(joined_views)
+        return self.multinode.join(views, self, now)
 
     def host_gpus(self, host: str) -> tuple:
         return self._gpus.get(host, ())
