@@ -8,6 +8,7 @@ the last `history` samples), so the dashboard reads exactly the structures the l
 from __future__ import annotations
 
 import bisect
+import math
 from collections import deque
 from pathlib import Path
 
@@ -60,6 +61,7 @@ class Timeline:
         t = float(line["t"])
         if self.ticks and t < self.ticks[-1]:
             t = self.ticks[-1]  # a clock step back on the recording machine: keep time monotonic
+        after_last_tick = math.nextafter(self.ticks[-1], math.inf) if self.ticks else -math.inf
         self.ticks.append(t)
         self.pdefs.update(line.get("pdefs") or {})
         for host, state in (line.get("states") or {}).items():
@@ -78,10 +80,11 @@ class Timeline:
                 if at <= self._last_frame_t.get(host, float("-inf")):
                     continue  # the same frame seen twice
                 self._last_frame_t[host] = at
-                # Shown from its own time, but never later than the tick that wrote it: the live view had
-                # it then, even when its time (the host's clock, corrected by an estimated offset) is a
-                # few ms past the tick's.
-                entries.append((min(at, t), sample, facts))
+                # Shown from its own time, kept within the ticks around the line that wrote it: the live
+                # view at this tick had it, even when its time (the host's clock, corrected by an estimated
+                # offset) is a few ms past the tick's; the live view at the tick before did not, even when
+                # the probe stamped it just before that tick and it arrived after.
+                entries.append((min(max(at, after_last_tick), t), sample, facts))
         histories = line.get("phist") or {}
         changed = {job["id"]: job for job in line.get("jobs") or ()}
         for job_id in set(changed) | set(histories):
