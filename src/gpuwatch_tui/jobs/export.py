@@ -67,8 +67,10 @@ def current_view(job: JobState, now: float | None = None) -> JobView:
     if kept is None:
         kept = job.view_parts["kept"] = KeptView(job, at)
         return kept.view
-    if job.revision == kept.revision and job.verdict is kept.verdict and at == kept.at:
-        return kept.view  # asked again with no frame, judgement or action in between
+    if job.revision == kept.revision and job.verdict is kept.verdict and job.exit is kept.exit:
+        # Asked again with no frame, judgement or action in between (each bumps the revision or
+        # makes a new verdict): only the age of the last phase in the history text can have moved.
+        return kept.view if at == kept.at else kept.aged(at)
     return kept.refresh(job, at)
 
 
@@ -170,7 +172,7 @@ class KeptView:
 
     __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "scalars", "members",
                  "ticks", "root", "gpus", "log_keys", "log_total", "exit", "exit_code", "alive", "progress",
-                 "points_last", "history", "history_head", "actions")
+                 "points_last", "history", "history_head", "history_last", "actions")
 
     def __init__(self, job: JobState, at: float) -> None:
         self.view = job_view(job, at)
@@ -197,7 +199,26 @@ class KeptView:
         self.points_last = history[-1] if history else None
         self.history = list(job.history)
         self.history_head = _history_head(job.history)
+        self.history_last = job.history[-1] if job.history else None
         self.actions = list(job.actions)
+
+    def aged(self, at: float) -> JobView:
+        """The view at `at` when nothing but the time moved since the last one (`current_view`)."""
+        self.at = at
+        last = self.history_last
+        if last is None:
+            return self.view
+        text = f"{self.history_head}{last[0]} {fmt_duration(at - last[1])}"
+        fields = self.fields
+        if text == fields["history_text"]:
+            return self.view
+        fields = fields.copy()
+        fields["history_text"] = text
+        view = object.__new__(JobView)
+        _set(view, "__dict__", fields)
+        self.view = view
+        self.fields = fields
+        return view
 
     def refresh(self, job: JobState, at: float) -> JobView:
         """The view at `at`: the last one if no part changed, else a new one sharing the parts that held."""
@@ -270,6 +291,7 @@ class KeptView:
             new["history"] = tuple(PhaseEntry(phase, since) for phase, since in history)
             self.history = list(history)
             self.history_head = _history_head(history)
+            self.history_last = history[-1] if history else None
         if history and (at != self.at or "history" in new):
             phase, since = history[-1]  # only the last phase ages: the text of the others holds still
             text = f"{self.history_head}{phase} {fmt_duration(at - since)}"

@@ -145,7 +145,8 @@ class MultiNodeJobs:
 
     def __init__(self) -> None:
         self.joined: dict[str, str] = {}  # per-host job id -> the multi-node job's id (as of the last join)
-        self._keys: dict[str, tuple] = {}  # job id -> (its process list, their run variables, its run keys, ranked)
+        # job id -> (its process list, their run variables, its run keys, ranked, the job, its revision)
+        self._keys: dict[str, tuple] = {}
         self._stopped_since: dict[tuple[str, int, int], float] = {}
         self._history: dict[str, list[tuple[str, float]]] = {}
 
@@ -154,19 +155,25 @@ class MultiNodeJobs:
         keys_seen: dict[str, tuple] = {}
         old_keys = self._keys
         any_facts = False
+        state = tracker.state
         for v in views:
-            job = tracker.state(v.id)
+            job = state(v.id)
+            cached = old_keys.get(v.id)
+            if cached is not None and job is not None and cached[4] is job and cached[5] == job.revision:
+                # No frame of its host since the last join (each bumps the revision): the same processes.
+                keys_seen[v.id] = cached
+                any_facts = any_facts or bool(cached[2]) or cached[3]
+                continue
             procs_list = (job.procs or job.last_procs) if job is not None else []
             # The keys of a job are read from its processes' run variables only (kept as they were
             # while unchanged: compared as such, not made again from a new list each frame).
             dists = tuple(p.dist for p in procs_list)
-            cached = old_keys.get(v.id)
             if cached is not None and cached[1] == dists:
                 keys, ranked = cached[2], cached[3]
             else:
                 keys = frozenset(part_keys(procs_list))
                 ranked = any(dists) and len(rank_processes(procs_list)) > 1
-            keys_seen[v.id] = (procs_list, dists, keys, ranked)
+            keys_seen[v.id] = (procs_list, dists, keys, ranked, job, job.revision if job is not None else None)
             any_facts = any_facts or bool(keys) or ranked
         self._keys = keys_seen
         if not any_facts:  # the common case: nothing to join, no job of several ranks (no part facts to gather)
@@ -175,7 +182,7 @@ class MultiNodeJobs:
             return views
         parts = []
         for v in views:
-            _, _, keys, ranked = keys_seen[v.id]
+            _, _, keys, ranked, _, _ = keys_seen[v.id]
             if not keys and not ranked:
                 parts.append(PartFacts(v, (), frozenset(), (), None))
                 continue
