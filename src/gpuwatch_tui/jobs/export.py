@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from itertools import compress
-from operator import ne
 
 from ..model import ProcessRef
 from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView, finite_or_none
@@ -33,26 +32,36 @@ def progress_view(progress: Progress) -> ProgressView:
 def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, old: ProgressView) -> ProgressView:
     """`progress_view(progress)`, made from `old` (the view of the values `old_raw`): only what changed
     is converted again (a training line moves the step, loss, rate and ETA; the rest holds)."""
-    values = vars(progress)
-    if old_raw is None or len(raw) != len(old_raw):
+    if old_raw is None or len(raw) != _RAW_LEN or len(old_raw) != _RAW_LEN:
         return progress_view(progress)
-    fields = vars(old).copy()
-    for name in compress(values, map(ne, raw, old_raw)):  # the names whose values changed, found in C
-        value = values[name]
-        if name in _PROGRESS_NUMBERS:
-            fields[name] = json_number(value)
-            if name == "loss":
-                fields["loss_text"] = str(value) if value is not None and not math.isfinite(value) else None
-        elif name in fields:
-            fields[name] = value
-        else:  # a Progress value the view does not carry under its name
-            return progress_view(progress)
+    step, total, rate, unit, loss, epoch, epochs, eta_s, lr, desc, updated_at = raw
+    o_step, o_total, o_rate, _, o_loss, o_epoch, o_epochs, o_eta_s, o_lr, _, _ = old_raw
+    was = old.__dict__
+    num = json_number
+    same_loss = loss == o_loss
     view = object.__new__(ProgressView)
-    _set(view, "__dict__", fields)
+    _set(view, "__dict__", {  # ProgressView's fields, in its order
+        "step": was["step"] if step == o_step else num(step),
+        "total": was["total"] if total == o_total else num(total),
+        "rate": was["rate"] if rate == o_rate else num(rate),
+        "unit": unit,
+        "loss": was["loss"] if same_loss else num(loss),
+        "epoch": was["epoch"] if epoch == o_epoch else num(epoch),
+        "eta_s": was["eta_s"] if eta_s == o_eta_s else num(eta_s),
+        "epochs": was["epochs"] if epochs == o_epochs else num(epochs),
+        "lr": was["lr"] if lr == o_lr else num(lr),
+        "desc": desc,
+        "updated_at": updated_at,
+        "loss_text": was["loss_text"] if same_loss else (
+            str(loss) if loss is not None and not math.isfinite(loss) else None),
+    })
     return view
 
 
-_PROGRESS_NUMBERS = frozenset(("step", "total", "rate", "loss", "epoch", "eta_s", "epochs", "lr"))
+# The order of a Progress's values (`tuple(vars(progress).values())`, as KeptView keeps them) that
+# `_next_progress_view` unpacks; another order (a field added) takes the long way, never a wrong one.
+_RAW_ORDER = ("step", "total", "rate", "unit", "loss", "epoch", "epochs", "eta_s", "lr", "desc", "updated_at")
+_RAW_LEN = len(_RAW_ORDER) if tuple(f.name for f in dataclasses.fields(Progress)) == _RAW_ORDER else -1
 
 
 def current_view(job: JobState, now: float | None = None) -> JobView:
@@ -146,7 +155,7 @@ def _progress_points(history, cached_last, points: tuple) -> tuple:
     if cached_last is not None and len(history) > 1 and history[-2] is cached_last:  # one new point: the usual
         p = last
         point = ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch)
-        return last, (points + (point,))[-PROGRESS_POINTS:]
+        return last, points + (point,) if len(points) < PROGRESS_POINTS else points[1 - PROGRESS_POINTS:] + (point,)
     new = []
     found = False
     for i in range(1, min(len(history), PROGRESS_POINTS) + 1):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Iterable
 
 from ..model import GpuSample, ProcInfo
@@ -51,6 +52,9 @@ def overridable(phase: str, detail: str | None) -> bool:
     """Whether a stopped culprit rank says more than the verdict: anything but a crash, or a stall the
     engine could only call `no-progress` (an `nccl-spin` says more about the GPUs, and stays)."""
     return phase != "crashed" and (phase != "stalled" or detail == "no-progress")
+
+
+_dist = attrgetter("dist")
 
 
 def _int(value: str | None) -> int | None:
@@ -167,7 +171,7 @@ class MultiNodeJobs:
             procs_list = (job.procs or job.last_procs) if job is not None else []
             # The keys of a job are read from its processes' run variables only (kept as they were
             # while unchanged: compared as such, not made again from a new list each frame).
-            dists = tuple(p.dist for p in procs_list)
+            dists = tuple(map(_dist, procs_list))
             if cached is not None and cached[1] == dists:
                 keys, ranked = cached[2], cached[3]
             else:
