@@ -181,7 +181,7 @@ class KeptView:
 
     __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "scalars", "members",
                  "ticks", "root", "gpus", "log_keys", "log_total", "exit", "exit_code", "alive", "progress",
-                 "points_last", "history", "history_head", "history_last", "actions")
+                 "points_last", "history", "history_head", "history_last", "text_span", "actions")
 
     def __init__(self, job: JobState, at: float) -> None:
         self.view = job_view(job, at)
@@ -209,25 +209,37 @@ class KeptView:
         self.history = list(job.history)
         self.history_head = _history_head(job.history)
         self.history_last = job.history[-1] if job.history else None
+        self.text_span = _NO_SPAN  # (made at the next age asked)
         self.actions = list(job.actions)
 
     def aged(self, at: float) -> JobView:
         """The view at `at` when nothing but the time moved since the last one (`current_view`)."""
         self.at = at
-        last = self.history_last
-        if last is None:
+        if self.history_last is None:
             return self.view
-        text = f"{self.history_head}{last[0]} {fmt_duration(at - last[1])}"
-        fields = self.fields
-        if text == fields["history_text"]:
+        text = self._aged_text(at)
+        if text is None:
             return self.view
-        fields = fields.copy()
+        fields = self.fields.copy()
         fields["history_text"] = text
         view = object.__new__(JobView)
         _set(view, "__dict__", fields)
         self.view = view
         self.fields = fields
         return view
+
+    def _aged_text(self, at: float) -> str | None:
+        """The history text at `at`, or None where it reads as the view's. Only the last phase ages,
+        and its age reads the same across a span of ages (`_same_text_span`): within the span of the
+        age the text was last made at, nothing is made."""
+        phase, since = self.history_last
+        age = at - since
+        low, high = self.text_span
+        if low <= age < high:
+            return None
+        self.text_span = _same_text_span(age)
+        text = f"{self.history_head}{phase} {fmt_duration(age)}"
+        return None if text == self.fields["history_text"] else text
 
     def refresh(self, job: JobState, at: float) -> JobView:
         """The view at `at`: the last one if no part changed, else a new one sharing the parts that held."""
@@ -301,10 +313,10 @@ class KeptView:
             self.history = list(history)
             self.history_head = _history_head(history)
             self.history_last = history[-1] if history else None
+            self.text_span = _NO_SPAN
         if history and (at != self.at or "history" in new):
-            phase, since = history[-1]  # only the last phase ages: the text of the others holds still
-            text = f"{self.history_head}{phase} {fmt_duration(at - since)}"
-            if text != fields["history_text"]:
+            text = self._aged_text(at)
+            if text is not None:
                 new["history_text"] = text
         elif not history and fields["history_text"]:
             new["history_text"] = ""
@@ -322,6 +334,24 @@ class KeptView:
         self.view = view
         self.fields = fields
         return view
+
+
+_NO_SPAN = (math.inf, -math.inf)
+
+
+def _same_text_span(age: float) -> tuple[float, float]:
+    """The ages [low, high) that `fmt_duration` writes as it writes `age`: it truncates to whole
+    seconds (anything under one reads "0s"), shows seconds under an hour, minutes under a day, hours
+    beyond (tests/jobs/test_view_reuse.py checks this against it)."""
+    if not math.isfinite(age):
+        return _NO_SPAN
+    s = int(age) if age > 0 else 0
+    if s == 0:
+        return -math.inf, 1.0
+    if s < 3600:
+        return float(s), s + 1.0
+    unit = 60 if s < 86400 else 3600
+    return float(s // unit * unit), (s // unit + 1.0) * unit
 
 
 def _history_head(history: list) -> str:
