@@ -15,6 +15,7 @@ def test_progress_history_view_follows_the_history_as_it_grows_and_wraps():
     assert progress_history_view(job) == ()
     for step in range(1, 400):
         job.interp.progress.update({"step": str(step), "loss": str(1.0 / step)}, float(step))
+        job.revision += 1  # as the tracker does on each frame of the job's host: its view may have changed
         if step % 7 in (0, 3):
             continue  # views are not built after every line
         want = [(p.time, p.step, p.loss) for p in list(job.interp.progress.history)[-PROGRESS_POINTS:]]

@@ -83,7 +83,8 @@ def run_and_compare(log_name: str) -> int:
             record = tracker.record_action(job.id, "restart", "bob", t)
             tracker.views(t)
             tracker.set_restart_status_file(job.id, record, "/tmp/status")  # replaced in place: no new revision
-        for when in (t, t, t + 0.4, t + 0.4, t + 61.0):  # twice at once, later with no frame between
+        # twice at once, later with no frame between (a second later: the next second of the history text)
+        for when in (t, t, t + 0.4, t + 0.4, t + 1.0, t + 61.0):
             views = tracker.views(when)
             assert [v.id for v in views] == [v.id for v in tracker.views(when, joined=False)]
             for view in views:
@@ -155,3 +156,49 @@ def test_the_check_fails_when_the_kept_view_misses_a_change(part):
         with pytest.raises(AssertionError):
             for name in RUNS:
                 run_and_compare(name)
+
+
+def test_a_view_asked_again_with_no_frame_between_only_ages():
+    """The views asked again before the next frame take the short way (`KeptView.aged`), and some of
+    them age the history text; made blind to the time there, the check above fails."""
+    aged = []
+    original = KeptView.aged
+
+    def noting(self, at):
+        before = self.view
+        view = original(self, at)
+        aged.append(view is not before)
+        return view
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(KeptView, "aged", noting)
+        for name in RUNS:
+            run_and_compare(name)
+    assert len(aged) > 100 and any(aged), (len(aged), sum(aged))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(KeptView, "aged", lambda self, at: self.view)
+        with pytest.raises(AssertionError):
+            for name in RUNS:
+                run_and_compare(name)
+
+
+def test_a_phase_age_reads_the_same_across_the_span_kept_for_it():
+    """The history text is made again only when the last phase's age leaves the span of ages that
+    fmt_duration writes alike (`_same_text_span`): every age in the span reads the same, the next
+    one after it does not."""
+    import math
+
+    from gpuwatch_tui.vocab import fmt_duration
+
+    ages = [x * 0.37 for x in range(-30, 400)] + list(range(0, 200_000, 13)) + [
+        59.999, 60.0, 3599.5, 3600.0, 3659.99, 86399.99, 86400.0, 90000.0, 1e7 + 0.5, math.nan, math.inf]
+    for age in ages:
+        low, high = export._same_text_span(age)
+        text = fmt_duration(age)
+        if not math.isfinite(age):
+            assert low > high, age  # kept for no age: made each time
+            continue
+        assert low <= age < high, age
+        inside = [low if math.isfinite(low) else -1e9, math.nextafter(high, -math.inf), (max(low, 0) + high) / 2]
+        assert all(fmt_duration(a) == text for a in inside), (age, low, high)
+        assert fmt_duration(high) != text, (age, high)

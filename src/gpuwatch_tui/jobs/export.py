@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from itertools import compress
-from operator import ne
 
 from ..model import ProcessRef
 from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView, finite_or_none
@@ -33,26 +32,36 @@ def progress_view(progress: Progress) -> ProgressView:
 def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, old: ProgressView) -> ProgressView:
     """`progress_view(progress)`, made from `old` (the view of the values `old_raw`): only what changed
     is converted again (a training line moves the step, loss, rate and ETA; the rest holds)."""
-    values = vars(progress)
-    if old_raw is None or len(raw) != len(old_raw):
+    if old_raw is None or len(raw) != _RAW_LEN or len(old_raw) != _RAW_LEN:
         return progress_view(progress)
-    fields = vars(old).copy()
-    for name in compress(values, map(ne, raw, old_raw)):  # the names whose values changed, found in C
-        value = values[name]
-        if name in _PROGRESS_NUMBERS:
-            fields[name] = json_number(value)
-            if name == "loss":
-                fields["loss_text"] = str(value) if value is not None and not math.isfinite(value) else None
-        elif name in fields:
-            fields[name] = value
-        else:  # a Progress value the view does not carry under its name
-            return progress_view(progress)
+    step, total, rate, unit, loss, epoch, epochs, eta_s, lr, desc, updated_at = raw
+    o_step, o_total, o_rate, _, o_loss, o_epoch, o_epochs, o_eta_s, o_lr, _, _ = old_raw
+    was = old.__dict__
+    num = json_number
+    same_loss = loss == o_loss
     view = object.__new__(ProgressView)
-    _set(view, "__dict__", fields)
+    _set(view, "__dict__", {  # ProgressView's fields, in its order
+        "step": was["step"] if step == o_step else num(step),
+        "total": was["total"] if total == o_total else num(total),
+        "rate": was["rate"] if rate == o_rate else num(rate),
+        "unit": unit,
+        "loss": was["loss"] if same_loss else num(loss),
+        "epoch": was["epoch"] if epoch == o_epoch else num(epoch),
+        "eta_s": was["eta_s"] if eta_s == o_eta_s else num(eta_s),
+        "epochs": was["epochs"] if epochs == o_epochs else num(epochs),
+        "lr": was["lr"] if lr == o_lr else num(lr),
+        "desc": desc,
+        "updated_at": updated_at,
+        "loss_text": was["loss_text"] if same_loss else (
+            str(loss) if loss is not None and not math.isfinite(loss) else None),
+    })
     return view
 
 
-_PROGRESS_NUMBERS = frozenset(("step", "total", "rate", "loss", "epoch", "eta_s", "epochs", "lr"))
+# The order of a Progress's values (`tuple(vars(progress).values())`, as KeptView keeps them) that
+# `_next_progress_view` unpacks; another order (a field added) takes the long way, never a wrong one.
+_RAW_ORDER = ("step", "total", "rate", "unit", "loss", "epoch", "epochs", "eta_s", "lr", "desc", "updated_at")
+_RAW_LEN = len(_RAW_ORDER) if tuple(f.name for f in dataclasses.fields(Progress)) == _RAW_ORDER else -1
 
 
 def current_view(job: JobState, now: float | None = None) -> JobView:
@@ -67,8 +76,10 @@ def current_view(job: JobState, now: float | None = None) -> JobView:
     if kept is None:
         kept = job.view_parts["kept"] = KeptView(job, at)
         return kept.view
-    if job.revision == kept.revision and job.verdict is kept.verdict and at == kept.at:
-        return kept.view  # asked again with no frame, judgement or action in between
+    if job.revision == kept.revision and job.verdict is kept.verdict and job.exit is kept.exit:
+        # Asked again with no frame, judgement or action in between (each bumps the revision or
+        # makes a new verdict): only the age of the last phase in the history text can have moved.
+        return kept.view if at == kept.at else kept.aged(at)
     return kept.refresh(job, at)
 
 
@@ -144,7 +155,7 @@ def _progress_points(history, cached_last, points: tuple) -> tuple:
     if cached_last is not None and len(history) > 1 and history[-2] is cached_last:  # one new point: the usual
         p = last
         point = ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch)
-        return last, (points + (point,))[-PROGRESS_POINTS:]
+        return last, points + (point,) if len(points) < PROGRESS_POINTS else points[1 - PROGRESS_POINTS:] + (point,)
     new = []
     found = False
     for i in range(1, min(len(history), PROGRESS_POINTS) + 1):
@@ -170,7 +181,7 @@ class KeptView:
 
     __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "scalars", "members",
                  "ticks", "root", "gpus", "log_keys", "log_total", "exit", "exit_code", "alive", "progress",
-                 "points_last", "history", "history_head", "actions")
+                 "points_last", "history", "history_head", "history_last", "text_span", "actions")
 
     def __init__(self, job: JobState, at: float) -> None:
         self.view = job_view(job, at)
@@ -197,7 +208,38 @@ class KeptView:
         self.points_last = history[-1] if history else None
         self.history = list(job.history)
         self.history_head = _history_head(job.history)
+        self.history_last = job.history[-1] if job.history else None
+        self.text_span = _NO_SPAN  # (made at the next age asked)
         self.actions = list(job.actions)
+
+    def aged(self, at: float) -> JobView:
+        """The view at `at` when nothing but the time moved since the last one (`current_view`)."""
+        self.at = at
+        if self.history_last is None:
+            return self.view
+        text = self._aged_text(at)
+        if text is None:
+            return self.view
+        fields = self.fields.copy()
+        fields["history_text"] = text
+        view = object.__new__(JobView)
+        _set(view, "__dict__", fields)
+        self.view = view
+        self.fields = fields
+        return view
+
+    def _aged_text(self, at: float) -> str | None:
+        """The history text at `at`, or None where it reads as the view's. Only the last phase ages,
+        and its age reads the same across a span of ages (`_same_text_span`): within the span of the
+        age the text was last made at, nothing is made."""
+        phase, since = self.history_last
+        age = at - since
+        low, high = self.text_span
+        if low <= age < high:
+            return None
+        self.text_span = _same_text_span(age)
+        text = f"{self.history_head}{phase} {fmt_duration(age)}"
+        return None if text == self.fields["history_text"] else text
 
     def refresh(self, job: JobState, at: float) -> JobView:
         """The view at `at`: the last one if no part changed, else a new one sharing the parts that held."""
@@ -270,10 +312,11 @@ class KeptView:
             new["history"] = tuple(PhaseEntry(phase, since) for phase, since in history)
             self.history = list(history)
             self.history_head = _history_head(history)
+            self.history_last = history[-1] if history else None
+            self.text_span = _NO_SPAN
         if history and (at != self.at or "history" in new):
-            phase, since = history[-1]  # only the last phase ages: the text of the others holds still
-            text = f"{self.history_head}{phase} {fmt_duration(at - since)}"
-            if text != fields["history_text"]:
+            text = self._aged_text(at)
+            if text is not None:
                 new["history_text"] = text
         elif not history and fields["history_text"]:
             new["history_text"] = ""
@@ -291,6 +334,24 @@ class KeptView:
         self.view = view
         self.fields = fields
         return view
+
+
+_NO_SPAN = (math.inf, -math.inf)
+
+
+def _same_text_span(age: float) -> tuple[float, float]:
+    """The ages [low, high) that `fmt_duration` writes as it writes `age`: it truncates to whole
+    seconds (anything under one reads "0s"), shows seconds under an hour, minutes under a day, hours
+    beyond (tests/jobs/test_view_reuse.py checks this against it)."""
+    if not math.isfinite(age):
+        return _NO_SPAN
+    s = int(age) if age > 0 else 0
+    if s == 0:
+        return -math.inf, 1.0
+    if s < 3600:
+        return float(s), s + 1.0
+    unit = 60 if s < 86400 else 3600
+    return float(s // unit * unit), (s // unit + 1.0) * unit
 
 
 def _history_head(history: list) -> str:

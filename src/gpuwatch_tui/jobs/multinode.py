@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Iterable
 
 from ..model import GpuSample, ProcInfo
@@ -53,6 +54,9 @@ def overridable(phase: str, detail: str | None) -> bool:
     return phase != "crashed" and (phase != "stalled" or detail == "no-progress")
 
 
+_dist = attrgetter("dist")
+
+
 def _int(value: str | None) -> int | None:
     try:
         return int(value) if value is not None else None
@@ -88,6 +92,31 @@ def rank_processes(procs: Iterable[ProcInfo]) -> list[ProcInfo]:
     # SLURM_PROCID alone: a Python task of an srun step. The batch script and srun carry SLURM_PROCID=0
     # too (the batch step's), and are no rank.
     return with_rank or [p for p in procs if dict(p.dist).get("SLURM_PROCID") is not None and is_python(p)]
+
+
+_NO_FACTS = ((), frozenset(), False)
+
+
+def run_facts(job) -> tuple[list[ProcInfo], frozenset[str], bool]:
+    """(its processes as last seen, its run keys, whether it has several ranks) of one per-host job.
+    Kept with the job (`job.view_parts`) while its revision holds (no frame of its host since: the same
+    processes), and its keys while its processes' run variables hold (compared as they are, not made
+    again from a new list each frame)."""
+    if job is None:
+        return _NO_FACTS
+    parts = job.view_parts
+    kept = parts.get("run_facts")  # (revision, processes, their run variables, the facts)
+    if kept is not None and kept[0] == job.revision:
+        return kept[3]
+    procs_list = job.procs or job.last_procs
+    dists = tuple(map(_dist, procs_list))
+    if kept is not None and kept[2] == dists:
+        facts = (procs_list, kept[3][1], kept[3][2])
+    else:
+        facts = (procs_list, frozenset(part_keys(procs_list)),
+                 bool(any(dists) and len(rank_processes(procs_list)) > 1))
+    parts["run_facts"] = (job.revision, procs_list, dists, facts)
+    return facts
 
 
 def ranks_of(part: PartFacts) -> list[RankView]:
@@ -145,42 +174,27 @@ class MultiNodeJobs:
 
     def __init__(self) -> None:
         self.joined: dict[str, str] = {}  # per-host job id -> the multi-node job's id (as of the last join)
-        self._keys: dict[str, tuple] = {}  # job id -> (its process list, their run variables, its run keys, ranked)
         self._stopped_since: dict[tuple[str, int, int], float] = {}
         self._history: dict[str, list[tuple[str, float]]] = {}
 
-    def join(self, views: list[JobView], tracker, now: float | None) -> list[JobView]:
-        """The tracker's per-host views with the parts of each multi-node run replaced by one view."""
-        keys_seen: dict[str, tuple] = {}
-        old_keys = self._keys
-        any_facts = False
-        for v in views:
-            job = tracker.state(v.id)
-            procs_list = (job.procs or job.last_procs) if job is not None else []
-            # The keys of a job are read from its processes' run variables only (kept as they were
-            # while unchanged: compared as such, not made again from a new list each frame).
-            dists = tuple(p.dist for p in procs_list)
-            cached = old_keys.get(v.id)
-            if cached is not None and cached[1] == dists:
-                keys, ranked = cached[2], cached[3]
-            else:
-                keys = frozenset(part_keys(procs_list))
-                ranked = any(dists) and len(rank_processes(procs_list)) > 1
-            keys_seen[v.id] = (procs_list, dists, keys, ranked)
-            any_facts = any_facts or bool(keys) or ranked
-        self._keys = keys_seen
-        if not any_facts:  # the common case: nothing to join, no job of several ranks (no part facts to gather)
+    def join(self, views: list[JobView], tracker, now: float | None,
+             facts: list[tuple] | None = None) -> list[JobView]:
+        """The tracker's per-host views with the parts of each multi-node run replaced by one view.
+        `facts`: each view's job's `run_facts`, in the same order (the tracker gathers them as it makes
+        the views, while each job is at hand); found by id when not given."""
+        if facts is None:
+            facts = [run_facts(tracker.state(v.id)) for v in views]
+        if not any(keys or ranked for _, keys, ranked in facts):
+            # the common case: nothing to join, no job of several ranks (no part facts to gather)
             self.joined = {}
             self._stopped_since.clear()
             return views
         parts = []
-        for v in views:
-            _, _, keys, ranked = keys_seen[v.id]
+        for v, (procs_list, keys, ranked) in zip(views, facts):
             if not keys and not ranked:
                 parts.append(PartFacts(v, (), frozenset(), (), None))
                 continue
             job = tracker.state(v.id)
-            procs_list = keys_seen[v.id][0]
             last_log = max((b.last_growth for b in job.logs.values() if b.last_growth is not None), default=None)
             parts.append(PartFacts(v, tuple(procs_list), frozenset(p.pid for p in job.procs),
                                    tracker.host_gpus(v.host), last_log, keys))

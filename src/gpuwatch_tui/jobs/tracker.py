@@ -20,7 +20,7 @@ from ..model import DirStat, HostSample, ProcInfo
 from ..views import JobView
 from .discovery import gpu_pids_of, parents_to_watch
 from .match_check import note_broad_matches
-from .multinode import MultiNodeJobs
+from .multinode import MultiNodeJobs, run_facts
 from .export import current_view
 from .grouping import JobGrouping, Successor
 from .grouping_reuse import frame_key, jobs_key
@@ -91,10 +91,14 @@ class JobTracker:
         """Every job as a frozen view; `now` dates the phase history text (default: last frame).
         A run over several hosts is one view (multinode.py); `joined=False` gives its per-host parts."""
         jobs = self._jobs.values()
-        views = [current_view(j, now) for j in jobs]
         if not joined:
-            return views
-        return self.multinode.join(views, self, now)
+            return [current_view(j, now) for j in jobs]
+        views = []
+        facts = []
+        for j in jobs:  # each job's run facts gathered in the same pass as its view, while its record is at hand
+            views.append(current_view(j, now))
+            facts.append(run_facts(j))
+        return self.multinode.join(views, self, now, facts)
 
     def host_gpus(self, host: str) -> tuple:
         return self._gpus.get(host, ())
