@@ -147,25 +147,38 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
             held = set(on) if held is None else held.union(on)
     gpus = []
     if held:
-        gpu_indices = set(job.gpus)
         frame_gpus = sample.gpus
-        count = len(frame_gpus)
-        # By position where a GPU's index is its position (the usual frame): not every GPU of the host.
-        found = (frame_gpus[i] for i in sorted(held)) if all(
-            i < count and frame_gpus[i].index == i for i in held) else (g for g in frame_gpus if g.index in held)
-        for g in found:
-            if any(gp.pid in main or gp.pid in children for gp in g.processes):
-                gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
-                gpu_indices.add(g.index)
-        if len(gpu_indices) != len(job.gpus):
-            job.gpus = tuple(sorted(gpu_indices))
+        if _positional(frame_gpus):
+            # A GPU's index is its position (the usual frame) and so no two share one: the GPU at a
+            # held index is the one whose process list named a pid of the job (`on_gpu` was read from
+            # those lists), so it is read as it is, without looking through its processes again.
+            count = len(frame_gpus)
+            for i in (held if len(held) == 1 else sorted(held)):
+                if i < count:
+                    g = frame_gpus[i]
+                    gpus.append(GpuReading(i, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
+        else:
+            count = len(frame_gpus)
+            found = (frame_gpus[i] for i in sorted(held)) if all(
+                i < count and frame_gpus[i].index == i for i in held) else (g for g in frame_gpus if g.index in held)
+            for g in found:
+                if any(gp.pid in main or gp.pid in children for gp in g.processes):
+                    gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
+        known = job.gpus
+        for r in gpus:
+            if r.index not in known:
+                job.gpus = tuple(sorted({*known, *(r.index for r in gpus)}))
+                break
     if procs:
-        single = len(procs) == 1
-        rs = ResourceSample(
-            now, main_cpu, max(0.0, tree_cpu - main_cpu), tuple(gpus), tuple([p.state for p in procs]), compilers,
-            workers, tuple([(p.pid, p.cpu_s) for p in procs if single or p.pid in on_gpu]),
-            _log_bytes(job.logs), tuple(sorted(main)),
-        )
+        if len(procs) == 1:  # (one process: the tuples below without the generic loops)
+            p = procs[0]
+            states, rank_cpu, members = (p.state,), ((p.pid, p.cpu_s),), (p.pid,)
+        else:
+            states = tuple([p.state for p in procs])
+            rank_cpu = tuple([(p.pid, p.cpu_s) for p in procs if p.pid in on_gpu])
+            members = tuple(sorted(main))
+        rs = ResourceSample(now, main_cpu, max(0.0, tree_cpu - main_cpu), tuple(gpus), states, compilers,
+                            workers, rank_cpu, _log_bytes(job.logs), members)
         samples = job.samples
         samples.append(rs)
         while now - samples[0].time > WINDOW_S:
@@ -175,6 +188,19 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
         buf.tick(now)
     if not procs or not _unchanged(job, now, skew):
         judge(job, now, skew)
+
+
+_positional_memo: list = [None, False]  # [the last frame's GPU list, whether its indices are positions]
+
+
+def _positional(gpus: list) -> bool:
+    """Whether every GPU of the frame sits at the position its index says (then no two share an
+    index). Asked for every job of a frame: answered once per frame's GPU list."""
+    memo = _positional_memo
+    if memo[0] is not gpus:
+        memo[1] = all(g.index == i for i, g in enumerate(gpus))
+        memo[0] = gpus
+    return memo[1]
 
 
 @lru_cache(maxsize=4096)
@@ -382,7 +408,9 @@ def _gpus_close(a: tuple, b: tuple) -> bool:
             return False
         if ua is not None and (abs(ua - ub) > GPU_UTIL_NOISE or _crosses(ua, ub, GPU_UTIL_EDGES)):
             return False
-        pa, pb = ga.power_fraction, gb.power_fraction
+        # (GpuReading.power_fraction, inlined: this runs for every GPU of every kept frame)
+        pa = None if ga.power_w is None or not ga.power_limit_w else ga.power_w / ga.power_limit_w
+        pb = None if gb.power_w is None or not gb.power_limit_w else gb.power_w / gb.power_limit_w
         if (pa is None) != (pb is None):
             return False
         if pa is not None and (abs(pa - pb) > GPU_POWER_NOISE or _crosses(pa, pb, GPU_POWER_EDGES)):
@@ -605,5 +633,7 @@ def lead_process(procs: list[ProcInfo]) -> ProcInfo | None:
     """The process whose stdout matters: the first Python rank (not the launcher)."""
     if not procs:
         return None
+    if len(procs) == 1:
+        return procs[0]  # (the rank, or else the launcher: the one process either way)
     ranks = [p for p in procs if p.is_python and not launcher_kind(p)]
     return (ranks or procs)[0]
