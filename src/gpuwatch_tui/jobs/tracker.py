@@ -290,10 +290,12 @@ class JobTracker:
         for job in jobs:
             job.last_seen = now
             job.revision += 1
-        self._wiring.feed_tails(self._jobs, sample.tails, skew, now)
-        feed_dirs(jobs, sample.dirs, skew)
-
-        self._match_reported.update((host, key) for key in sample.matches)
+        if sample.tails:
+            self._wiring.feed_tails(self._jobs, sample.tails, skew, now)
+        if sample.dirs:
+            feed_dirs(jobs, sample.dirs, skew)
+        if sample.matches:
+            self._match_reported.update((host, key) for key in sample.matches)
         pending = self._grouping.successors.get(host)
         if pending:
             pending[:] = [s for s in pending if s.expires_at > now]
