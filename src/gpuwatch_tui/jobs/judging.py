@@ -111,7 +111,7 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
     job.procs = procs  # an ended job lists none: its last facts would read as a live process
     if procs:
         job.last_procs = procs  # but the verdict on its end still needs them (stdout, -u)
-    main = {p.pid for p in procs}
+    main = {procs[0].pid} if len(procs) == 1 else {p.pid for p in procs}
     children = {}
     named = None
     main_cpu = tree_cpu = 0
@@ -132,7 +132,7 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
             workers += 1
     compilers = tuple(sorted(named)) if named else ()
     if compilers:
-        job.compilers_at = now  # the last sample that showed one (judging._compilers_recent)
+        job.compilers_at = now  # the last sample that showed one (read by `_unchanged`)
     if workers and job.compile_worker_since is None:
         job.compile_worker_since = now
     # The job's GPUs from the frame's pid -> GPU map: every job of a host would otherwise scan every GPU.
@@ -403,10 +403,14 @@ def _gpu_bands(gpus: tuple) -> tuple:
 
 def _edge_band(a: float | None, edges: tuple[float, ...]) -> tuple[float, float]:
     """[lo, hi): the values on the same side of every edge as `a` (`_crosses` says no for them)."""
-    if a is None:
-        return float("-inf"), float("inf")
-    return (max((e for e in edges if not a < e), default=float("-inf")),
-            min((e for e in edges if a < e), default=float("inf")))
+    lo, hi = float("-inf"), float("inf")
+    if a is not None:
+        for e in edges:
+            if a < e:
+                hi = min(hi, e)
+            else:
+                lo = max(lo, e)
+    return lo, hi
 
 
 def _gpus_close(kept: tuple, b: tuple) -> bool:
@@ -512,10 +516,12 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
     logs = _log_positions(job.logs)
     same = (
         kept is not None and kept.facts is not None and v is not None and v.memory.pending is None
-        and job.exit is None and job.alive and now - kept.at < REJUDGE_EVERY_S and now < kept.deadline
+        and job.exit is None and bool(job.members) and now - kept.at < REJUDGE_EVERY_S and now < kept.deadline
         and kept.started_at == job.started_at and abs(kept.skew - skew) <= CLOCK_NOISE_S
         and kept.first_time == samples[0].time
-        and not _compilers_recent(job, now) and not _spin_possible(last)
+        # no compiler process seen in a sample of the compile window (or a second before it)
+        and (job.compilers_at is None or job.compilers_at < now - COMPILE_RECENT_S - 1.0)
+        and not _spin_possible(last)
         and _gpus_close(kept.gpus, last.gpus) and kept.cpu_class == _cpu_class(samples)
     )
     if same:
@@ -634,11 +640,6 @@ def _spin_possible(last) -> bool:
             if pf is None or pf < GPU_WORKING_POWER_FRACTION + GPU_POWER_NOISE:
                 return True
     return False
-
-
-def _compilers_recent(job: JobState, now: float) -> bool:
-    """A compiler process seen in a sample of the compile window (or a second before it)."""
-    return job.compilers_at is not None and job.compilers_at >= now - COMPILE_RECENT_S - 1.0
 
 
 def judge(job: JobState, now: float, skew: float) -> None:
