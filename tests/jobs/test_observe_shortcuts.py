@@ -68,3 +68,29 @@ def test_gpu_readings_equal_the_full_scan_on_every_frame_shape():
             compared += 1
     assert compared >= 20  # the job was read on (nearly) every frame, in all four shapes
     assert held == {0, 1, 2, 3}
+
+
+def test_feed_and_take_equals_feed_tick_take_and_live():
+    """The wiring's one call per chunk (LogBuffer.feed_and_take) leaves the buffer and hands on what
+    feed, tick, take_new_texts and live do: whole lines, an unterminated line that goes stale and is
+    shown, then continued, progress-bar frames, a reset and skipped bytes."""
+    from gpuwatch_tui.jobs.logtail import LogBuffer
+    from gpuwatch_tui.model import TailChunk
+
+    pieces = [b"step 1 loss 2.0\nstep 2 loss 1.9\n", b"loading shard 3", b"", b"", b"", b" done\n",
+              b"epoch 1:  10%|#  | 10/100\r", b"epoch 1:  20%|## | 20/100\r", b"", b"", b"",
+              b"epoch 1:  30%|###| 30/100\n", b"step 3 loss 1.8\n", b"tail without end", b"", b"", b""]
+    old, new = LogBuffer(partial_stale_s=2.0), LogBuffer(partial_stale_s=2.0)
+    size = 0
+    for i, data in enumerate(pieces):
+        now = 1000.0 + i
+        size += len(data)
+        reset, skipped = i == 12, 64 if i == 13 else 0
+        chunk = TailChunk("k", "/run/train.log", data, reset, skipped, size, now - 0.5, None)
+        old.feed(chunk, now)
+        old.tick(now)
+        want = (old.take_new_texts(), old.live)
+        assert new.feed_and_take(chunk, now) == want, i
+        assert (new.lines(), new.total_lines, new.live, new.live_since) == (
+            old.lines(), old.total_lines, old.live, old.live_since), i
+    assert any("loading shard 3" in line for line in old.lines())  # the stale partial was shown

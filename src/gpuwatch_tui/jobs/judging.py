@@ -148,7 +148,8 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
     gpus = []
     if held:
         frame_gpus = sample.gpus
-        if _positional(frame_gpus):
+        memo = _positional_memo
+        if memo[1] if memo[0] is frame_gpus else _positional(frame_gpus):  # (asked once per frame)
             # A GPU's index is its position (the usual frame) and so no two share one: the GPU at a
             # held index is the one whose process list named a pid of the job (`on_gpu` was read from
             # those lists), so it is read as it is, without looking through its processes again.
@@ -183,7 +184,8 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
         samples.append(rs)
         while now - samples[0].time > WINDOW_S:
             samples.popleft()
-        _thin(job, now)
+        if samples[0].time < now - DENSE_S:  # (else all dense yet, a young job: nothing to thin)
+            _thin(job, now)
     for buf in job.logs.values():
         buf.tick(now)
     if not procs or not _unchanged(job, now, skew):

@@ -285,7 +285,7 @@ class JobTracker:
         # Host timestamps (start times, mtimes) are moved onto the local clock.
         skew = now - sample.time
         procs = sample.procs
-        gone = {(g.pid, round(g.start_time, 2)): g for g in sample.gone}
+        gone = {(g.pid, round(g.start_time, 2)): g for g in sample.gone} if sample.gone else {}
         jobs = self.states(host)
         for job in jobs:
             job.last_seen = now
@@ -325,7 +325,8 @@ class JobTracker:
                 observe(job, sample, on_gpu, skew, now)
             elif job.spec is not None:
                 judge(job, now, skew)
-        note_broad_matches(jobs, self._specs, sample)  # a `match` that takes pid 1 or others' sessions
+        if self._specs:
+            note_broad_matches(jobs, self._specs, sample)  # a `match` that takes pid 1 or others' sessions
         parents = self._parents_of_frame.get(host)
         if parents is None or parents[0] != frame:
             parents = (frame, parents_to_watch(procs, [*on_gpu, *sample.candidates]))
