@@ -192,16 +192,17 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
         judge(job, now, skew)
 
 
-_positional_memo: list = [None, False]  # [the last frame's GPU list, whether its indices are positions]
+# (the last frame's GPU list, whether its indices are positions): one tuple, replaced whole
+_positional_memo: tuple = (None, False)
 
 
 def _positional(gpus: list) -> bool:
     """Whether every GPU of the frame sits at the position its index says (then no two share an
     index). Asked for every job of a frame: answered once per frame's GPU list."""
+    global _positional_memo
     memo = _positional_memo
     if memo[0] is not gpus:
-        memo[1] = all(g.index == i for i, g in enumerate(gpus))
-        memo[0] = gpus
+        memo = _positional_memo = (gpus, all(g.index == i for i, g in enumerate(gpus)))
     return memo[1]
 
 
