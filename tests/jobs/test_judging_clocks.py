@@ -68,3 +68,54 @@ def test_offsets_are_the_thresholds_the_engine_compares_durations_with():
     # age < min(stall, YOUNG_S) and < stall; quiet < min(60, stall / 2), >= 60 and < stall; output < stall
     assert judging._offsets(300.0) == (0.0, 30.0, 60.0, 300.0)
     assert judging._offsets(20.0) == (0.0, 10.0, 20.0, 60.0)
+
+
+def _close_every_edge(a, b) -> bool:
+    """`_gpus_close` as a test of every edge of every reading (what the bands stand for)."""
+    if len(a) != len(b):
+        return False
+    for ga, gb in zip(a, b):
+        if ga is gb:
+            continue
+        if ga.index != gb.index:
+            return False
+        for x, y, noise, edges in ((ga.util_pct, gb.util_pct, judging.GPU_UTIL_NOISE, judging.GPU_UTIL_EDGES),
+                                   (ga.power_fraction, gb.power_fraction, judging.GPU_POWER_NOISE,
+                                    judging.GPU_POWER_EDGES)):
+            if (x is None) != (y is None):
+                return False
+            if x is not None and (abs(x - y) > noise or any((x < e) != (y < e) for e in edges)):
+                return False
+        ma, mb = ga.mem_used_mib, gb.mem_used_mib
+        if (ma is None) != (mb is None) or (ma is not None and abs(ma - mb) > judging.GPU_MEM_NOISE_MIB):
+            return False
+    return True
+
+
+def test_gpu_bands_answer_as_testing_every_edge():
+    """The kept readings' bands (judging._gpu_bands) answer as the edges do, on them, next to them,
+    for missing and NaN readings."""
+    from gpuwatch_tui.jobs.phase import GpuReading
+
+    rng = random.Random(11)
+    limit = 700.0
+    utils = [*judging.GPU_UTIL_EDGES, *(e + d for e in judging.GPU_UTIL_EDGES for d in (-3.0, -1e-9, 1e-9, 3.0)),
+             0.0, 50.0, 100.0, None, float("nan")]
+    powers = [*(f * limit for f in judging.GPU_POWER_EDGES), 119.0, 690.0, None, float("nan"),
+              *(f * limit + d for f in judging.GPU_POWER_EDGES for d in (-14.0, -1e-7, 1e-7, 14.0))]
+    close = 0
+    for _ in range(4000):
+        n = rng.randint(1, 3)
+        a = tuple(GpuReading(i, rng.choice(utils), rng.choice([80_000.0, None]), rng.choice(powers), limit)
+                  for i in range(n))
+        b = []
+        for g in a:
+            u = g.util_pct if rng.random() < 0.5 else rng.choice(utils)
+            p = g.power_w if rng.random() < 0.5 else rng.choice(powers)
+            m = g.mem_used_mib if rng.random() < 0.7 else rng.choice([80_000.0, 80_100.0, None])
+            b.append(g if rng.random() < 0.1 else GpuReading(g.index, u, m, p, limit))
+        b = tuple(b)
+        want = _close_every_edge(a, b)
+        assert judging._gpus_close(judging._gpu_bands(a), b) == want, (a, b)
+        close += want
+    assert 200 < close < 3800, close

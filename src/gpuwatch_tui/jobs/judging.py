@@ -111,7 +111,7 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
     job.procs = procs  # an ended job lists none: its last facts would read as a live process
     if procs:
         job.last_procs = procs  # but the verdict on its end still needs them (stdout, -u)
-    main = {p.pid for p in procs}
+    main = {procs[0].pid} if len(procs) == 1 else {p.pid for p in procs}
     children = {}
     named = None
     main_cpu = tree_cpu = 0
@@ -132,7 +132,7 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
             workers += 1
     compilers = tuple(sorted(named)) if named else ()
     if compilers:
-        job.compilers_at = now  # the last sample that showed one (judging._compilers_recent)
+        job.compilers_at = now  # the last sample that showed one (read by `_unchanged`)
     if workers and job.compile_worker_since is None:
         job.compile_worker_since = now
     # The job's GPUs from the frame's pid -> GPU map: every job of a host would otherwise scan every GPU.
@@ -147,34 +147,63 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
             held = set(on) if held is None else held.union(on)
     gpus = []
     if held:
-        gpu_indices = set(job.gpus)
         frame_gpus = sample.gpus
-        count = len(frame_gpus)
-        # By position where a GPU's index is its position (the usual frame): not every GPU of the host.
-        found = (frame_gpus[i] for i in sorted(held)) if all(
-            i < count and frame_gpus[i].index == i for i in held) else (g for g in frame_gpus if g.index in held)
-        for g in found:
-            if any(gp.pid in main or gp.pid in children for gp in g.processes):
-                gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
-                gpu_indices.add(g.index)
-        if len(gpu_indices) != len(job.gpus):
-            job.gpus = tuple(sorted(gpu_indices))
+        memo = _positional_memo
+        if memo[1] if memo[0] is frame_gpus else _positional(frame_gpus):  # (asked once per frame)
+            # A GPU's index is its position (the usual frame) and so no two share one: the GPU at a
+            # held index is the one whose process list named a pid of the job (`on_gpu` was read from
+            # those lists), so it is read as it is, without looking through its processes again.
+            count = len(frame_gpus)
+            for i in (held if len(held) == 1 else sorted(held)):
+                if i < count:
+                    g = frame_gpus[i]
+                    gpus.append(GpuReading(i, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
+        else:
+            count = len(frame_gpus)
+            found = (frame_gpus[i] for i in sorted(held)) if all(
+                i < count and frame_gpus[i].index == i for i in held) else (g for g in frame_gpus if g.index in held)
+            for g in found:
+                if any(gp.pid in main or gp.pid in children for gp in g.processes):
+                    gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
+        known = job.gpus
+        for r in gpus:
+            if r.index not in known:
+                job.gpus = tuple(sorted({*known, *(r.index for r in gpus)}))
+                break
     if procs:
-        single = len(procs) == 1
-        rs = ResourceSample(
-            now, main_cpu, max(0.0, tree_cpu - main_cpu), tuple(gpus), tuple([p.state for p in procs]), compilers,
-            workers, tuple([(p.pid, p.cpu_s) for p in procs if single or p.pid in on_gpu]),
-            _log_bytes(job.logs), tuple(sorted(main)),
-        )
+        if len(procs) == 1:  # (one process: the tuples below without the generic loops)
+            p = procs[0]
+            states, rank_cpu, members = (p.state,), ((p.pid, p.cpu_s),), (p.pid,)
+        else:
+            states = tuple([p.state for p in procs])
+            rank_cpu = tuple([(p.pid, p.cpu_s) for p in procs if p.pid in on_gpu])
+            members = tuple(sorted(main))
+        rs = ResourceSample(now, main_cpu, max(0.0, tree_cpu - main_cpu), tuple(gpus), states, compilers,
+                            workers, rank_cpu, _log_bytes(job.logs), members)
         samples = job.samples
         samples.append(rs)
         while now - samples[0].time > WINDOW_S:
             samples.popleft()
-        _thin(job, now)
+        if samples[0].time < now - DENSE_S:  # (else all dense yet, a young job: nothing to thin)
+            _thin(job, now)
     for buf in job.logs.values():
         buf.tick(now)
     if not procs or not _unchanged(job, now, skew):
         judge(job, now, skew)
+
+
+# (the last frame's GPU list, whether its indices are positions): one tuple, replaced whole
+_positional_memo: tuple = (None, False)
+
+
+def _positional(gpus: list) -> bool:
+    """Whether every GPU of the frame sits at the position its index says (then no two share an
+    index). Asked for every job of a frame: answered once per frame's GPU list."""
+    global _positional_memo
+    memo = _positional_memo
+    if memo[0] is not gpus:
+        memo = _positional_memo = (gpus, all(g.index == i for i, g in enumerate(gpus)))
+    return memo[1]
 
 
 @lru_cache(maxsize=4096)
@@ -284,12 +313,12 @@ class Judged:
     facts: tuple | None
     at: float
     cpu_class: int = -1
-    gpus: tuple = ()  # the GpuReadings of the last sample
+    gpus: tuple = ()  # the GpuReadings of the last sample, with their bands (`_gpu_bands`)
     skew: float = 0.0
     started_at: float | None = None
     first_time: float = 0.0  # the oldest sample's time (the engine's "first seen")
     logs: tuple = ()  # per log: (total_bytes, size, mtime, last_growth)
-    moving: tuple = ()  # the log's clocks (`_clock_bases`) at the judgment
+    moving: tuple = ()  # per log clock (`_clock_bases`) at the judgment: its band (`_clock_bands`)
     hint: object = None
     deadline: float = float("-inf")  # of the fixed clocks (process start, first seen, output written)
     log_deadline: float = float("-inf")  # of the log's clocks (last growth, mtime): moved by new lines
@@ -305,7 +334,18 @@ def _facts(job: JobState, last: ResourceSample) -> tuple:
     interp = job.interp
     hint = interp.hint
     failures = interp.failures
-    lead = lead_process(job.procs)
+    procs = job.procs
+    lead = (procs[0] if len(procs) == 1 else lead_process(procs)) if procs else None
+    gpus = last.gpus
+    if lead is not None:
+        out, err = lead.stdout, lead.stderr
+        # A stdout/stderr target as the engine reads it: not its size, which the probe reports again as
+        # the log grows (each new size re-judged a training job for nothing).
+        lead_facts = (None if out is None else (out.path, out.kind, out.append),
+                      None if err is None else (err.path, err.kind, err.append),
+                      lead.unbuffered, lead.env_readable, lead.unbuffered_reason, lead.is_python)
+    else:
+        lead_facts = None
     return (
         interp,
         hint.phase if hint is not None else None, hint.detail if hint is not None else None,
@@ -316,9 +356,8 @@ def _facts(job: JobState, last: ResourceSample) -> tuple:
         _log_states(job.logs),
         job.outdir, job.dump_finding, len(job.actions), job.stall_after_s,
         job.compile_worker_since, job.gpus, last.members, last.states, last.compilers, last.compile_workers,
-        _gpu_indices(last.gpus),
-        (_target(lead.stdout), _target(lead.stderr), lead.unbuffered, lead.env_readable, lead.unbuffered_reason,
-         lead.is_python) if lead else None,
+        (gpus[0].index,) if len(gpus) == 1 else tuple([g.index for g in gpus]),
+        lead_facts,
     )
 
 
@@ -336,18 +375,6 @@ def _log_positions(logs: dict) -> tuple:
         for b in logs.values():
             return ((b.total_bytes, b.size, b.mtime, b.last_growth),)
     return tuple((b.total_bytes, b.size, b.mtime, b.last_growth) for b in logs.values())
-
-
-def _gpu_indices(gpus: tuple) -> tuple:
-    if len(gpus) == 1:
-        return (gpus[0].index,)
-    return tuple(g.index for g in gpus)
-
-
-def _target(fd) -> tuple | None:
-    """What the engine reads of a stdout/stderr target: not its size, which the probe reports again
-    as the log grows (each new size re-judged a training job for nothing)."""
-    return None if fd is None else (fd.path, fd.kind, fd.append)
 
 
 def _cpu_class(samples) -> int:
@@ -369,25 +396,50 @@ def _cpu_class(samples) -> int:
     return 0 if cores < CPU_FLAT_CORES else 2 if cores >= CPU_BUSY_CORES else 1
 
 
-def _gpus_close(a: tuple, b: tuple) -> bool:
-    """The same GPU facts (GpuReadings) within noise: no rule's threshold lies within these steps of
-    a reading except where a GPU sits right at one (then the reading must not move at all)."""
-    if len(a) != len(b):
+def _gpu_bands(gpus: tuple) -> tuple:
+    """What `_gpus_close` compares each later reading with, taken once per judgment from its
+    GpuReadings: (the reading, its index, util with its band between the engine's util edges, power
+    fraction with its band between the power edges, memory)."""
+    return tuple([(g, g.index, g.util_pct, *_edge_band(g.util_pct, GPU_UTIL_EDGES), g.power_fraction,
+                   *_edge_band(g.power_fraction, GPU_POWER_EDGES), g.mem_used_mib) for g in gpus])
+
+
+def _edge_band(a: float | None, edges: tuple[float, ...]) -> tuple[float, float]:
+    """[lo, hi): the values on the same side of every edge as `a` (`_crosses` says no for them)."""
+    lo, hi = float("-inf"), float("inf")
+    if a is not None:
+        for e in edges:
+            if a < e:
+                hi = min(hi, e)
+            else:
+                lo = max(lo, e)
+    return lo, hi
+
+
+def _gpus_close(kept: tuple, b: tuple) -> bool:
+    """The same GPU facts (the judgment's `_gpu_bands`, this frame's GpuReadings) within noise: no
+    rule's threshold lies within these steps of a reading except where a GPU sits right at one (then
+    the reading must not move at all). A reading outside its band is asked `_crosses` (the band
+    answers as it does for every number; a NaN reading goes through the test as before)."""
+    if len(kept) != len(b):
         return False
-    for ga, gb in zip(a, b):
+    for (ga, index, ua, ulo, uhi, pa, plo, phi, ma), gb in zip(kept, b):
         if ga is gb:
             continue
-        ua, ub = ga.util_pct, gb.util_pct
-        if ga.index != gb.index or (ua is None) != (ub is None):
+        ub = gb.util_pct
+        if index != gb.index or (ua is None) != (ub is None):
             return False
-        if ua is not None and (abs(ua - ub) > GPU_UTIL_NOISE or _crosses(ua, ub, GPU_UTIL_EDGES)):
+        if ua is not None and (abs(ua - ub) > GPU_UTIL_NOISE
+                               or not ulo <= ub < uhi and _crosses(ua, ub, GPU_UTIL_EDGES)):
             return False
-        pa, pb = ga.power_fraction, gb.power_fraction
+        # (GpuReading.power_fraction, inlined: this runs for every GPU of every kept frame)
+        pb = None if gb.power_w is None or not gb.power_limit_w else gb.power_w / gb.power_limit_w
         if (pa is None) != (pb is None):
             return False
-        if pa is not None and (abs(pa - pb) > GPU_POWER_NOISE or _crosses(pa, pb, GPU_POWER_EDGES)):
+        if pa is not None and (abs(pa - pb) > GPU_POWER_NOISE
+                               or not plo <= pb < phi and _crosses(pa, pb, GPU_POWER_EDGES)):
             return False
-        ma, mb = ga.mem_used_mib, gb.mem_used_mib
+        mb = gb.mem_used_mib
         if (ma is None) != (mb is None) or (ma is not None and abs(ma - mb) > GPU_MEM_NOISE_MIB):
             return False
     return True
@@ -467,10 +519,12 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
     logs = _log_positions(job.logs)
     same = (
         kept is not None and kept.facts is not None and v is not None and v.memory.pending is None
-        and job.exit is None and job.alive and now - kept.at < REJUDGE_EVERY_S and now < kept.deadline
+        and job.exit is None and bool(job.members) and now - kept.at < REJUDGE_EVERY_S and now < kept.deadline
         and kept.started_at == job.started_at and abs(kept.skew - skew) <= CLOCK_NOISE_S
         and kept.first_time == samples[0].time
-        and not _compilers_recent(job, now) and not _spin_possible(last)
+        # no compiler process seen in a sample of the compile window (or a second before it)
+        and (job.compilers_at is None or job.compilers_at < now - COMPILE_RECENT_S - 1.0)
+        and not _spin_possible(last)
         and _gpus_close(kept.gpus, last.gpus) and kept.cpu_class == _cpu_class(samples)
     )
     if same:
@@ -482,7 +536,7 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
             # Only new lines that advanced the progress, on a verdict that already showed all three
             # log-moved lines (a first progress line adds one: judged).
             same = (interp.last_progress_at > kept.at and bool(kept.lines) and None not in kept.lines
-                    and not _clock_crossed(kept.moving, _moving_bases(logs), job.stall_after_s, kept.at, now))
+                    and not _log_clocks_crossed(kept.moving, logs, now))
             if same:
                 _refresh_log_lines(job, kept, now)
         else:
@@ -490,38 +544,52 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
     if not same:
         moving, fixed = _clock_bases(job, skew)
         stall = job.stall_after_s
-        job.judged = Judged(log_at, _facts(job, last), now, _cpu_class(samples), last.gpus, skew, job.started_at,
-                            samples[0].time, logs, moving, interp.hint, _next_deadline(fixed, stall, now),
-                            _next_deadline(moving, stall, now), settled=not log_moved)
+        job.judged = Judged(log_at, _facts(job, last), now, _cpu_class(samples), _gpu_bands(last.gpus), skew,
+                            job.started_at, samples[0].time, logs, _clock_bands(moving, stall, now), interp.hint,
+                            _next_deadline(fixed, stall, now), _next_deadline(moving, stall, now),
+                            settled=not log_moved)
     return same
 
 
-def _moving_bases(logs: tuple) -> tuple[float, ...]:
-    """The log clocks of `_log_positions` (last growth, mtime), as `_clock_bases` lists them."""
-    out = []
+def _clock_bands(bases: tuple[float, ...], stall_after: float, then: float) -> tuple[tuple[float, float], ...]:
+    """Per log clock at the judgment (`then`): the band [lo, hi) of "how long ago" values in which
+    every threshold of the engine answers as it did then. `bisect_right(offsets, x)` counts the
+    thresholds <= x: it equals its value at the judgment, c, exactly when offsets[c - 1] <= x <
+    offsets[c]. Taken once per judgment, so a frame compares each clock with two numbers."""
+    offsets = _offsets(stall_after)
+    n = len(offsets)
+    bands = []
+    for base in bases:
+        c = bisect_right(offsets, then - base)
+        bands.append((offsets[c - 1] if c else float("-inf"), offsets[c] if c < n else float("inf")))
+    return tuple(bands)
+
+
+def _log_clocks_crossed(bands: tuple, logs: tuple, now: float) -> bool:
+    """Whether some rule reading how long ago a log clock was ("quiet for X") would answer now
+    otherwise than at the judgment: each clock of `_log_positions` (last growth, then mtime, as
+    `_clock_bases` lists them), moved by new lines or not, against its band (`_clock_bands`)."""
+    k, n = 0, len(bands)
     for _, _, mtime, growth in logs:
-        if growth is not None:
-            out.append(growth)
-        if mtime is not None:
-            out.append(mtime)
-    return tuple(out)
+        for t in (growth, mtime):
+            if t is None:
+                continue
+            if k == n or t > now:  # another number of clocks, or a time from the future (a clock skew)
+                return True
+            lo, hi = bands[k]
+            k += 1
+            if not lo <= now - t < hi:
+                return True
+    return k != n
 
 
 def _clock_crossed(before: tuple[float, ...], after: tuple[float, ...], stall_after: float,
                    then: float, now: float) -> bool:
-    """Whether some rule reading how long ago a log-moved time was ("quiet for X") would answer now
-    otherwise than at the judgment (`then`): the same time, moved by new lines or not, compared
-    with each threshold of the engine at both moments."""
+    """`_log_clocks_crossed` for clocks given as lists: whether some rule reading how long ago a
+    log-moved time was would answer now (`after`) otherwise than at the judgment (`before`, `then`)."""
     if len(before) != len(after):
         return True
-    offsets = _offsets(stall_after)
-    for old, new in zip(before, after):
-        if new > now:
-            return True  # a time from the future (a clock skew): judge
-        # The same answer for every threshold <=> as many (sorted) thresholds reached at both moments.
-        if bisect_right(offsets, then - old) != bisect_right(offsets, now - new):
-            return True
-    return False
+    return _log_clocks_crossed(_clock_bands(before, stall_after, then), tuple((0, 0, None, t) for t in after), now)
 
 
 _ROUNDING_S = 1e-6  # slack for the bisection in _next_deadline (the exact test follows it)
@@ -577,11 +645,6 @@ def _spin_possible(last) -> bool:
     return False
 
 
-def _compilers_recent(job: JobState, now: float) -> bool:
-    """A compiler process seen in a sample of the compile window (or a second before it)."""
-    return job.compilers_at is not None and job.compilers_at >= now - COMPILE_RECENT_S - 1.0
-
-
 def judge(job: JobState, now: float, skew: float) -> None:
     if not job.members and job.spec is not None and job.exit is None:
         if not job.first_seen:
@@ -605,5 +668,7 @@ def lead_process(procs: list[ProcInfo]) -> ProcInfo | None:
     """The process whose stdout matters: the first Python rank (not the launcher)."""
     if not procs:
         return None
+    if len(procs) == 1:
+        return procs[0]  # (the rank, or else the launcher: the one process either way)
     ranks = [p for p in procs if p.is_python and not launcher_kind(p)]
     return (ranks or procs)[0]

@@ -65,14 +65,12 @@ class LogWiring:
             job = jobs.get(ref[0])
             if job is None or ref[1] not in job.logs:
                 continue
-            buf = job.logs[ref[1]]
-            buf.feed(chunk, now, skew)  # its mtime moved onto the local clock there (no chunk copied)
-            buf.tick(now)
-            new = buf.take_new_texts()
+            # (its mtime moved onto the local clock there: no chunk copied)
+            new, live = job.logs[ref[1]].feed_and_take(chunk, now, skew)
             if new:
                 job.interp.feed_lines(new, now)
-            if buf.live:
-                job.interp.feed_live(buf.live, now)
+            if live:
+                job.interp.feed_live(live, now)
 
 
 def feed_dirs(jobs: list[JobState], dirs: list[DirStat], skew: float) -> None:

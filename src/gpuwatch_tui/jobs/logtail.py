@@ -302,3 +302,16 @@ class LogBuffer:
         texts = self._new_texts
         self._new_texts, self._new_times = [], []
         return texts
+
+    def feed_and_take(self, chunk: TailChunk, now: float, skew: float = 0.0) -> tuple[list[str], str]:
+        """`feed`, `tick`, then (`take_new_texts()`, `live`): what the log wiring does with every chunk,
+        in one call (a chunk of whole lines leaves no partial line: nothing to tick, no live line)."""
+        self.feed(chunk, now, skew)
+        live = ""
+        if self._partial:
+            self.tick(now)
+            live = self.live
+        texts = self._new_texts
+        if texts:
+            self._new_texts, self._new_times = [], []
+        return texts, live

@@ -289,15 +289,17 @@ class JobTracker:
         # Host timestamps (start times, mtimes) are moved onto the local clock.
         skew = now - sample.time
         procs = sample.procs
-        gone = {(g.pid, round(g.start_time, 2)): g for g in sample.gone}
+        gone = {(g.pid, round(g.start_time, 2)): g for g in sample.gone} if sample.gone else {}
         jobs = self.states(host)
         for job in jobs:
             job.last_seen = now
             job.revision += 1
-        self._wiring.feed_tails(self._jobs, sample.tails, skew, now)
-        feed_dirs(jobs, sample.dirs, skew)
-
-        self._match_reported.update((host, key) for key in sample.matches)
+        if sample.tails:
+            self._wiring.feed_tails(self._jobs, sample.tails, skew, now)
+        if sample.dirs:
+            feed_dirs(jobs, sample.dirs, skew)
+        if sample.matches:
+            self._match_reported.update((host, key) for key in sample.matches)
         pending = self._grouping.successors.get(host)
         if pending:
             pending[:] = [s for s in pending if s.expires_at > now]
@@ -327,7 +329,8 @@ class JobTracker:
                 observe(job, sample, on_gpu, skew, now)
             elif job.spec is not None:
                 judge(job, now, skew)
-        note_broad_matches(jobs, self._specs, sample)  # a `match` that takes pid 1 or others' sessions
+        if self._specs:
+            note_broad_matches(jobs, self._specs, sample)  # a `match` that takes pid 1 or others' sessions
         parents = self._parents_of_frame.get(host)
         if parents is None or parents[0] != frame:
             parents = (frame, parents_to_watch(procs, [*on_gpu, *sample.candidates]))
