@@ -56,7 +56,8 @@ class JobState:
     revision: int = 0  # bumped by every frame of its host: a view built since is still current
     # What the last verdict was judged from (judging.Judged): a frame that changes none of it keeps it.
     judged: object | None = field(default=None, repr=False, compare=False)
-    # Parts of the exported view kept until what they are made of changes (export.py).
+    # Parts of the exported view kept until what they are made of changes (export.py), and the
+    # multi-host join's run facts kept while the revision holds (multinode.run_facts).
     view_parts: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
