@@ -23,6 +23,7 @@ PROTOCOL_VERSION = 1
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 TAIL_CAP_BYTES = 256 * 1024  # at most this much of one log per frame; the rest waits (see Tail)
+TAIL_CHECK_S = 5.0  # a log that keeps growing has its path stat'ed this often (rotation, deletion, mtime)
 DIR_ENTRY_CAP = 2000
 SMALL_THREAD_COUNT = 16  # processes with at most this many threads have every thread's children read
 SMI_FIELDS = (
@@ -135,6 +136,33 @@ class HostCpu(object):
         if last is None or total <= last[0]:
             return None  # the first sample has nothing to compare with
         return round(100.0 * (1.0 - float(idle - last[1]) / (total - last[0])), 1)
+
+
+# RAM used/total (the host header's figure, read by no rule of the engine) is read this often, and the
+# probe's own CPU (probe_cpu_s, for an overhead figure) too: memory moves slowly, and each read is a
+# system call a sample (/proc/meminfo's is one of the dearer ones: the kernel sums it at every read).
+HOST_SLOW_READ_S = 5.0
+
+
+class EverySoOften(object):
+    """`read()`'s last answer, read again once `every` seconds have passed (or the clock went back)."""
+
+    def __init__(self, read, every=HOST_SLOW_READ_S):
+        self.read = read
+        self.every = every
+        self.at = None
+        self.value = None
+
+    def get(self, now):
+        if self.at is None or not 0.0 <= now - self.at < self.every:
+            self.value = self.read()
+            self.at = now
+        return self.value
+
+
+def own_cpu_s():
+    t = os.times()
+    return round(t[0] + t[1], 3)
 
 
 def read_meminfo():
@@ -1378,6 +1406,12 @@ class Tail(object):
         self.first = True
         self.line_len = 0  # bytes of the current line (frame) passed on so far
         self.dropping = 0  # bytes of the current line dropped and not yet reported
+        # While the log grows, a poll is one pread() on the kept descriptor (see poll): these are the
+        # path's last stat (when, and the mtime it gave) and how many polls in a row read new bytes up
+        # to the end.
+        self.checked_at = 0.0
+        self.mtime = None
+        self.grew = 0
 
     def _open(self):
         fd = os.open(self.path, os.O_RDONLY)
@@ -1394,9 +1428,25 @@ class Tail(object):
             os.close(self.fd)
             self.fd = None
 
-    def poll(self):
+    def poll(self, now=None):
+        """This frame's chunk. While the log grows (the last two polls read new bytes up to its end),
+        one pread() at the offset, no stat: bytes that come mean the file was neither truncated (a read past the
+        end gives nothing) nor replaced (a renamed log being written still grows: its bytes are the
+        writer's); the size is where the read ended and the mtime stays the last stat's (the client
+        times a growing log by its new bytes, not its mtime). A read that gives nothing, or
+        TAIL_CHECK_S since the last stat, goes the full way (stat the path: rotation, deletion,
+        truncation, the true mtime). A log that is quiet between lines is stat'ed first, as it was
+        (trying the read first would cost it one more call a line)."""
+        if now is None:
+            now = time.time()
+        if self.grew >= 2 and self.fd is not None and now - self.checked_at < TAIL_CHECK_S:
+            chunk = self._poll_growing()
+            if chunk is not None:
+                return chunk
         chunk = {"key": self.key, "path": self.path, "data": "", "reset": False, "skipped": 0,
                  "size": None, "mtime": None, "error": None, "cut": []}
+        grew, self.grew = self.grew, 0
+        self.checked_at = now
         out = bytearray()
         try:
             st = os.stat(self.path)
@@ -1408,6 +1458,7 @@ class Tail(object):
             chunk["data"] = _b64(bytes(out))
             return chunk
         chunk["size"], chunk["mtime"] = st.st_size, st.st_mtime
+        self.mtime = st.st_mtime
         if self.fd is not None and (st.st_dev, st.st_ino) != self.ino:
             self._drain(out, chunk["cut"])  # rotated: finish the old file first
             self._close()
@@ -1432,9 +1483,33 @@ class Tail(object):
             chunk["skipped"] = pending - self.SCAN_CAP_BYTES
             self._new_file(st.st_size - self.SCAN_CAP_BYTES)
         if pending > 0 or not S_ISREG(st.st_mode):
-            self._read(out, chunk["cut"], self.SCAN_CAP_BYTES)  # nothing new: no seek, no read
+            # nothing new: no seek, no read
+            at_end = self._read(out, chunk["cut"], self.SCAN_CAP_BYTES)
+            if at_end and self.regular and pending > 0:
+                self.grew = grew + 1
         chunk["data"] = _b64(bytes(out))
         return chunk
+
+    def _poll_growing(self):
+        """poll's pread-only way: the chunk, or None when nothing came (then poll stats the path)."""
+        start = self.offset
+        out = bytearray()
+        cuts = []
+        try:
+            at_end = self._read(out, cuts, self.SCAN_CAP_BYTES)
+        except (OSError, IOError, ValueError):
+            return None
+        if self.offset == start:
+            return None
+        size = self.offset
+        if not at_end:  # more waits than one frame carries: its size from the descriptor, a full poll next
+            self.grew = 0
+            try:
+                size = os.fstat(self.fd).st_size
+            except OSError:
+                size = None
+        return {"key": self.key, "path": self.path, "data": _b64(bytes(out)), "reset": False, "skipped": 0,
+                "size": size, "mtime": self.mtime, "error": None, "cut": cuts}
 
     def _new_file(self, offset):
         self.offset = offset
@@ -1442,22 +1517,27 @@ class Tail(object):
         self.dropping = 0
 
     def _read(self, out, cuts, budget):
-        """Read up to `budget` bytes from the offset into `out`, cutting over-long lines."""
+        """Read up to `budget` bytes from the offset into `out`, cutting over-long lines. Returns
+        whether it read up to the end of what is there now."""
+        at_end = False
         while budget > 0 and len(out) < TAIL_CAP_BYTES:
             want = min(self.BLOCK_BYTES, budget)
             # pread: no seek, and a short block means the end of what is there now (no read for the EOF)
             block = os.pread(self.fd, want, self.offset) if self.regular else os.read(self.fd, want)
             if not block:
+                at_end = True
                 break
             budget -= len(block)
             self.offset += len(block)
             self._keep(block, out, cuts)
             if self.regular and len(block) < want:
+                at_end = True
                 break
         if self.dropping:
             # The long line is still being written: say so now, more may follow.
             cuts.append([len(out), self.dropping])
             self.dropping = 0
+        return at_end
 
     def _keep(self, block, out, cuts):
         i, n = 0, len(block)
@@ -1571,6 +1651,8 @@ class Probe(object):
         self.candidate_pids = {}  # pid -> why it is a job before it uses a GPU (last scan)
         self.gpu = NoGpu()
         self.host_cpu = HostCpu()
+        self.host_memory = EverySoOften(read_meminfo)
+        self.own_cpu = EverySoOften(own_cpu_s)
         # A client that vanished without closing our stdin (a blackholed link) is noticed by its
         # missing pings: we then exit rather than linger on the host.
         self.idle_exit = float(options.get("idle_exit_s", 0) or 0)
@@ -1777,10 +1859,9 @@ class Probe(object):
         known = self.candidates.seen
         frame["candidates"] = dict((str(pid), why) for pid, why in self.candidate_pids.items()
                                    if pid in current and known.get(pid, (0, None))[1] == current[pid])
-        frame["tails"] = [t.poll() for t in tails]
+        frame["tails"] = [t.poll(now) for t in tails]
         frame["dirs"] = [dir_stat(k, p) for k, p in sorted(dirs.items())]
-        t = os.times()
-        frame["probe_cpu_s"] = round(t[0] + t[1], 3)  # our own cost, for the overhead figure
+        frame["probe_cpu_s"] = self.own_cpu.get(now)  # our own cost, for the overhead figure
         frame["scanned_procs"] = self.scanned_procs
         load = load1(loadavg)
         if load is not None:
@@ -1788,7 +1869,7 @@ class Probe(object):
         # What top shows first: host CPU busy %, RAM used/total; and the driver beside the GPU model.
         frame["cpu_pct"] = self.host_cpu.percent()
         frame["cpu_count"] = self.cpu_count  # read again at each /proc walk (CPUs rarely come and go)
-        frame["mem_total_kib"], frame["mem_avail_kib"] = read_meminfo()
+        frame["mem_total_kib"], frame["mem_avail_kib"] = self.host_memory.get(now)
         frame["driver"] = getattr(self.gpu, "driver", None)
         if self.deltas is not None:
             self.deltas.apply(frame, now, procs_done=True)
