@@ -163,3 +163,33 @@ def test_more_than_a_frame_carries_reports_the_size_and_polls_in_full_next(tail_
     assert counting.calls["stat"] == stats + 1  # the full way: the skip rule sees what waits
     assert len(data(chunk)) + len(data(rest)) <= size
     tail.close()
+
+
+def test_long_lines_are_cut_the_same_whatever_blocks_they_come_in(probe_ns, tmp_path):
+    """Lines (and carriage-return frames) over the cap keep their first cap bytes, the rest counted in
+    cuts, whether a block holds whole short lines (copied as they are) or pieces of long ones."""
+    import random
+
+    rng = random.Random(7)
+    cap = 50
+    stream = b"".join(rng.choice([b"\n", b"\r", b"x" * rng.randint(0, 140), b"y" * rng.randint(0, 30)])
+                      for _ in range(400))
+    tail = probe_ns["Tail"]("k", str(tmp_path / "none"), 0)
+    tail.LINE_CAP_BYTES = cap
+    out, cuts, i = bytearray(), [], 0
+    while i < len(stream):
+        n = rng.randint(1, 90)
+        tail._keep(stream[i:i + n], out, cuts)
+        i += n
+    kept, dropped, line = bytearray(), 0, 0
+    for byte in stream:  # the rule, a byte at a time
+        if byte in b"\r\n":
+            kept.append(byte)
+            line = 0
+        elif line < cap:
+            kept.append(byte)
+            line += 1
+        else:
+            dropped += 1
+    assert bytes(out) == bytes(kept)
+    assert sum(n for _, n in cuts) + tail.dropping == dropped

@@ -6,6 +6,7 @@
 # leave it behind.
 #
 # When shipped, the bundle puts BUNDLE = {"modules": {...}, "options": {...}} in globals.
+import binascii
 import importlib
 import json
 from operator import itemgetter
@@ -180,8 +181,11 @@ def read_meminfo():
 # ---------------------------------------------------------------- processes
 
 class Stat(object):
+    # cpu_s: cpu rounded as the frame carries it; child_facts: the CHILD_FACTS of this process as the
+    # last frame built them (with the static facts they came from). A Stat is kept while its file reads
+    # the same bytes, so both are worked out once per change, not once per sample.
     __slots__ = ("pid", "comm", "state", "ppid", "pgid", "sid", "cpu", "ccpu", "threads",
-                 "start", "ticks", "rss")
+                 "start", "ticks", "rss", "cpu_s", "child_facts")
 
 
 def read_raw(path):
@@ -301,6 +305,8 @@ def parse_stat(pid, raw):
     s.ticks = int(fields[19])
     s.start = round(BOOT_TIME + s.ticks / float(CLK_TCK), 2)
     s.rss = int(fields[21]) * PAGE_SIZE
+    s.cpu_s = round(s.cpu, 2)
+    s.child_facts = None
     return s
 
 
@@ -743,6 +749,9 @@ class JobCandidates(object):
         self.found = {}  # pid -> reason
         self.rechecked_at = 0.0
         self.new_pids = PidCursor()  # /proc is listed again only when a pid was handed out
+        self.listed = None  # the pids of the last listing
+        # The parents of the processes started since the last poll (set by poll; None: not known).
+        self.new_parents = None
         self.ancestors = probe_ancestors()
         self.me = os.getpid()  # asked once: each call is a system call
 
@@ -759,17 +768,35 @@ class JobCandidates(object):
     def poll(self, now, loadavg=None):
         """New pids since the last look, and young undecided ones again. Returns {pid: reason}.
         `loadavg`: the sample's /proc/loadavg bytes (see PidCursor.changed)."""
+        self.new_parents = None
         try:
-            pids = all_pids() if self.new_pids.changed(loadavg) else ()
+            listed = all_pids() if self.new_pids.changed(loadavg) else None
         except OSError:
             return self.found
         me = self.me
-        for pid in pids:
-            if pid not in self.seen and pid != me:
+        if listed is None:
+            self.new_parents = set()  # no pid handed out: no process started
+        else:
+            last, self.listed = self.listed, set(listed)
+            # Only the pids not listed at the last look are new. Their parents say whose children lists
+            # changed (the sampler reads those again, keeps the others); a pid known from before that
+            # is new to the listing is read again too (a pid reused, or one a walk saw in between).
+            parents = set() if last is not None else None
+            for pid in (listed if last is None else self.listed - last):
+                if pid == me:
+                    continue
+                known = self.seen.get(pid)
+                if known is not None and last is None:
+                    continue
                 parent = read_parent(pid)
-                if parent is not None:
+                if parent is None:
+                    continue
+                if parents is not None:
+                    parents.add(parent[0])
+                if known is None or known[1] != parent[1]:
                     self.seen[pid] = parent
                     self.consider(pid, now)
+            self.new_parents = parents
         if now - self.rechecked_at >= CANDIDATE_RECHECK_S:  # a maps read is the costly part: not every sample
             self.rechecked_at = now
             for (pid, start), state in list(self.judged.items()):
@@ -907,8 +934,13 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
         # d.ccpu: a worker's reaped children (short compiler runs) count too
         child_cpu += d.cpu + d.ccpu
         dfacts = cache.static_facts(d.pid, d.start)
-        child = {"pid": d.pid, "state": d.state, "cpu_s": round(d.cpu, 2), "start_ticks": d.ticks}
-        known = (dfacts["cmdline"][:16], dfacts["uid"], dfacts["user"], d.ppid, d.comm, d.start)  # CHILD_FACTS
+        child = {"pid": d.pid, "state": d.state, "cpu_s": d.cpu_s, "start_ticks": d.ticks}
+        kept = d.child_facts
+        if kept is not None and kept[0] is dfacts:
+            known = kept[1]
+        else:
+            known = (dfacts["cmdline"][:16], dfacts["uid"], dfacts["user"], d.ppid, d.comm, d.start)  # CHILD_FACTS
+            d.child_facts = (dfacts, known)
         key = (d.pid, d.ticks)
         if deltas is None or not deltas.known_child(key, known):
             child.update(zip(CHILD_FACTS, known))
@@ -917,7 +949,7 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
         children.append(child)
     entry = {
         "pid": stat.pid, "start_ticks": stat.ticks, "state": stat.state,
-        "cpu_s": round(stat.cpu, 2), "cpu_children_s": round(child_cpu, 2),
+        "cpu_s": stat.cpu_s, "cpu_children_s": round(child_cpu, 2),
         "rss_bytes": stat.rss, "threads": stat.threads, "children": children,
     }
     if compilers_seen or deltas is None:
@@ -950,6 +982,10 @@ class NoGpu(object):
 
 
 PROCS_MAX_AGE_S = 5.0  # a GPU's process list, kept while its memory used does not change
+# A GPU's temperature is read this often and repeated in between: a die's temperature moves over seconds,
+# and only the grid, the history and the metrics export show it (no rule of the engine reads it). One
+# driver call per GPU a sample saved.
+TEMP_EVERY_S = 5.0
 
 
 class NvmlDirect(object):
@@ -976,15 +1012,26 @@ class NvmlDirect(object):
             util, mem = nvml.c_nvmlUtilization_t(), nvml.c_nvmlMemory_t()
             power, temp, clock = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
             refs = tuple(ctypes.byref(x) for x in (util, mem, power, temp, clock))
-            self.gpus.append((h, util, mem, power, temp, clock) + refs)
+            # The struct fields read through plain ctypes views of their bytes: nvidia-ml-py's structs
+            # read a field through a __getattribute__ of their own (a Python call per field).
+            views = (self.field(util, "gpu"), self.field(mem, "used"), self.field(mem, "total"))
+            self.gpus.append((h, util, mem, power, temp, clock) + refs + views)
 
-    def read(self, i):
-        """(util %, (memory used, total) as v1 reports them, power mW, temperature C, SM clock MHz)."""
-        h, util, mem, power, temp, clock, util_ref, mem_ref, power_ref, temp_ref, clock_ref = self.gpus[i]
-        return (util.gpu if self.util_fn(h, util_ref) == 0 else None,
-                (mem.used, mem.total) if self.mem_fn(h, mem_ref) == 0 else None,
+    @staticmethod
+    def field(struct, name):
+        """A ctypes value sharing the bytes of `struct`'s field `name`."""
+        kind = dict(type(struct)._fields_)[name]
+        return kind.from_buffer(struct, getattr(type(struct), name).offset)
+
+    def read(self, i, with_temp=True):
+        """(util %, (memory used, total) as v1 reports them, power mW, temperature C, SM clock MHz).
+        `with_temp` False: the temperature is not read (None)."""
+        (h, util, mem, power, temp, clock, util_ref, mem_ref, power_ref, temp_ref, clock_ref,
+         util_gpu, mem_used, mem_total) = self.gpus[i]
+        return (util_gpu.value if self.util_fn(h, util_ref) == 0 else None,
+                (mem_used.value, mem_total.value) if self.mem_fn(h, mem_ref) == 0 else None,
                 power.value if self.power_fn(h, power_ref) == 0 else None,
-                temp.value if self.temp_fn(h, self.sensor, temp_ref) == 0 else None,
+                temp.value if with_temp and self.temp_fn(h, self.sensor, temp_ref) == 0 else None,
                 clock.value if self.clock_fn(h, self.clock, clock_ref) == 0 else None)
 
 
@@ -1016,6 +1063,8 @@ class NvmlSource(object):
         # Per GPU: (bytes v1 counts as used that v2 leaves out, v2's total). v2 memory costs ~80 us
         # on an H200 one second apart, v1 ~10 us: v1 is read each sample and this taken off it.
         self.reserved = [None] * len(self.handles)
+        self.temps = [None] * len(self.handles)  # the last temperature read (TEMP_EVERY_S)
+        self.temps_at = -TEMP_EVERY_S
         self.driver = _s(self._try(nvml.nvmlSystemGetDriverVersion) or "") or None
         try:
             self.direct = NvmlDirect(nvml, self.handles)
@@ -1028,15 +1077,17 @@ class NvmlSource(object):
         except Exception:
             return None
 
-    def readings(self, i, h):
-        """(util %, (memory used, total) per v1, power mW, temperature C, SM clock MHz); None where unreadable."""
+    def readings(self, i, h, with_temp=True):
+        """(util %, (memory used, total) per v1, power mW, temperature C, SM clock MHz); None where unreadable
+        (the temperature too where `with_temp` is False)."""
         if self.direct is not None:
-            return self.direct.read(i)
+            return self.direct.read(i, with_temp)
         nvml, get = self.nvml, self._try
         util = get(nvml.nvmlDeviceGetUtilizationRates, h)
         mem = get(nvml.nvmlDeviceGetMemoryInfo, h)
         return (None if util is None else util.gpu, None if mem is None else (mem.used, mem.total),
-                get(nvml.nvmlDeviceGetPowerUsage, h), get(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU),
+                get(nvml.nvmlDeviceGetPowerUsage, h),
+                get(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU) if with_temp else None,
                 get(nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM))
 
     def memory(self, i, h, v1):
@@ -1080,9 +1131,17 @@ class NvmlSource(object):
             self.limits = [self._try(nvml.nvmlDeviceGetEnforcedPowerLimit, h) for h in self.handles]
             self.reserved = [None] * len(self.handles)  # measured again now and then
             self.limits_at = now
+        with_temp = not 0.0 <= mono - self.temps_at < TEMP_EVERY_S
+        if with_temp:
+            self.temps_at = mono
+        temps = self.temps
         out = []
         for i, h in enumerate(self.handles):
-            util, v1, power, temp, clock = self.readings(i, h)
+            util, v1, power, temp, clock = self.readings(i, h, with_temp)
+            if with_temp:
+                temps[i] = temp
+            else:
+                temp = temps[i]
             mem = self.memory(i, h, v1)
             limit = self.limits[i]
             mem_used = None if mem is None else mem[0]
@@ -1540,7 +1599,15 @@ class Tail(object):
         return at_end
 
     def _keep(self, block, out, cuts):
-        i, n = 0, len(block)
+        n = len(block)
+        if not self.dropping and self.line_len + n <= self.LINE_CAP_BYTES:
+            # No line in this block can reach the cap (the usual case): the block as it is, and the
+            # current line is what follows its last newline or carriage return.
+            out += block
+            end = max(block.rfind(b"\n"), block.rfind(b"\r"))
+            self.line_len = n - end - 1 if end >= 0 else self.line_len + n
+            return
+        i = 0
         while i < n:
             nl, cr = block.find(b"\n", i), block.find(b"\r", i)
             end = min(x for x in (nl, cr, n) if x >= 0)
@@ -1569,8 +1636,7 @@ class Tail(object):
 
 
 def _b64(data):
-    import base64
-    return base64.b64encode(data).decode("ascii") if data else ""
+    return binascii.b2a_base64(data, newline=False).decode("ascii") if data else ""
 
 
 def dir_stat(key, path):
@@ -1747,9 +1813,11 @@ class Probe(object):
         key = (s.pid, s.ticks)
         known = self.child_lists.get(key)
         self.child_lists_used[key] = known
-        if known is not None and not self.pids_handed_out:
-            # No process was started since the last sample: none can be new here. Its children
-            # files stay open for the next sample that must read them (not closed and reopened).
+        new_parents = self.candidates.new_parents
+        if known is not None and (not self.pids_handed_out or (new_parents is not None and s.pid not in new_parents)):
+            # No process was started since the last sample, or none by this one (the candidates' look
+            # at the new pids found their parents): it has no new child. Its children files stay open
+            # for the next sample that must read them (not closed and reopened).
             self.files.keep(known[1])
             return known[0]
         tids = [s.pid]
@@ -1846,7 +1914,8 @@ class Probe(object):
         self.tree_marks = marks
         self.child_lists, self.child_lists_used = self.child_lists_used, {}
         self.compiler_watch.frame_done()
-        self.compiler_watch.set_targets(poll_tree)
+        # The polls between samples run only while a tree starts processes (see run): none to set up otherwise.
+        self.compiler_watch.set_targets(poll_tree if self.jobs_spawning() else {})
         gone = []
         for pid, start in self.watched_keys.items():
             if current.get(pid) != start:
