@@ -1769,7 +1769,8 @@ class Probe(object):
         matched = dict((key, []) for key in matches)
         me = self.candidates.me
         seen = {}
-        for pid in all_pids():
+        listed = all_pids()
+        for pid in listed:
             parent = known.get(pid) or read_parent(pid)
             if parent is None:
                 continue
@@ -1795,6 +1796,9 @@ class Probe(object):
         self.children_of = children_of
         self.match_pids = matched
         self.candidates.scan(seen, now)
+        # The walk linked every process it listed to its parent (children_of): the candidates' next look
+        # at new pids starts from this listing (none of them read twice).
+        self.candidates.listed = set(listed)
         # wants that came during this walk (new matches) were not looked for: walk again at once
         self.last_scan = now if gen == self.wants_gen else 0.0
         if full:
