@@ -620,7 +620,8 @@ class FrameDeltas(object):
     def begin(self, now):
         """A frame starts: the processes of this frame are stripped as proc_info builds them."""
         self.now = now
-        self.kept_roots, self.kept_children = {}, {}
+        self.kept_roots, self.kept_children, self.kept_gpus = {}, {}, {}
+        self.known_gpus = set()  # indices of GPUs built without their facts (known_gpu)
 
     def known_root(self, key, facts):
         """Does the client have these ROOT_FACTS values (a tuple in that order) of process `key`?"""
@@ -628,6 +629,13 @@ class FrameDeltas(object):
 
     def known_child(self, key, facts):
         return self._known(self.children, self.kept_children, key, facts)
+
+    def known_gpu(self, index, facts):
+        """Does the client have these GPU_FACTS values of GPU `index`? (The source then leaves them out.)"""
+        if self._known(self.gpus, self.kept_gpus, index, facts):
+            self.known_gpus.add(index)
+            return True
+        return False
 
     def _known(self, sent, kept, key, facts):
         last = sent.get(key)
@@ -654,10 +662,12 @@ class FrameDeltas(object):
                     del proc["compilers_seen"]
                 for child in proc["children"]:
                     self.strip_child(child, (child["pid"], child["start_ticks"]))
-        gpus, tails = {}, {}
+        gpus, tails = self.kept_gpus, {}
         strip = self._strip
+        known_gpus = self.known_gpus
         for gpu in frame["gpus"]:
-            strip(gpu, gpu["index"], GPU_FACTS, self.gpus, gpus, now)
+            if gpu["index"] not in known_gpus:  # (those left out when built are kept already)
+                strip(gpu, gpu["index"], GPU_FACTS, self.gpus, gpus, now)
         for tail in frame["tails"]:
             for name, empty in TAIL_EVENTS:
                 if name in tail and tail[name] == empty:
@@ -1123,10 +1133,17 @@ class NvmlSource(object):
                           else round(used / 1048576.0, 1)})
         return procs
 
-    def sample(self):
+    # sample() takes `known` (FrameDeltas.known_gpu): a GPU whose facts the client has is built without them
+    leaves_known_facts_out = True
+
+    def sample(self, known=None):
+        """The GPUs' entries. `known(index, facts)`: whether the client has these GPU_FACTS values (a tuple
+        in that order); a GPU's entry leaves them out, unbuilt, where it has (None: every fact, every
+        frame). `self.pids`: the pids on the GPUs, as the entries' process lists (built or not) name them."""
         nvml = self.nvml
         now = time.time()
         mono = time.monotonic()
+        self.pids = pids = set()
         if now - self.limits_at > 30:
             self.limits = [self._try(nvml.nvmlDeviceGetEnforcedPowerLimit, h) for h in self.handles]
             self.reserved = [None] * len(self.handles)  # measured again now and then
@@ -1148,18 +1165,20 @@ class NvmlSource(object):
             kept = self.gpu_procs[i]
             if kept is None or kept[0] != mem_used or mem_used is None or mono - kept[1] >= PROCS_MAX_AGE_S:
                 kept = self.gpu_procs[i] = (mem_used, mono, self.processes(h))
-            procs = [dict(p) for p in kept[2]]  # each frame its own: whoever edits one leaves the kept list
-            out.append({
-                "index": i, "uuid": self.static[i]["uuid"], "name": self.static[i]["name"],
-                "util_pct": util,
-                "mem_used_mib": None if mem is None else round(mem[0] / 1048576.0, 1),
-                "mem_total_mib": None if mem is None else round(mem[1] / 1048576.0, 1),
-                "temp_c": temp,
-                "power_w": None if power is None else round(power / 1000.0, 2),
-                "power_limit_w": None if limit is None else round(limit / 1000.0, 2),
-                "sm_clock_mhz": clock,
-                "processes": procs,
-            })
+            for p in kept[2]:
+                pids.add(p["pid"])
+            entry = {"index": i, "util_pct": util,
+                     "mem_used_mib": None if mem is None else round(mem[0] / 1048576.0, 1),
+                     "temp_c": temp, "power_w": None if power is None else round(power / 1000.0, 2),
+                     "sm_clock_mhz": clock}
+            static = self.static[i]
+            facts = (static["uuid"], static["name"], None if mem is None else round(mem[1] / 1048576.0, 1),  # GPU_FACTS
+                     None if limit is None else round(limit / 1000.0, 2), kept[2])
+            if known is None or not known(i, facts):
+                entry.update(zip(GPU_FACTS, facts))
+                # each frame its own list: whoever edits one leaves the kept list
+                entry["processes"] = [dict(p) for p in kept[2]]
+            out.append(entry)
         return out
 
     def close(self):
@@ -1868,9 +1887,15 @@ class Probe(object):
             self.deltas.begin(now)
         frame = {"type": "sample", "t": now, "gpu_source": self.gpu.name, "gpu_error": self.gpu.error}
         try:
-            gpus = self.gpu.sample()
+            if self.deltas is not None and getattr(self.gpu, "leaves_known_facts_out", False):
+                gpus = self.gpu.sample(self.deltas.known_gpu)
+                gpu_pids = self.gpu.pids
+            else:
+                gpus = self.gpu.sample()
+                gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         except Exception as exc:
             gpus = []
+            gpu_pids = set()
             frame["gpu_error"] = "%s: %s" % (self.gpu.name, exc)
         frame["gpus"] = gpus
         with self.lock:
@@ -1878,7 +1903,6 @@ class Probe(object):
             tails = list(self.tails.values())
             dirs = dict(self.dirs)
         self.pids_handed_out = self.sample_pids.changed(loadavg)
-        gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
         # A walk only finds something new when a pid was handed out since the last one (processes
