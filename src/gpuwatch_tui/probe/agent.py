@@ -1560,8 +1560,7 @@ class Tail(object):
         if pending > self.SCAN_CAP_BYTES:
             chunk["skipped"] = pending - self.SCAN_CAP_BYTES
             self._new_file(st.st_size - self.SCAN_CAP_BYTES)
-        if pending > 0 or not S_ISREG(st.st_mode):
-            # nothing new: no seek, no read
+        if pending > 0 or not S_ISREG(st.st_mode):  # nothing new: no seek, no read
             at_end = self._read(out, chunk["cut"], self.SCAN_CAP_BYTES)
             if at_end and self.regular and pending > 0:
                 self.grew = grew + 1
@@ -1576,7 +1575,7 @@ class Tail(object):
         try:
             at_end = self._read(out, cuts, self.SCAN_CAP_BYTES)
         except (OSError, IOError, ValueError):
-            return None
+            at_end = False  # what was read before the error still goes out; a full poll next
         if self.offset == start:
             return None
         size = self.offset
