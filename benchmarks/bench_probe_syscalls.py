@@ -2,7 +2,10 @@
 each with a child and a tailed log (as bench_probe_cost.py --fleet), `strace -c -f` attached to the probe
 (all its threads) for N samples once the jobs are past the young-job window.
 
-    python benchmarks/bench_probe_syscalls.py [--samples 10] [--json OUT]
+    python benchmarks/bench_probe_syscalls.py [--samples 10] [--nvml-standin] [--json OUT]
+
+--nvml-standin: the GPUs through the probe's NVML path (as on a GPU host) from the stand-in
+libnvidia-ml.so.1 built from tests/support/fake_nvml.c (no ioctl: the driver's calls are left out).
 
 Where a system call is dear (a sandboxed kernel), their count is most of a sample's cost. Needs strace and
 ptrace permission on the probe (it is our own child).
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import signal
@@ -26,13 +30,19 @@ from bench_fleet_jobs import JobFleet, send
 YOUNG_WINDOW_S = 36.0  # past the probe's CANDIDATE_YOUNG_S (30 s): steady state
 
 
-def count(samples: int) -> dict:
+def count(samples: int, nvml_standin: bool = False) -> dict:
     if shutil.which("strace") is None:
         raise SystemExit("strace is not installed")
     with tempfile.TemporaryDirectory(prefix="gpuwatch-probe-syscalls-") as tmp:
         fleet = JobFleet(Path(tmp), 8, 8)
         try:
-            probe = fleet.start_probe(1.0)
+            if nvml_standin:
+                from tests.support.fake_nvml import build_fake_nvml, fake_nvml_env
+
+                env = fake_nvml_env(build_fake_nvml(Path(tmp) / "nvml"), 8, fleet.pids, fleet.env())
+                probe = fleet.start_probe(1.0, gpu_source="nvml", env=env)
+            else:
+                probe = fleet.start_probe(1.0)
             send(probe, {"op": "want", "pids": fleet.pids, "tails": fleet.tails(), "dirs": {}, "matches": {}})
             probe.stdout.readline()  # hello
             started = time.time()
@@ -60,7 +70,8 @@ def count(samples: int) -> dict:
             calls[fields[-1]] = int(fields[3])
     # The trace ran ~1 s before the first sample and until just after the last: per interval of 1 s.
     intervals = elapsed + 1.0
-    return {"samples": samples, "traced_s": round(intervals, 1),
+    return {"samples": samples, "gpu_source": "nvml stand-in" if nvml_standin else "nvidia-smi stand-in",
+            "load_average_after": " ".join("%.2f" % x for x in os.getloadavg()), "traced_s": round(intervals, 1),
             "syscalls_per_sample": round(sum(calls.values()) / intervals, 1),
             "by_call_per_sample": {k: round(v / intervals, 1) for k, v in sorted(calls.items(), key=lambda kv: -kv[1])},
             "frame_bytes_median": sorted(sizes)[len(sizes) // 2]}
@@ -70,8 +81,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=10)
     ap.add_argument("--json", help="write results here")
+    ap.add_argument("--nvml-standin", action="store_true", help="GPUs through the NVML path (stand-in library)")
     args = ap.parse_args()
-    result = count(args.samples)
+    result = count(args.samples, args.nvml_standin)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

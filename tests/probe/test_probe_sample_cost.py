@@ -230,3 +230,35 @@ def test_the_compiler_polls_rest_while_the_jobs_start_nothing_and_resume_when_on
     assert parent.stdout.readline().strip() == "ran"
     probe.sample()
     assert probe.jobs_spawning()
+
+
+def test_children_files_are_read_again_only_for_the_parents_of_new_processes(probe_ns, spawn, tmp_path):
+    """Pids handed out elsewhere on the host leave the watched trees' kept children lists alone (the
+    candidates' look at the new pids names their parents); a child of a watched process is still in the
+    next sample, and a child of its child too."""
+    go = tmp_path / "go"
+    worker = ("import subprocess, time; print(subprocess.Popen(['sleep', '60']).pid, flush=True); time.sleep(60)")
+    parent = spawn("import os, subprocess, sys, time\n"
+                   "print('up', flush=True)\n"
+                   "while not os.path.exists(%r): time.sleep(0.02)\n"
+                   "w = subprocess.Popen([sys.executable, '-c', %r], stdout=subprocess.PIPE, text=True)\n"
+                   "print(w.pid, w.stdout.readline().strip(), flush=True); time.sleep(60)\n" % (str(go), worker))
+    other = spawn("import time; print('up', flush=True); time.sleep(60)")
+    assert parent.stdout.readline().strip() == "up" and other.stdout.readline().strip() == "up"
+    probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600})
+    probe.want_pids = {parent.pid, other.pid}
+    probe.sample()
+    probe.scan = lambda now, full=True: None  # no walk: the kept lists and the kernel's lists alone
+    reads = []
+    read = probe.files.read
+    probe.files.read = lambda path, owner=None: reads.append(path) or read(path, owner)
+    bystander = spawn("import time; time.sleep(60)")  # a pid handed out outside the watched trees
+    probe.sample()
+    assert probe.pids_handed_out and bystander.pid in probe.candidates.seen
+    ours = ("/proc/%d/" % parent.pid, "/proc/%d/" % other.pid)  # (other users' jobs may be watched too)
+    assert not [p for p in reads if p.endswith("/children") and p.startswith(ours)]
+    go.touch()
+    child, grandchild = (int(x) for x in parent.stdout.readline().split())
+    frame = probe.sample()
+    assert {child, grandchild} <= child_pids(frame, parent.pid)
+    assert not [p for p in reads if p.endswith("/children") and p.startswith(ours[1])]  # it started nothing

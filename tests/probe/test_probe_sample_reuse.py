@@ -124,11 +124,11 @@ def test_children_files_stay_open_through_samples_that_keep_the_last_children_li
     assert path in opened
     probe.sample_pids.changed = lambda loadavg=None: False  # as while no process is started anywhere
     frame = probe.sample()
-    assert [c["pid"] for p in frame["procs"] for c in p["children"]] == [child]
+    assert [c["pid"] for p in frame["procs"] if p["pid"] == parent.pid for c in p["children"]] == [child]
     assert {key[0]: fd for key, fd in probe.files.fds.items()}.get(path) == opened[path]  # not closed
     probe.sample_pids.changed = lambda loadavg=None: True  # a pid handed out: the file is read again ...
     frame = probe.sample()
-    assert [c["pid"] for p in frame["procs"] for c in p["children"]] == [child]
+    assert [c["pid"] for p in frame["procs"] if p["pid"] == parent.pid for c in p["children"]] == [child]
     assert {key[0]: fd for key, fd in probe.files.fds.items()}.get(path) == opened[path]  # ... through it
 
 

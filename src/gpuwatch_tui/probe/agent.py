@@ -6,6 +6,7 @@
 # leave it behind.
 #
 # When shipped, the bundle puts BUNDLE = {"modules": {...}, "options": {...}} in globals.
+import binascii
 import importlib
 import json
 from operator import itemgetter
@@ -23,6 +24,7 @@ PROTOCOL_VERSION = 1
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 TAIL_CAP_BYTES = 256 * 1024  # at most this much of one log per frame; the rest waits (see Tail)
+TAIL_CHECK_S = 5.0  # a log that keeps growing has its path stat'ed this often (rotation, deletion, mtime)
 DIR_ENTRY_CAP = 2000
 SMALL_THREAD_COUNT = 16  # processes with at most this many threads have every thread's children read
 SMI_FIELDS = (
@@ -137,6 +139,33 @@ class HostCpu(object):
         return round(100.0 * (1.0 - float(idle - last[1]) / (total - last[0])), 1)
 
 
+# RAM used/total (the host header's figure, read by no rule of the engine) is read this often, and the
+# probe's own CPU (probe_cpu_s, for an overhead figure) too: memory moves slowly, and each read is a
+# system call a sample (/proc/meminfo's is one of the dearer ones: the kernel sums it at every read).
+HOST_SLOW_READ_S = 5.0
+
+
+class EverySoOften(object):
+    """`read()`'s last answer, read again once `every` seconds have passed (or the clock went back)."""
+
+    def __init__(self, read, every=HOST_SLOW_READ_S):
+        self.read = read
+        self.every = every
+        self.at = None
+        self.value = None
+
+    def get(self, now):
+        if self.at is None or not 0.0 <= now - self.at < self.every:
+            self.value = self.read()
+            self.at = now
+        return self.value
+
+
+def own_cpu_s():
+    t = os.times()
+    return round(t[0] + t[1], 3)
+
+
 def read_meminfo():
     """(total, available) in KiB from /proc/meminfo; (None, None) where it cannot be read."""
     data = PROC_MEMINFO.read()
@@ -152,8 +181,11 @@ def read_meminfo():
 # ---------------------------------------------------------------- processes
 
 class Stat(object):
+    # cpu_s: cpu rounded as the frame carries it; child_facts: the CHILD_FACTS of this process as the
+    # last frame built them (with the static facts they came from). A Stat is kept while its file reads
+    # the same bytes, so both are worked out once per change, not once per sample.
     __slots__ = ("pid", "comm", "state", "ppid", "pgid", "sid", "cpu", "ccpu", "threads",
-                 "start", "ticks", "rss")
+                 "start", "ticks", "rss", "cpu_s", "child_facts")
 
 
 def read_raw(path):
@@ -273,6 +305,8 @@ def parse_stat(pid, raw):
     s.ticks = int(fields[19])
     s.start = round(BOOT_TIME + s.ticks / float(CLK_TCK), 2)
     s.rss = int(fields[21]) * PAGE_SIZE
+    s.cpu_s = round(s.cpu, 2)
+    s.child_facts = None
     return s
 
 
@@ -586,7 +620,8 @@ class FrameDeltas(object):
     def begin(self, now):
         """A frame starts: the processes of this frame are stripped as proc_info builds them."""
         self.now = now
-        self.kept_roots, self.kept_children = {}, {}
+        self.kept_roots, self.kept_children, self.kept_gpus = {}, {}, {}
+        self.known_gpus = set()  # indices of GPUs built without their facts (known_gpu)
 
     def known_root(self, key, facts):
         """Does the client have these ROOT_FACTS values (a tuple in that order) of process `key`?"""
@@ -594,6 +629,13 @@ class FrameDeltas(object):
 
     def known_child(self, key, facts):
         return self._known(self.children, self.kept_children, key, facts)
+
+    def known_gpu(self, index, facts):
+        """Does the client have these GPU_FACTS values of GPU `index`? (The source then leaves them out.)"""
+        if self._known(self.gpus, self.kept_gpus, index, facts):
+            self.known_gpus.add(index)
+            return True
+        return False
 
     def _known(self, sent, kept, key, facts):
         last = sent.get(key)
@@ -620,10 +662,12 @@ class FrameDeltas(object):
                     del proc["compilers_seen"]
                 for child in proc["children"]:
                     self.strip_child(child, (child["pid"], child["start_ticks"]))
-        gpus, tails = {}, {}
+        gpus, tails = self.kept_gpus, {}
         strip = self._strip
+        known_gpus = self.known_gpus
         for gpu in frame["gpus"]:
-            strip(gpu, gpu["index"], GPU_FACTS, self.gpus, gpus, now)
+            if gpu["index"] not in known_gpus:  # (those left out when built are kept already)
+                strip(gpu, gpu["index"], GPU_FACTS, self.gpus, gpus, now)
         for tail in frame["tails"]:
             for name, empty in TAIL_EVENTS:
                 if name in tail and tail[name] == empty:
@@ -715,6 +759,9 @@ class JobCandidates(object):
         self.found = {}  # pid -> reason
         self.rechecked_at = 0.0
         self.new_pids = PidCursor()  # /proc is listed again only when a pid was handed out
+        self.listed = None  # the pids of the last listing
+        # The parents of the processes started since the last poll (set by poll; None: not known).
+        self.new_parents = None
         self.ancestors = probe_ancestors()
         self.me = os.getpid()  # asked once: each call is a system call
 
@@ -731,17 +778,35 @@ class JobCandidates(object):
     def poll(self, now, loadavg=None):
         """New pids since the last look, and young undecided ones again. Returns {pid: reason}.
         `loadavg`: the sample's /proc/loadavg bytes (see PidCursor.changed)."""
+        self.new_parents = None
         try:
-            pids = all_pids() if self.new_pids.changed(loadavg) else ()
+            listed = all_pids() if self.new_pids.changed(loadavg) else None
         except OSError:
             return self.found
         me = self.me
-        for pid in pids:
-            if pid not in self.seen and pid != me:
+        if listed is None:
+            self.new_parents = set()  # no pid handed out: no process started
+        else:
+            last, self.listed = self.listed, set(listed)
+            # Only the pids not listed at the last look are new. Their parents say whose children lists
+            # changed (the sampler reads those again, keeps the others); a pid known from before that
+            # is new to the listing is read again too (a pid reused, or one a walk saw in between).
+            parents = set() if last is not None else None
+            for pid in (listed if last is None else self.listed - last):
+                if pid == me:
+                    continue
+                known = self.seen.get(pid)
+                if known is not None and last is None:
+                    continue
                 parent = read_parent(pid)
-                if parent is not None:
+                if parent is None:
+                    continue
+                if parents is not None:
+                    parents.add(parent[0])
+                if known is None or known[1] != parent[1]:
                     self.seen[pid] = parent
                     self.consider(pid, now)
+            self.new_parents = parents
         if now - self.rechecked_at >= CANDIDATE_RECHECK_S:  # a maps read is the costly part: not every sample
             self.rechecked_at = now
             for (pid, start), state in list(self.judged.items()):
@@ -879,8 +944,13 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
         # d.ccpu: a worker's reaped children (short compiler runs) count too
         child_cpu += d.cpu + d.ccpu
         dfacts = cache.static_facts(d.pid, d.start)
-        child = {"pid": d.pid, "state": d.state, "cpu_s": round(d.cpu, 2), "start_ticks": d.ticks}
-        known = (dfacts["cmdline"][:16], dfacts["uid"], dfacts["user"], d.ppid, d.comm, d.start)  # CHILD_FACTS
+        child = {"pid": d.pid, "state": d.state, "cpu_s": d.cpu_s, "start_ticks": d.ticks}
+        kept = d.child_facts
+        if kept is not None and kept[0] is dfacts:
+            known = kept[1]
+        else:
+            known = (dfacts["cmdline"][:16], dfacts["uid"], dfacts["user"], d.ppid, d.comm, d.start)  # CHILD_FACTS
+            d.child_facts = (dfacts, known)
         key = (d.pid, d.ticks)
         if deltas is None or not deltas.known_child(key, known):
             child.update(zip(CHILD_FACTS, known))
@@ -889,7 +959,7 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
         children.append(child)
     entry = {
         "pid": stat.pid, "start_ticks": stat.ticks, "state": stat.state,
-        "cpu_s": round(stat.cpu, 2), "cpu_children_s": round(child_cpu, 2),
+        "cpu_s": stat.cpu_s, "cpu_children_s": round(child_cpu, 2),
         "rss_bytes": stat.rss, "threads": stat.threads, "children": children,
     }
     if compilers_seen or deltas is None:
@@ -922,6 +992,10 @@ class NoGpu(object):
 
 
 PROCS_MAX_AGE_S = 5.0  # a GPU's process list, kept while its memory used does not change
+# A GPU's temperature is read this often and repeated in between: a die's temperature moves over seconds,
+# and only the grid, the history and the metrics export show it (no rule of the engine reads it). One
+# driver call per GPU a sample saved.
+TEMP_EVERY_S = 5.0
 
 
 class NvmlDirect(object):
@@ -948,15 +1022,26 @@ class NvmlDirect(object):
             util, mem = nvml.c_nvmlUtilization_t(), nvml.c_nvmlMemory_t()
             power, temp, clock = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
             refs = tuple(ctypes.byref(x) for x in (util, mem, power, temp, clock))
-            self.gpus.append((h, util, mem, power, temp, clock) + refs)
+            # The struct fields read through plain ctypes views of their bytes: nvidia-ml-py's structs
+            # read a field through a __getattribute__ of their own (a Python call per field).
+            views = (self.field(util, "gpu"), self.field(mem, "used"), self.field(mem, "total"))
+            self.gpus.append((h, util, mem, power, temp, clock) + refs + views)
 
-    def read(self, i):
-        """(util %, (memory used, total) as v1 reports them, power mW, temperature C, SM clock MHz)."""
-        h, util, mem, power, temp, clock, util_ref, mem_ref, power_ref, temp_ref, clock_ref = self.gpus[i]
-        return (util.gpu if self.util_fn(h, util_ref) == 0 else None,
-                (mem.used, mem.total) if self.mem_fn(h, mem_ref) == 0 else None,
+    @staticmethod
+    def field(struct, name):
+        """A ctypes value sharing the bytes of `struct`'s field `name`."""
+        kind = dict(type(struct)._fields_)[name]
+        return kind.from_buffer(struct, getattr(type(struct), name).offset)
+
+    def read(self, i, with_temp=True):
+        """(util %, (memory used, total) as v1 reports them, power mW, temperature C, SM clock MHz).
+        `with_temp` False: the temperature is not read (None)."""
+        (h, util, mem, power, temp, clock, util_ref, mem_ref, power_ref, temp_ref, clock_ref,
+         util_gpu, mem_used, mem_total) = self.gpus[i]
+        return (util_gpu.value if self.util_fn(h, util_ref) == 0 else None,
+                (mem_used.value, mem_total.value) if self.mem_fn(h, mem_ref) == 0 else None,
                 power.value if self.power_fn(h, power_ref) == 0 else None,
-                temp.value if self.temp_fn(h, self.sensor, temp_ref) == 0 else None,
+                temp.value if with_temp and self.temp_fn(h, self.sensor, temp_ref) == 0 else None,
                 clock.value if self.clock_fn(h, self.clock, clock_ref) == 0 else None)
 
 
@@ -988,6 +1073,8 @@ class NvmlSource(object):
         # Per GPU: (bytes v1 counts as used that v2 leaves out, v2's total). v2 memory costs ~80 us
         # on an H200 one second apart, v1 ~10 us: v1 is read each sample and this taken off it.
         self.reserved = [None] * len(self.handles)
+        self.temps = [None] * len(self.handles)  # the last temperature read (TEMP_EVERY_S)
+        self.temps_at = -TEMP_EVERY_S
         self.driver = _s(self._try(nvml.nvmlSystemGetDriverVersion) or "") or None
         try:
             self.direct = NvmlDirect(nvml, self.handles)
@@ -1000,15 +1087,17 @@ class NvmlSource(object):
         except Exception:
             return None
 
-    def readings(self, i, h):
-        """(util %, (memory used, total) per v1, power mW, temperature C, SM clock MHz); None where unreadable."""
+    def readings(self, i, h, with_temp=True):
+        """(util %, (memory used, total) per v1, power mW, temperature C, SM clock MHz); None where unreadable
+        (the temperature too where `with_temp` is False)."""
         if self.direct is not None:
-            return self.direct.read(i)
+            return self.direct.read(i, with_temp)
         nvml, get = self.nvml, self._try
         util = get(nvml.nvmlDeviceGetUtilizationRates, h)
         mem = get(nvml.nvmlDeviceGetMemoryInfo, h)
         return (None if util is None else util.gpu, None if mem is None else (mem.used, mem.total),
-                get(nvml.nvmlDeviceGetPowerUsage, h), get(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU),
+                get(nvml.nvmlDeviceGetPowerUsage, h),
+                get(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU) if with_temp else None,
                 get(nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM))
 
     def memory(self, i, h, v1):
@@ -1044,35 +1133,52 @@ class NvmlSource(object):
                           else round(used / 1048576.0, 1)})
         return procs
 
-    def sample(self):
+    # sample() takes `known` (FrameDeltas.known_gpu): a GPU whose facts the client has is built without them
+    leaves_known_facts_out = True
+
+    def sample(self, known=None):
+        """The GPUs' entries. `known(index, facts)`: whether the client has these GPU_FACTS values (a tuple
+        in that order); a GPU's entry leaves them out, unbuilt, where it has (None: every fact, every
+        frame). `self.pids`: the pids on the GPUs, as the entries' process lists (built or not) name them."""
         nvml = self.nvml
         now = time.time()
         mono = time.monotonic()
+        self.pids = pids = set()
         if now - self.limits_at > 30:
             self.limits = [self._try(nvml.nvmlDeviceGetEnforcedPowerLimit, h) for h in self.handles]
             self.reserved = [None] * len(self.handles)  # measured again now and then
             self.limits_at = now
+        with_temp = not 0.0 <= mono - self.temps_at < TEMP_EVERY_S
+        if with_temp:
+            self.temps_at = mono
+        temps = self.temps
         out = []
         for i, h in enumerate(self.handles):
-            util, v1, power, temp, clock = self.readings(i, h)
+            util, v1, power, temp, clock = self.readings(i, h, with_temp)
+            if with_temp:
+                temps[i] = temp
+            else:
+                temp = temps[i]
             mem = self.memory(i, h, v1)
             limit = self.limits[i]
             mem_used = None if mem is None else mem[0]
             kept = self.gpu_procs[i]
             if kept is None or kept[0] != mem_used or mem_used is None or mono - kept[1] >= PROCS_MAX_AGE_S:
                 kept = self.gpu_procs[i] = (mem_used, mono, self.processes(h))
-            procs = [dict(p) for p in kept[2]]  # each frame its own: whoever edits one leaves the kept list
-            out.append({
-                "index": i, "uuid": self.static[i]["uuid"], "name": self.static[i]["name"],
-                "util_pct": util,
-                "mem_used_mib": None if mem is None else round(mem[0] / 1048576.0, 1),
-                "mem_total_mib": None if mem is None else round(mem[1] / 1048576.0, 1),
-                "temp_c": temp,
-                "power_w": None if power is None else round(power / 1000.0, 2),
-                "power_limit_w": None if limit is None else round(limit / 1000.0, 2),
-                "sm_clock_mhz": clock,
-                "processes": procs,
-            })
+            for p in kept[2]:
+                pids.add(p["pid"])
+            entry = {"index": i, "util_pct": util,
+                     "mem_used_mib": None if mem is None else round(mem[0] / 1048576.0, 1),
+                     "temp_c": temp, "power_w": None if power is None else round(power / 1000.0, 2),
+                     "sm_clock_mhz": clock}
+            static = self.static[i]
+            facts = (static["uuid"], static["name"], None if mem is None else round(mem[1] / 1048576.0, 1),  # GPU_FACTS
+                     None if limit is None else round(limit / 1000.0, 2), kept[2])
+            if known is None or not known(i, facts):
+                entry.update(zip(GPU_FACTS, facts))
+                # each frame its own list: whoever edits one leaves the kept list
+                entry["processes"] = [dict(p) for p in kept[2]]
+            out.append(entry)
         return out
 
     def close(self):
@@ -1378,6 +1484,12 @@ class Tail(object):
         self.first = True
         self.line_len = 0  # bytes of the current line (frame) passed on so far
         self.dropping = 0  # bytes of the current line dropped and not yet reported
+        # While the log grows, a poll is one pread() on the kept descriptor (see poll): these are the
+        # path's last stat (when, and the mtime it gave) and how many polls in a row read new bytes up
+        # to the end.
+        self.checked_at = 0.0
+        self.mtime = None
+        self.grew = 0
 
     def _open(self):
         fd = os.open(self.path, os.O_RDONLY)
@@ -1394,9 +1506,25 @@ class Tail(object):
             os.close(self.fd)
             self.fd = None
 
-    def poll(self):
+    def poll(self, now=None):
+        """This frame's chunk. While the log grows (the last two polls read new bytes up to its end),
+        one pread() at the offset, no stat: bytes that come mean the file was neither truncated (a read past the
+        end gives nothing) nor replaced (a renamed log being written still grows: its bytes are the
+        writer's); the size is where the read ended and the mtime stays the last stat's (the client
+        times a growing log by its new bytes, not its mtime). A read that gives nothing, or
+        TAIL_CHECK_S since the last stat, goes the full way (stat the path: rotation, deletion,
+        truncation, the true mtime). A log that is quiet between lines is stat'ed first, as it was
+        (trying the read first would cost it one more call a line)."""
+        if now is None:
+            now = time.time()
+        if self.grew >= 2 and self.fd is not None and now - self.checked_at < TAIL_CHECK_S:
+            chunk = self._poll_growing()
+            if chunk is not None:
+                return chunk
         chunk = {"key": self.key, "path": self.path, "data": "", "reset": False, "skipped": 0,
                  "size": None, "mtime": None, "error": None, "cut": []}
+        grew, self.grew = self.grew, 0
+        self.checked_at = now
         out = bytearray()
         try:
             st = os.stat(self.path)
@@ -1408,6 +1536,7 @@ class Tail(object):
             chunk["data"] = _b64(bytes(out))
             return chunk
         chunk["size"], chunk["mtime"] = st.st_size, st.st_mtime
+        self.mtime = st.st_mtime
         if self.fd is not None and (st.st_dev, st.st_ino) != self.ino:
             self._drain(out, chunk["cut"])  # rotated: finish the old file first
             self._close()
@@ -1431,10 +1560,33 @@ class Tail(object):
         if pending > self.SCAN_CAP_BYTES:
             chunk["skipped"] = pending - self.SCAN_CAP_BYTES
             self._new_file(st.st_size - self.SCAN_CAP_BYTES)
-        if pending > 0 or not S_ISREG(st.st_mode):
-            self._read(out, chunk["cut"], self.SCAN_CAP_BYTES)  # nothing new: no seek, no read
+        if pending > 0 or not S_ISREG(st.st_mode):  # nothing new: no seek, no read
+            at_end = self._read(out, chunk["cut"], self.SCAN_CAP_BYTES)
+            if at_end and self.regular and pending > 0:
+                self.grew = grew + 1
         chunk["data"] = _b64(bytes(out))
         return chunk
+
+    def _poll_growing(self):
+        """poll's pread-only way: the chunk, or None when nothing came (then poll stats the path)."""
+        start = self.offset
+        out = bytearray()
+        cuts = []
+        try:
+            at_end = self._read(out, cuts, self.SCAN_CAP_BYTES)
+        except (OSError, IOError, ValueError):
+            at_end = False  # what was read before the error still goes out; a full poll next
+        if self.offset == start:
+            return None
+        size = self.offset
+        if not at_end:  # more waits than one frame carries: its size from the descriptor, a full poll next
+            self.grew = 0
+            try:
+                size = os.fstat(self.fd).st_size
+            except OSError:
+                size = None
+        return {"key": self.key, "path": self.path, "data": _b64(bytes(out)), "reset": False, "skipped": 0,
+                "size": size, "mtime": self.mtime, "error": None, "cut": cuts}
 
     def _new_file(self, offset):
         self.offset = offset
@@ -1442,25 +1594,38 @@ class Tail(object):
         self.dropping = 0
 
     def _read(self, out, cuts, budget):
-        """Read up to `budget` bytes from the offset into `out`, cutting over-long lines."""
+        """Read up to `budget` bytes from the offset into `out`, cutting over-long lines. Returns
+        whether it read up to the end of what is there now."""
+        at_end = False
         while budget > 0 and len(out) < TAIL_CAP_BYTES:
             want = min(self.BLOCK_BYTES, budget)
             # pread: no seek, and a short block means the end of what is there now (no read for the EOF)
             block = os.pread(self.fd, want, self.offset) if self.regular else os.read(self.fd, want)
             if not block:
+                at_end = True
                 break
             budget -= len(block)
             self.offset += len(block)
             self._keep(block, out, cuts)
             if self.regular and len(block) < want:
+                at_end = True
                 break
         if self.dropping:
             # The long line is still being written: say so now, more may follow.
             cuts.append([len(out), self.dropping])
             self.dropping = 0
+        return at_end
 
     def _keep(self, block, out, cuts):
-        i, n = 0, len(block)
+        n = len(block)
+        if not self.dropping and self.line_len + n <= self.LINE_CAP_BYTES:
+            # No line in this block can reach the cap (the usual case): the block as it is, and the
+            # current line is what follows its last newline or carriage return.
+            out += block
+            end = max(block.rfind(b"\n"), block.rfind(b"\r"))
+            self.line_len = n - end - 1 if end >= 0 else self.line_len + n
+            return
+        i = 0
         while i < n:
             nl, cr = block.find(b"\n", i), block.find(b"\r", i)
             end = min(x for x in (nl, cr, n) if x >= 0)
@@ -1489,8 +1654,7 @@ class Tail(object):
 
 
 def _b64(data):
-    import base64
-    return base64.b64encode(data).decode("ascii") if data else ""
+    return binascii.b2a_base64(data, newline=False).decode("ascii") if data else ""
 
 
 def dir_stat(key, path):
@@ -1571,6 +1735,8 @@ class Probe(object):
         self.candidate_pids = {}  # pid -> why it is a job before it uses a GPU (last scan)
         self.gpu = NoGpu()
         self.host_cpu = HostCpu()
+        self.host_memory = EverySoOften(read_meminfo)
+        self.own_cpu = EverySoOften(own_cpu_s)
         # A client that vanished without closing our stdin (a blackholed link) is noticed by its
         # missing pings: we then exit rather than linger on the host.
         self.idle_exit = float(options.get("idle_exit_s", 0) or 0)
@@ -1621,7 +1787,8 @@ class Probe(object):
         matched = dict((key, []) for key in matches)
         me = self.candidates.me
         seen = {}
-        for pid in all_pids():
+        listed = all_pids()
+        for pid in listed:
             parent = known.get(pid) or read_parent(pid)
             if parent is None:
                 continue
@@ -1647,6 +1814,9 @@ class Probe(object):
         self.children_of = children_of
         self.match_pids = matched
         self.candidates.scan(seen, now)
+        # The walk linked every process it listed to its parent (children_of): the candidates' next look
+        # at new pids starts from this listing (none of them read twice).
+        self.candidates.listed = set(listed)
         # wants that came during this walk (new matches) were not looked for: walk again at once
         self.last_scan = now if gen == self.wants_gen else 0.0
         if full:
@@ -1665,9 +1835,11 @@ class Probe(object):
         key = (s.pid, s.ticks)
         known = self.child_lists.get(key)
         self.child_lists_used[key] = known
-        if known is not None and not self.pids_handed_out:
-            # No process was started since the last sample: none can be new here. Its children
-            # files stay open for the next sample that must read them (not closed and reopened).
+        new_parents = self.candidates.new_parents
+        if known is not None and (not self.pids_handed_out or (new_parents is not None and s.pid not in new_parents)):
+            # No process was started since the last sample, or none by this one (the candidates' look
+            # at the new pids found their parents): it has no new child. Its children files stay open
+            # for the next sample that must read them (not closed and reopened).
             self.files.keep(known[1])
             return known[0]
         tids = [s.pid]
@@ -1714,9 +1886,15 @@ class Probe(object):
             self.deltas.begin(now)
         frame = {"type": "sample", "t": now, "gpu_source": self.gpu.name, "gpu_error": self.gpu.error}
         try:
-            gpus = self.gpu.sample()
+            if self.deltas is not None and getattr(self.gpu, "leaves_known_facts_out", False):
+                gpus = self.gpu.sample(self.deltas.known_gpu)
+                gpu_pids = self.gpu.pids
+            else:
+                gpus = self.gpu.sample()
+                gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         except Exception as exc:
             gpus = []
+            gpu_pids = set()
             frame["gpu_error"] = "%s: %s" % (self.gpu.name, exc)
         frame["gpus"] = gpus
         with self.lock:
@@ -1724,7 +1902,6 @@ class Probe(object):
             tails = list(self.tails.values())
             dirs = dict(self.dirs)
         self.pids_handed_out = self.sample_pids.changed(loadavg)
-        gpu_pids = set(p["pid"] for g in gpus for p in g["processes"])
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
         # A walk only finds something new when a pid was handed out since the last one (processes
@@ -1764,7 +1941,8 @@ class Probe(object):
         self.tree_marks = marks
         self.child_lists, self.child_lists_used = self.child_lists_used, {}
         self.compiler_watch.frame_done()
-        self.compiler_watch.set_targets(poll_tree)
+        # The polls between samples run only while a tree starts processes (see run): none to set up otherwise.
+        self.compiler_watch.set_targets(poll_tree if self.jobs_spawning() else {})
         gone = []
         for pid, start in self.watched_keys.items():
             if current.get(pid) != start:
@@ -1777,10 +1955,9 @@ class Probe(object):
         known = self.candidates.seen
         frame["candidates"] = dict((str(pid), why) for pid, why in self.candidate_pids.items()
                                    if pid in current and known.get(pid, (0, None))[1] == current[pid])
-        frame["tails"] = [t.poll() for t in tails]
+        frame["tails"] = [t.poll(now) for t in tails]
         frame["dirs"] = [dir_stat(k, p) for k, p in sorted(dirs.items())]
-        t = os.times()
-        frame["probe_cpu_s"] = round(t[0] + t[1], 3)  # our own cost, for the overhead figure
+        frame["probe_cpu_s"] = self.own_cpu.get(now)  # our own cost, for the overhead figure
         frame["scanned_procs"] = self.scanned_procs
         load = load1(loadavg)
         if load is not None:
@@ -1788,7 +1965,7 @@ class Probe(object):
         # What top shows first: host CPU busy %, RAM used/total; and the driver beside the GPU model.
         frame["cpu_pct"] = self.host_cpu.percent()
         frame["cpu_count"] = self.cpu_count  # read again at each /proc walk (CPUs rarely come and go)
-        frame["mem_total_kib"], frame["mem_avail_kib"] = read_meminfo()
+        frame["mem_total_kib"], frame["mem_avail_kib"] = self.host_memory.get(now)
         frame["driver"] = getattr(self.gpu, "driver", None)
         if self.deltas is not None:
             self.deltas.apply(frame, now, procs_done=True)

@@ -1,0 +1,72 @@
+"""A GPU's temperature is read every TEMP_EVERY_S and repeated in between (display only); every other
+reading is taken each sample. Replays the recorded H200 samples through the NVML stand-in of
+test_nvml_process_list, with the temperature calls counted."""
+
+from __future__ import annotations
+
+from gpuwatch_tui.probe import agent
+
+from .test_nvml_process_list import recorded
+
+
+def test_the_temperature_is_read_every_few_seconds_and_the_rest_every_sample(monkeypatch):
+    nvml, phases = recorded()
+    calls = {"temp": 0, "power": 0}
+    temp, power = nvml.nvmlDeviceGetTemperature, nvml.nvmlDeviceGetPowerUsage
+
+    def count(name, fn):
+        def counted(*args):
+            calls[name] += 1
+            return fn(*args)
+        return counted
+
+    nvml.nvmlDeviceGetTemperature = count("temp", temp)
+    nvml.nvmlDeviceGetPowerUsage = count("power", power)
+    clock = [1000.0]
+    monkeypatch.setattr(agent.time, "monotonic", lambda: clock[0])
+    source = agent.NvmlSource(nvml)
+    source.direct = None  # the recorded stand-in is read through its functions
+    rows = phases["idle"] + phases["held"] + phases["training"]
+    gpus = len(nvml.now)
+    last_read = None
+    for n, i in enumerate(rows):
+        nvml.play(i)
+        sample = source.sample()
+        if n % int(agent.TEMP_EVERY_S) == 0:  # one second apart: read on every fifth sample, the first too
+            last_read = [g["temp_c"] for g in nvml.now]
+        assert [g["temp_c"] for g in sample] == last_read
+        assert [g["power_w"] for g in sample] == [g["power_w"] for g in nvml.now]
+        clock[0] += 1.0
+    samples = len(rows)
+    assert calls["power"] == samples * gpus
+    assert calls["temp"] == -(-samples // int(agent.TEMP_EVERY_S)) * gpus
+
+
+def test_gpu_facts_the_client_has_are_left_out_unbuilt_and_fill_back_to_the_full_entries(monkeypatch):
+    """With fact deltas, a GPU's facts (uuid, name, totals, limit, processes) are built only when the client
+    lacks them; filled back from the last values sent, every sample equals what a full frame carries."""
+    nvml_lean, phases = recorded()
+    nvml_full, _ = recorded()
+    clock = [1000.0]
+    monkeypatch.setattr(agent.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(agent.time, "time", lambda: clock[0])
+    lean, full = agent.NvmlSource(nvml_lean), agent.NvmlSource(nvml_full)
+    lean.direct = full.direct = None
+    deltas = agent.FrameDeltas()
+    client: dict[int, dict] = {}
+    left_out = 0
+    for i in phases["idle"] + phases["held"] + phases["training"]:
+        nvml_lean.play(i)
+        nvml_full.play(i)
+        deltas.begin(clock[0])
+        frame = {"gpus": lean.sample(deltas.known_gpu), "procs": [], "tails": []}
+        deltas.apply(frame, clock[0], procs_done=True)
+        expected = full.sample()
+        assert lean.pids == {p["pid"] for g in expected for p in g["processes"]}
+        for got, want in zip(frame["gpus"], expected):
+            left_out += "uuid" not in got
+            filled = client.setdefault(got["index"], {})
+            filled.update(got)
+            assert filled == want
+        clock[0] += 1.0
+    assert left_out > len(phases["training"])  # most samples leave them out
