@@ -117,8 +117,12 @@ def test_configured_job_by_regex_with_log_and_output_dir():
     tr = JobTracker(JobSettings(jobs=(spec,)))
     [job] = tr.to_json()
     assert job["phase"] == "unknown" and job["configured"] is True
-    tr.update("gpu1", sample(0.0, {}, []), now=0.0)
-    assert tr.to_json()[0]["detail"] == "not-running"
+    tr.update("gpu1", sample(0.0, {}, []), now=0.0)  # a frame from before the probe had the job's match
+    [job] = tr.to_json()
+    assert job["detail"] == "observing" and job["evidence"] == ["looking for a process: cmdline /train\\.py/"]
+    tr.update("gpu1", sample(0.5, {}, [], matches={"cfg0": []}), now=0.5)  # it looked: nothing matches
+    [job] = tr.to_json()
+    assert job["detail"] == "not-running" and job["evidence"] == ["no process matches cmdline /train\\.py/"]
     wants = tr.wanted("gpu1")
     assert wants.matches == {"cfg0": {"regex": r"train\.py", "pid_file": None}}
     p = proc(200, 50, ["python", "train.py"], cpu=5.0)

@@ -650,7 +650,10 @@ def judge(job: JobState, now: float, skew: float) -> None:
         if not job.first_seen:
             job.first_seen = now  # made from the config before any sample: looking since now
         how = f"cmdline /{job.spec.match}/" if job.spec.match else f"pid file {job.spec.pid_file}"
-        job.verdict = Verdict("unknown", job.first_seen, 0.0, "not-running", (f"no process matches {how}",), "")
+        if job.spec_scanned:
+            job.verdict = Verdict("unknown", job.first_seen, 0.0, "not-running", (f"no process matches {how}",), "")
+        else:  # the probe has not looked yet (its first frames come before it has the job's match)
+            job.verdict = Verdict("unknown", job.first_seen, 0.0, "observing", (f"looking for a process: {how}",), "")
         return
     verdict = infer_phase(observation(job, skew), now, job.verdict)
     if job.dump_finding is not None:

@@ -328,6 +328,8 @@ class JobTracker:
             if job.members or job.exit is not None:
                 observe(job, sample, on_gpu, skew, now)
             elif job.spec is not None:
+                if not job.spec_scanned and job.id in sample.matches:
+                    job.spec_scanned = True
                 judge(job, now, skew)
         if self._specs:
             note_broad_matches(jobs, self._specs, sample)  # a `match` that takes pid 1 or others' sessions
