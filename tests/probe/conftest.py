@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from gpuwatch_tui.probe.bundle import probe_source
@@ -13,3 +16,20 @@ def probe_ns():
     ns = {"__name__": "probe_under_test", "BUNDLE": {"modules": {}, "options": {}}}
     exec(compile(probe_source(), "agent.py", "exec"), ns)
     return ns
+
+
+@pytest.fixture
+def spawn():
+    """start(code, *python_args, **popen_kw): a Python process of the test's, killed at its end."""
+    started: list[subprocess.Popen] = []
+
+    def start(code: str, *args: str, **kw) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, *args, "-c", code], **kw)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

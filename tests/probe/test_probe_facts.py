@@ -16,22 +16,6 @@ import pytest
 from gpuwatch_tui.probe.bundle import build_payload, local_argv
 
 
-@pytest.fixture
-def spawn():
-    started: list[subprocess.Popen] = []
-
-    def start(code: str, *args: str, **kw) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, *args, "-c", code], **kw)
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
 def _sample_for(probe, pid):
     frame = probe.sample()
     return next((p for p in frame["procs"] if p["pid"] == pid), None), frame

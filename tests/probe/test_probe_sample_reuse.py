@@ -5,27 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
-
-import pytest
-
-
-
-@pytest.fixture
-def spawn():
-    started: list[subprocess.Popen] = []
-
-    def start(code: str, **kw) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-c", code], **kw)
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_a_stat_that_reads_the_same_bytes_gives_the_same_stat_and_new_bytes_a_new_one(probe_ns, spawn):
