@@ -193,15 +193,8 @@ def test_bundled_demo_is_small_and_has_many_phases():
 def test_a_sample_timed_just_past_its_tick_is_shown_at_that_tick(tmp_path):
     # The live view at a tick holds every sample received by then, even one whose time (the host's
     # clock, corrected by an estimated offset) is a few ms past the tick's: the replay must show it too.
-    enc = TickEncoder()
-    path = tmp_path / "skew.jsonl.gz"
-    w = RecordingWriter(path, fmt.header(["a"], {"sample_interval": 1.0, "history": 8}, T0))
-    for i in range(4):
-        t = T0 + i
-        enc.sample("a", HostSample(t + 0.004, "nvml", [gpu(0, 10.0 * i)], {}, cpu_pct=float(i)))
-        w.write(enc.tick(t, {"a": {"state": "connected"}}, [], {}, {}, {}))
-    w.close()
-    replay = Replay(Timeline.open(path), history=8)
+    replay = _replay_of_ticks(tmp_path / "skew.jsonl.gz", lambda i, t: [
+        HostSample(t + 0.004, "nvml", [gpu(0, 10.0 * i)], {}, cpu_pct=float(i))])
     for i in (1, 3, 2, 0):  # forward, then back (a rebuild)
         replay.seek(T0 + i)
         assert replay.store.hosts["a"].cpu_pct == float(i), i
@@ -211,17 +204,23 @@ def test_a_sample_timed_just_past_its_tick_is_shown_at_that_tick(tmp_path):
 def test_a_sample_timed_before_a_tick_but_written_after_it_is_not_shown_at_that_tick(tmp_path):
     # A frame the probe stamped just before a tick but that arrived after it: the live view at that tick
     # did not have it, so the replay must not show it there either, only after that tick.
-    enc = TickEncoder()
-    path = tmp_path / "late.jsonl.gz"
-    w = RecordingWriter(path, fmt.header(["a"], {"sample_interval": 1.0, "history": 8}, T0))
-    for i in range(4):
-        t = T0 + i
-        enc.sample("a", HostSample(t - 1.0004, "nvml", [gpu(0, 10.0 * i)], {}, cpu_pct=float(i)))
-        enc.sample("a", HostSample(t - 0.5, "nvml", [gpu(0, 10.0 * i + 5)], {}, cpu_pct=i + 0.5))
-        w.write(enc.tick(t, {"a": {"state": "connected"}}, [], {}, {}, {}))
-    w.close()
-    replay = Replay(Timeline.open(path), history=8)
+    replay = _replay_of_ticks(tmp_path / "late.jsonl.gz", lambda i, t: [
+        HostSample(t - 1.0004, "nvml", [gpu(0, 10.0 * i)], {}, cpu_pct=float(i)),
+        HostSample(t - 0.5, "nvml", [gpu(0, 10.0 * i + 5)], {}, cpu_pct=i + 0.5)])
     for i in (1, 3, 2, 0, 1):  # forward, then back (a rebuild)
         replay.seek(T0 + i)
         assert replay.store.hosts["a"].cpu_pct == i + 0.5, i
         assert list(replay.store.hosts["a"].gpus[0].util_history)[-2:] == [10.0 * i, 10.0 * i + 5], i
+
+
+def _replay_of_ticks(path, samples_at) -> Replay:
+    """A recording of host "a" with four ticks at T0 + i, the line of tick i carrying samples_at(i, t)."""
+    enc = TickEncoder()
+    w = RecordingWriter(path, fmt.header(["a"], {"sample_interval": 1.0, "history": 8}, T0))
+    for i in range(4):
+        t = T0 + i
+        for sample in samples_at(i, t):
+            enc.sample("a", sample)
+        w.write(enc.tick(t, {"a": {"state": "connected"}}, [], {}, {}, {}))
+    w.close()
+    return Replay(Timeline.open(path), history=8)
