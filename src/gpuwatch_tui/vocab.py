@@ -106,6 +106,21 @@ def _whole_duration(s: int) -> str:
     return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
 
 
+def fmt_duration_span(seconds: float) -> tuple[float, float]:
+    """The spans [low, high) of `seconds` that fmt_duration writes alike: it truncates to whole seconds
+    (anything under one reads "0s") and shows seconds under an hour, minutes under a day, hours beyond.
+    (low > high where none: not finite.) A text kept for an age ages without being made again inside it."""
+    if not math.isfinite(seconds):
+        return math.inf, -math.inf
+    s = int(seconds) if seconds > 0 else 0
+    if s == 0:
+        return -math.inf, 1.0
+    if s < 3600:
+        return float(s), s + 1.0
+    unit = 60 if s < 86400 else 3600
+    return float(s // unit * unit), (s // unit + 1.0) * unit
+
+
 def fmt_age(seconds: float | None) -> str:
     """How long ago, for a screen: tenths under 10 s (a fresh sample is "0.4s", not "0s"), then as
     fmt_duration; "-" when unknown (a table cell, where "?" would read as a value)."""

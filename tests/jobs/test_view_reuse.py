@@ -184,16 +184,16 @@ def test_a_view_asked_again_with_no_frame_between_only_ages():
 
 def test_a_phase_age_reads_the_same_across_the_span_kept_for_it():
     """The history text is made again only when the last phase's age leaves the span of ages that
-    fmt_duration writes alike (`_same_text_span`): every age in the span reads the same, the next
+    fmt_duration writes alike (`fmt_duration_span`): every age in the span reads the same, the next
     one after it does not."""
     import math
 
-    from gpuwatch_tui.vocab import fmt_duration
+    from gpuwatch_tui.vocab import fmt_duration, fmt_duration_span
 
     ages = [x * 0.37 for x in range(-30, 400)] + list(range(0, 200_000, 13)) + [
         59.999, 60.0, 3599.5, 3600.0, 3659.99, 86399.99, 86400.0, 90000.0, 1e7 + 0.5, math.nan, math.inf]
     for age in ages:
-        low, high = export._same_text_span(age)
+        low, high = fmt_duration_span(age)
         text = fmt_duration(age)
         if not math.isfinite(age):
             assert low > high, age  # kept for no age: made each time

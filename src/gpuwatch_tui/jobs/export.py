@@ -7,7 +7,7 @@ import math
 
 from ..model import ProcessRef
 from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView, finite_or_none
-from ..vocab import fmt_duration
+from ..vocab import fmt_duration, fmt_duration_span
 from .job_actions import events_text
 from .job_state import JobState
 from .phase import format_history
@@ -230,14 +230,14 @@ class KeptView:
 
     def _aged_text(self, at: float) -> str | None:
         """The history text at `at`, or None where it reads as the view's. Only the last phase ages,
-        and its age reads the same across a span of ages (`_same_text_span`): within the span of the
+        and its age reads the same across a span of ages (`fmt_duration_span`): within the span of the
         age the text was last made at, nothing is made."""
         phase, since = self.history_last
         age = at - since
         low, high = self.text_span
         if low <= age < high:
             return None
-        self.text_span = _same_text_span(age)
+        self.text_span = fmt_duration_span(age)
         text = f"{self.history_head}{phase} {fmt_duration(age)}"
         return None if text == self.fields["history_text"] else text
 
@@ -336,22 +336,7 @@ class KeptView:
         return view
 
 
-_NO_SPAN = (math.inf, -math.inf)
-
-
-def _same_text_span(age: float) -> tuple[float, float]:
-    """The ages [low, high) that `fmt_duration` writes as it writes `age`: it truncates to whole
-    seconds (anything under one reads "0s"), shows seconds under an hour, minutes under a day, hours
-    beyond (tests/jobs/test_view_reuse.py checks this against it)."""
-    if not math.isfinite(age):
-        return _NO_SPAN
-    s = int(age) if age > 0 else 0
-    if s == 0:
-        return -math.inf, 1.0
-    if s < 3600:
-        return float(s), s + 1.0
-    unit = 60 if s < 86400 else 3600
-    return float(s // unit * unit), (s // unit + 1.0) * unit
+_NO_SPAN = (math.inf, -math.inf)  # no age inside: the next age asked makes the text
 
 
 def _history_head(history: list) -> str:
