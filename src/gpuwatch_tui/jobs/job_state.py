@@ -53,8 +53,6 @@ class JobState:
     actions: list[ActionRecord] = field(default_factory=list)  # what gpuwatch did to it: kept across runs
     dump_finding: DumpFinding | None = None  # the latest py-spy dump's reading
     exit_status_known: bool = False  # the wrapper's exit record was read into `exit`
-    # A configured job: its host's probe has looked for its processes (until then, none found says nothing).
-    spec_scanned: bool = False
     revision: int = 0  # bumped by every frame of its host: a view built since is still current
     # What the last verdict was judged from (judging.Judged): a frame that changes none of it keeps it.
     judged: object | None = field(default=None, repr=False, compare=False)

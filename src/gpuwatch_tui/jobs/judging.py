@@ -645,12 +645,14 @@ def _spin_possible(last) -> bool:
     return False
 
 
-def judge(job: JobState, now: float, skew: float) -> None:
+def judge(job: JobState, now: float, skew: float, looked: bool = True) -> None:
+    """The job's verdict now. `looked`: for a configured job with no process, whether its host's probe
+    has looked for one yet (until then, none found says nothing)."""
     if not job.members and job.spec is not None and job.exit is None:
         if not job.first_seen:
             job.first_seen = now  # made from the config before any sample: looking since now
         how = f"cmdline /{job.spec.match}/" if job.spec.match else f"pid file {job.spec.pid_file}"
-        if job.spec_scanned:
+        if looked:
             job.verdict = Verdict("unknown", job.first_seen, 0.0, "not-running", (f"no process matches {how}",), "")
         else:  # the probe has not looked yet (its first frames come before it has the job's match)
             job.verdict = Verdict("unknown", job.first_seen, 0.0, "observing", (f"looking for a process: {how}",), "")

@@ -280,6 +280,10 @@ class JobTracker:
                     dirs[outdir_key(job)] = job.output_dir
         return ProbeWants(sorted(pids), tails, dirs, matches)
 
+    def _looked_for(self, host: str, spec: JobSpec) -> bool:
+        """Whether `host`'s probe has reported on the match of configured job `spec`."""
+        return any(s is spec and (host, key) in self._match_reported for key, s in self._specs.items())
+
     def _touch(self, host: str) -> None:
         """What `wanted` reads of the host's jobs may have changed: build it again."""
         self._wants_stamp[host] = self._wants_stamp.get(host, 0) + 1
@@ -328,9 +332,7 @@ class JobTracker:
             if job.members or job.exit is not None:
                 observe(job, sample, on_gpu, skew, now)
             elif job.spec is not None:
-                if not job.spec_scanned and job.id in sample.matches:
-                    job.spec_scanned = True
-                judge(job, now, skew)
+                judge(job, now, skew, looked=self._looked_for(host, job.spec))
         if self._specs:
             note_broad_matches(jobs, self._specs, sample)  # a `match` that takes pid 1 or others' sessions
         parents = self._parents_of_frame.get(host)
