@@ -13,6 +13,7 @@ from gpuwatch_tui.views import JobView
 
 FIELDS = dataclasses.fields(JobView)
 
+from .fresh_view import fresh_view
 from .procs import LOG, sample, torchrun_tree
 
 LINES = [b"step 1/100 loss 2.5\n", b"", b"step 2/100 loss 2.4\n", b"", b"", b"Traceback (most recent call last):\n",
@@ -43,17 +44,6 @@ def test_kept_view_parts_follow_progress_history_actions_and_processes():
     assert compared >= 20
 
 
-def _fresh(job, now):
-    """A view built from scratch, leaving the job's kept parts as they were."""
-    parts = dict(job.view_parts)
-    job.view_parts.clear()
-    try:
-        return job_view(job, now)
-    finally:
-        job.view_parts.clear()
-        job.view_parts.update(parts)
-
-
 def test_a_view_asked_again_equals_a_fresh_one_at_the_same_and_later_times():
     """The tracker's views, asked twice a round as the dashboard does (the second time answered from
     what the first built), and again later without a frame in between (the history text ages), are
@@ -73,7 +63,7 @@ def test_a_view_asked_again_equals_a_fresh_one_at_the_same_and_later_times():
         for when in (t, t, t + 0.5, t + 61.0):  # twice at once, then later with no frame between
             for view in tracker.views(when):
                 job = tracker.state(view.id)
-                assert view == _fresh(job, when), (i, when)
+                assert view == fresh_view(job, when), (i, when)
                 # Built by the quick __init__ (quick_init.py): the very object the generated one makes.
                 reference = object.__new__(JobView)
                 JobView.__dataclass_init__(reference, **{f.name: getattr(view, f.name) for f in FIELDS})

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from gpuwatch_tui.jobs import export
-from gpuwatch_tui.jobs.export import KeptView, job_view
+from gpuwatch_tui.jobs.export import KeptView
 from gpuwatch_tui.jobs.settings import JobSettings
 from gpuwatch_tui.jobs.tracker import JobTracker
 from gpuwatch_tui.model import TailChunk
 
+from .fresh_view import fresh_view
 from .procs import LOG, sample, torchrun_tree
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
@@ -33,17 +34,6 @@ def _chunks(data: bytes, n: int) -> list[bytes]:
     """The log's bytes as n frames' worth, cut mid-line too (as a probe reads a growing file)."""
     size = -(-len(data) // n)
     return [data[i * size:(i + 1) * size] for i in range(n)]
-
-
-def _fresh(job, when: float):
-    """A view built from scratch, leaving the job's kept parts as they were."""
-    parts = dict(job.view_parts)
-    job.view_parts.clear()
-    try:
-        return job_view(job, when)
-    finally:
-        job.view_parts.clear()
-        job.view_parts.update(parts)
 
 
 def _same(view, fresh, where) -> None:
@@ -88,13 +78,13 @@ def run_and_compare(log_name: str) -> int:
             views = tracker.views(when)
             assert [v.id for v in views] == [v.id for v in tracker.views(when, joined=False)]
             for view in views:
-                _same(view, _fresh(tracker.state(view.id), when), (log_name, i, when))
+                _same(view, fresh_view(tracker.state(view.id), when), (log_name, i, when))
                 checked += 1
         if ended and job.exit is not None and i == 22:
             # The real exit status read later: judged again with no frame (no new revision), seen at once.
             tracker.set_exit_status(job.id, 137, None)
             for view in tracker.views(when):  # the time asked last
-                _same(view, _fresh(tracker.state(view.id), when), (log_name, i, "exit status"))
+                _same(view, fresh_view(tracker.state(view.id), when), (log_name, i, "exit status"))
                 checked += 1
     return checked
 
