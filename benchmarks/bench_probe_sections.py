@@ -1,0 +1,167 @@
+"""Where one probe sample's CPU goes, by part, on a real host: the probe's Probe.sample runs in this
+process (not shipped), at 1 Hz, beside 8 real watched jobs (bench_probe_cost.HostJobs, 4 of them on a
+GPU where there is one), and each part's thread CPU time is summed over the samples. Then the cost of
+single system calls and NVML calls, each timed cold (one per 0.1 s, as a 1 Hz probe makes them) and hot.
+
+    python benchmarks/bench_probe_sections.py [--jobs 8] [--torch-jobs 4] [--samples 30] [--json OUT]
+
+The parts nest (read_stat runs inside descendants; Tail.poll's own calls are in Tail.poll): each line is
+inclusive. Timing every part costs two clock reads a call: the unwrapped sample's CPU is given first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+
+from bench_probe_cost import HostJobs  # noqa: E402
+
+from gpuwatch_tui.probe import agent  # noqa: E402
+
+CPU = time.thread_time_ns
+
+
+def timed(totals: dict, name: str, fn):
+    def wrapper(*args, **kwargs):
+        t0 = CPU()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            cell = totals.setdefault(name, [0, 0])
+            cell[0] += CPU() - t0
+            cell[1] += 1
+    return wrapper
+
+
+def wrap_parts(probe, totals: dict) -> None:
+    for name in ("read_stat", "proc_info", "dir_stat", "parse_stat", "read_parent", "all_pids"):
+        setattr(agent, name, timed(totals, name, getattr(agent, name)))
+    for cls, names in ((agent.Probe, ("scan", "descendants", "live_children")),
+                       (agent.Tail, ("poll",)), (agent.FrameDeltas, ("apply", "begin")),
+                       (agent.JobCandidates, ("poll",)), (agent.ProcCache, ("static_facts",)),
+                       (agent.ProcFiles, ("read", "end_sample")), (agent.KeptFile, ("read",)),
+                       (agent.HostCpu, ("percent",)), (agent.CompilerWatch, ("set_targets", "take"))):
+        for name in names:
+            setattr(cls, name, timed(totals, f"{cls.__name__}.{name}", getattr(cls, name)))
+    gpu = probe.gpu
+    for name in ("sample", "readings", "memory", "processes"):
+        if hasattr(gpu, name):
+            setattr(gpu, name, timed(totals, f"gpu.{name}", getattr(gpu, name)))
+
+
+def encode(frame: dict) -> bytes:
+    frame["v"] = agent.PROTOCOL_VERSION
+    return (json.dumps(frame, separators=(",", ":")) + "\n").encode()
+
+
+def run_samples(probe, n: int, interval: float, sink) -> list[int]:
+    per = []
+    next_tick = time.time()
+    for _ in range(n):
+        t0 = CPU()
+        sink.write(encode(probe.sample()))
+        sink.flush()
+        per.append(CPU() - t0)
+        next_tick += interval
+        time.sleep(max(0.0, next_tick - time.time()))
+    return per
+
+
+def call_costs(jobs: HostJobs, gpu) -> dict:
+    """Single calls, µs each: cold (one per 0.1 s) and hot (back to back)."""
+    pid = jobs.pids[0]
+    fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+    log_fd = os.open(jobs.logs[0], os.O_RDONLY)
+    calls = {
+        "pread kept /proc/PID/stat": lambda: os.pread(fd, 4096, 0),
+        "open+read+close /proc/PID/stat": lambda: agent.read_raw(f"/proc/{pid}/stat"),
+        "pread kept log (at its end)": lambda: os.pread(log_fd, 65536, os.fstat(log_fd).st_size),
+        "stat a log path": lambda: os.stat(jobs.logs[0]),
+        "readlink /proc/PID/cwd": lambda: os.readlink(f"/proc/{pid}/cwd"),
+        "listdir /proc": lambda: os.listdir("/proc"),
+        "time.time": time.time,
+        "thread_time_ns": CPU,
+    }
+    if isinstance(gpu, agent.NvmlSource) and gpu.handles:
+        nvml, h = gpu.nvml, gpu.handles[0]
+        calls.update({
+            "nvmlDeviceGetUtilizationRates": lambda: nvml.nvmlDeviceGetUtilizationRates(h),
+            "nvmlDeviceGetMemoryInfo": lambda: nvml.nvmlDeviceGetMemoryInfo(h),
+            "nvmlDeviceGetPowerUsage": lambda: nvml.nvmlDeviceGetPowerUsage(h),
+            "nvmlDeviceGetClockInfo": lambda: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM),
+            "nvmlDeviceGetTemperature": lambda: nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU),
+            "nvmlDeviceGetComputeRunningProcesses": lambda: nvml.nvmlDeviceGetComputeRunningProcesses(h),
+        })
+        if gpu.direct is not None:
+            calls["gpu.readings (direct, no temp)"] = lambda: gpu.readings(0, h, False)
+    out = {}
+    for name, fn in calls.items():
+        fn()
+        cold = []
+        for _ in range(10):
+            time.sleep(0.1)
+            t0 = CPU()
+            fn()
+            cold.append(CPU() - t0)
+        t0 = CPU()
+        for _ in range(200):
+            fn()
+        hot = (CPU() - t0) / 200
+        cold.sort()
+        out[name] = {"cold_us_median": round(cold[len(cold) // 2] / 1000, 1), "hot_us": round(hot / 1000, 1)}
+    os.close(fd)
+    os.close(log_fd)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--torch-jobs", type=int, default=4)
+    ap.add_argument("--samples", type=int, default=30)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gpuwatch-probe-parts-") as tmp:
+        jobs = HostJobs(tmp, args.jobs, args.torch_jobs)
+        try:
+            ready = jobs.wait_ready(90)
+            probe = agent.Probe({"interval": 1.0, "fact_deltas": True})
+            probe.gpu = agent.open_gpu_source("auto", 1.0)
+            probe.set_wants({"pids": jobs.pids, "tails": jobs.tails(), "dirs": {}, "matches": {}})
+            sink = open(os.devnull, "wb")
+            run_samples(probe, 5, 0.2, sink)
+            # past the young-job window (CANDIDATE_YOUNG_S), as bench_probe_cost's 1 Hz stage
+            time.sleep(max(0.0, jobs.started + 35 - time.time()))
+            plain = run_samples(probe, args.samples, 1.0, sink)
+            plain_20hz = run_samples(probe, args.samples * 4, 0.05, sink)
+            totals: dict = {}
+            wrap_parts(probe, totals)
+            wrapped = run_samples(probe, args.samples, 1.0, sink)
+            result = {
+                "gpu_source": probe.gpu.name, "gpus": len(getattr(probe.gpu, "handles", []) or []),
+                "jobs": args.jobs, "jobs_ready_after_s": ready, "samples": args.samples,
+                "sample_us_median_1hz": sorted(plain)[len(plain) // 2] // 1000,
+                "sample_us_median_20hz": sorted(plain_20hz)[len(plain_20hz) // 2] // 1000,
+                "wrapped_sample_us_median_1hz": sorted(wrapped)[len(wrapped) // 2] // 1000,
+                "parts_us_per_sample": {name: {"us": round(ns / args.samples / 1000, 1),
+                                               "calls": round(calls / args.samples, 1)}
+                                        for name, (ns, calls) in sorted(totals.items(), key=lambda kv: -kv[1][0])},
+                "single_calls": call_costs(jobs, probe.gpu),
+            }
+        finally:
+            jobs.stop()
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
