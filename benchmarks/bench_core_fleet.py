@@ -4,7 +4,7 @@
    a tailed log, see bench_fleet_jobs.py) is driven by a real JobTracker (its wants sent back to
    the probe, as a host session does) and its raw JSON lines are kept.
 2. Replay: a Monitor (store + tracker + feeds, never started) for `--hosts` hosts gets each
-   recorded line as a host session would hand it on: json.loads -> parse_sample ->
+   recorded line as a host session would hand it on: decode_frame (orjson) -> parse_sample ->
    Monitor.host_sample (store, tracker update, wants pushed to the feed). The log-tail keys are
    renamed to each host's own (the tracker numbers them per job). Twice per round, half a second
    apart, as the dashboard does, every JobView is built (`tracker.views`). The monitor's clock is simulated at
@@ -37,6 +37,7 @@ from gpuwatch_tui.jobs.tracker import JobTracker
 from gpuwatch_tui import monitor as monitor_module
 from gpuwatch_tui.monitor import Monitor
 from gpuwatch_tui.probe.frames import FactCache, parse_sample
+from gpuwatch_tui.transport.frame_decode import decode_frame
 
 
 def record(frames: int, interval: float, lines_per_s: float) -> list[str]:
@@ -126,7 +127,7 @@ async def replay(lines: list[str], hosts: int, base: Path) -> dict:
         clock_1hz.now += 1.0
         for name in names:
             t0 = clock()
-            frame = json.loads(line)
+            frame = decode_frame(line)  # as the host session reads a probe line
             frame["t"] = clock_1hz.now
             keys = host_keys[name]
             for t in frame.get("tails", ()):

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..config import HostConfig
 from ..probe.bundle import BOOTSTRAP, build_payload
+from .frame_decode import decode_frame
 
 FRAME_LIMIT = 32 * 1024 * 1024  # a frame carries at most a few capped log chunks
 
@@ -63,7 +64,7 @@ class ProbeLink:
             if not line:
                 raise ProbeExited(await self.exit_status(), self.stderr_text())
             try:
-                frame = json.loads(line)
+                frame = decode_frame(line)
             except ValueError:
                 self._stderr += b"unparsable probe output: " + line[:200]
                 continue
