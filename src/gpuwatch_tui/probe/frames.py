@@ -127,15 +127,19 @@ class FactCache:
                 known = _learn(raw, key, _ROOT_FACTS, old_roots, roots)
             else:
                 roots[key] = known  # the common case: no fact in the frame, none learned anew
-            kids = []
-            for child in raw.get("children") or ():
-                child_key = (child["pid"], child.get("start_ticks", 0))
-                child_known = old_children.get(child_key)
-                if child_known is None or child_key in children or not _CHILD_FACTS.isdisjoint(child):
-                    child_known = _learn(child, child_key, _CHILD_FACTS, old_children, children)
-                else:
-                    children[child_key] = child_known
-                kids.append((child, child_key, child_known))
+            raw_kids = raw.get("children")
+            kids: list | None = []
+            if raw_kids:
+                for child in raw_kids:
+                    child_key = (child["pid"], child.get("start_ticks", 0))
+                    child_known = old_children.get(child_key)
+                    if child_known is None or child_key in children or not _CHILD_FACTS.isdisjoint(child):
+                        child_known = _learn(child, child_key, _CHILD_FACTS, old_children, children)
+                    else:
+                        children[child_key] = child_known
+                    kids.append((child, child_key, child_known))
+            elif raw_kids is None and "children" in raw:
+                kids = None  # refused when parsed, as parse_proc refuses it
             learned.append((raw, key, known, kids))
         gpus_learned, gpus = _learn_each(frame.get("gpus", []), "index", _GPU_FACTS, self.gpus)
         tails_learned, tails = _learn_tails(frame.get("tails", []), self.tails)
@@ -152,7 +156,7 @@ class FactCache:
             gpu, gpu_pids = self._gpu(raw, key, known)
             samples.append(gpu)
             pids.append(gpu_pids)
-        chunks = [_tail(raw, known) for raw, known in tails_learned]
+        chunks = [_tail_of(raw, known) for raw, known in tails_learned]
         # Only the latest frame's entries are kept (every one parsed now has one).
         if len(self._procs) != len(roots):
             self._procs = {k: v for k, v in self._procs.items() if k in roots}
@@ -181,39 +185,86 @@ class FactCache:
         self._kids[key] = (known, child)
         return child
 
-    def _proc(self, raw: dict, key, known: dict, kids: list) -> tuple:
-        if raw.get("children", []) is None:
-            raise TypeError("a process's children are not a list")  # as parse_proc finds
-        children = tuple([self._child(child, child_key, child_known) for child, child_key, child_known in kids])
+    def _children(self, kids: list) -> tuple:
+        """A process's children: the last frame's objects where their facts, state and CPU time are unchanged.
+
+        A raw value equal to the parsed one parses to that very value (a str to itself, a number to the
+        float it equals), so the moving fields are compared before they are converted."""
+        parsed = []
+        last_kids = self._kids
+        for child, child_key, child_known in kids:
+            last = last_kids.get(child_key)
+            if last is not None and last[0] is child_known:
+                prev = last[1]
+                try:
+                    if prev.state == child["state"] and prev.cpu_s == child["cpu_s"]:
+                        parsed.append(prev)
+                        continue
+                except KeyError:
+                    pass  # left out: read with its default
+            parsed.append(self._child(child, child_key, child_known))
+        return tuple(parsed)
+
+    def _proc(self, raw: dict, key, known: dict, kids: list | None) -> tuple:
         last = self._procs.get(key)
-        if last is None or last[0] is not known:
-            info = parse_proc({**known, **raw}, children)
-            group = proc_key(info)
-            if last is not None and last[2] == group:
-                group = last[2]  # (a log's size moved, say): the very same key, compared by identity later
-            self._procs[key] = (known, info, group)
-            return info, group
+        if last is None or kids is None:
+            return self._proc_anew(raw, key, known, kids, last)
         prev, group = last[1], last[2]
+        targets_moved = last[0] is not known
+        if targets_moved:
+            prev = _with_targets(prev, known, last[0])  # the usual change: a log's size moved
+            if prev is None:
+                return self._proc_anew(raw, key, known, kids, last)
+        children = self._children(kids) if kids else ()
         if prev.children == children:  # the same child objects (compared by identity first)
             children = prev.children
-        state = str(raw.get("state", ""))
-        cpu_s = float(raw.get("cpu_s", 0.0))
-        cpu_children_s = float(raw.get("cpu_children_s", 0.0))
-        rss_bytes = int(raw.get("rss_bytes", 0))
-        threads = int(raw.get("threads", 0))
-        seen = raw.get("compilers_seen")
+        try:
+            state, cpu_s, cpu_children_s = raw["state"], raw["cpu_s"], raw["cpu_children_s"]
+            rss_bytes, threads = raw["rss_bytes"], raw["threads"]
+        except KeyError:  # a field left out: read with its default
+            state, cpu_s = raw.get("state", ""), raw.get("cpu_s", 0.0)
+            cpu_children_s, rss_bytes, threads = raw.get("cpu_children_s", 0.0), raw.get("rss_bytes", 0), raw.get(
+                "threads", 0)
+        seen = raw["compilers_seen"] if "compilers_seen" in raw else None
         compilers_seen = tuple(str(n) for n in seen) if seen else ()
+        # As above: a raw value equal to the parsed one parses to it (else it is converted and compared again).
         if (children is prev.children and state == prev.state and cpu_s == prev.cpu_s
                 and cpu_children_s == prev.cpu_children_s and rss_bytes == prev.rss_bytes
                 and threads == prev.threads and compilers_seen == prev.compilers_seen):
+            info = prev
+        else:
+            state, cpu_s, cpu_children_s = str(state), float(cpu_s), float(cpu_children_s)
+            rss_bytes, threads = int(rss_bytes), int(threads)
+            if (children is prev.children and state == prev.state and cpu_s == prev.cpu_s
+                    and cpu_children_s == prev.cpu_children_s and rss_bytes == prev.rss_bytes
+                    and threads == prev.threads and compilers_seen == prev.compilers_seen):
+                info = prev
+            else:
+                info = ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, state,
+                                cpu_s, cpu_children_s, rss_bytes, threads, prev.sid, prev.pgid, children,
+                                prev.stdout, prev.stderr, prev.unbuffered, prev.unbuffered_reason, prev.is_python,
+                                prev.env_readable, prev.start_ticks, prev.uid, prev.user, compilers_seen, prev.dist)
+        if targets_moved:
+            fresh = proc_key(info)
+            if fresh != group:
+                group = fresh  # (else the very same key, compared by identity later)
+        elif info is prev:
             return prev, group
-        info = ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, state, cpu_s,
-                        cpu_children_s, rss_bytes, threads, prev.sid, prev.pgid, children, prev.stdout,
-                        prev.stderr, prev.unbuffered, prev.unbuffered_reason, prev.is_python,
-                        prev.env_readable, prev.start_ticks, prev.uid, prev.user, compilers_seen, prev.dist)
-        if group[3] != (state == "Z") or children is not prev.children and group[-1] != tuple(
+        elif group[3] != (state == "Z") or children is not prev.children and group[-1] != tuple(
                 (c.pid, c.start_ticks) for c in children):
             group = proc_key(info)
+        self._procs[key] = (known, info, group)
+        return info, group
+
+    def _proc_anew(self, raw: dict, key, known: dict, kids: list | None, last) -> tuple:
+        """A process met for the first time, or whose facts changed: parsed in full."""
+        if kids is None:
+            raise TypeError("a process's children are not a list")  # as parse_proc finds
+        children = tuple([self._child(child, child_key, child_known) for child, child_key, child_known in kids])
+        info = parse_proc({**known, **raw}, children)
+        group = proc_key(info)
+        if last is not None and last[2] == group:
+            group = last[2]  # (a log's size moved, say): the very same key, compared by identity later
         self._procs[key] = (known, info, group)
         return info, group
 
@@ -225,11 +276,12 @@ class FactCache:
             self._gpus[index] = (known, gpu, pids)
             return gpu, pids
         prev, pids = last[1], last[2]
-        util_pct = raw.get("util_pct")
-        mem_used_mib = raw.get("mem_used_mib")
-        temp_c = raw.get("temp_c")
-        power_w = raw.get("power_w")
-        sm_clock_mhz = raw.get("sm_clock_mhz")
+        try:
+            util_pct, mem_used_mib, temp_c = raw["util_pct"], raw["mem_used_mib"], raw["temp_c"]
+            power_w, sm_clock_mhz = raw["power_w"], raw["sm_clock_mhz"]
+        except KeyError:  # a reading left out: None
+            util_pct, mem_used_mib, temp_c = raw.get("util_pct"), raw.get("mem_used_mib"), raw.get("temp_c")
+            power_w, sm_clock_mhz = raw.get("power_w"), raw.get("sm_clock_mhz")
         if (util_pct == prev.util_pct and mem_used_mib == prev.mem_used_mib and temp_c == prev.temp_c
                 and power_w == prev.power_w and sm_clock_mhz == prev.sm_clock_mhz):
             return prev, pids
@@ -237,6 +289,25 @@ class FactCache:
                         power_w, prev.power_limit_w, sm_clock_mhz, prev.processes)
         self._gpus[index] = (known, gpu, pids)
         return gpu, pids
+
+
+_FD_FACTS = frozenset(("stdout", "stderr"))
+
+
+def _with_targets(prev: ProcInfo, known: dict, last_known: dict) -> ProcInfo | None:
+    """`prev` with the stdout/stderr of `known`, where every other fact is the very object of `last_known`
+    (a fact dict is never changed: `_learn`), else None. A job whose output goes to a file sends its
+    target again whenever the file grew (the size is part of it)."""
+    if known.keys() != last_known.keys():
+        return None
+    for name, value in last_known.items():
+        if known[name] is not value and name not in _FD_FACTS:
+            return None
+    return ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, prev.state, prev.cpu_s,
+                    prev.cpu_children_s, prev.rss_bytes, prev.threads, prev.sid, prev.pgid, prev.children,
+                    _fd(known.get("stdout")), _fd(known.get("stderr")), prev.unbuffered, prev.unbuffered_reason,
+                    prev.is_python, prev.env_readable, prev.start_ticks, prev.uid, prev.user, prev.compilers_seen,
+                    prev.dist)
 
 
 def _learn_each(entries: list, field: str, names: frozenset, old: dict) -> tuple[list, dict]:
@@ -266,12 +337,27 @@ def _learn_tails(entries: list, old: dict) -> tuple[list, dict]:
             known = old.get(key)
             if known is None:
                 known = {}
-        for name in TAIL_FACTS:
-            if name in entry:
-                known[name] = entry[name]
+        # TAIL_FACTS, unrolled
+        if "path" in entry:
+            known["path"] = entry["path"]
+        if "size" in entry:
+            known["size"] = entry["size"]
+        if "mtime" in entry:
+            known["mtime"] = entry["mtime"]
+        if "error" in entry:
+            known["error"] = entry["error"]
         new[key] = known
         out.append((entry, known))
     return out, new
+
+
+def _tail_of(raw: dict, known: dict) -> TailChunk:
+    """`_tail(raw, known)` of a frame's common tail: new bytes (or none), no reset, skip or cut."""
+    if "reset" in raw or "skipped" in raw or "cut" in raw:
+        return _tail(raw, known)
+    data = raw["data"] if "data" in raw else None
+    return TailChunk(str(raw["key"]), str(known["path"] if "path" in known else ""), _b64decode(data) if data else b"",
+                     False, 0, known.get("size"), known.get("mtime"), known.get("error"))
 
 
 def _tail(raw: dict, known: dict | None = None) -> TailChunk:
