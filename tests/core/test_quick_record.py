@@ -34,6 +34,8 @@ def test_same_record_as_the_generated_init(cls):
     ref = object.__new__(cls)
     cls.__dataclass_init__(ref, *values)
     assert values_of(cls(*values)) == values_of(ref) == values_of(cls(**{f.name: v for f, v in zip(fields, values)}))
+    made_by_make = cls.make(*values)
+    assert type(made_by_make) is cls and made_by_make == ref and values_of(cls.make(*args)) == values_of(made)
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(made, fields[0].name, 1)
     with pytest.raises((AttributeError, TypeError)):  # (TypeError: CPython 3.11's frozen slotted classes)

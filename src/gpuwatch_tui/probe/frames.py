@@ -19,13 +19,21 @@ from ..model import (
 
 PROTOCOL_VERSION = 1
 
+# The same records, built without the class call's own steps (quick_record).
+_ChildProc = ChildProc.make
+_FdTarget = FdTarget.make
+_GpuProcess = GpuProcess.make
+_GpuSample = GpuSample.make
+_ProcInfo = ProcInfo.make
+_TailChunk = TailChunk.make
+
 _b64decode = binascii.a2b_base64  # base64.b64decode without its checks of the argument's type (a str here)
 
 
 def _fd(raw: dict | None) -> FdTarget | None:
     if not raw:
         return None
-    return FdTarget(raw.get("path", ""), raw.get("kind", "unknown"), bool(raw.get("append")), raw.get("size"))
+    return _FdTarget(raw.get("path", ""), raw.get("kind", "unknown"), bool(raw.get("append")), raw.get("size"))
 
 
 def _opt_int(value) -> int | None:
@@ -33,11 +41,11 @@ def _opt_int(value) -> int | None:
 
 
 def _gpu_processes(raw) -> tuple[GpuProcess, ...]:
-    return tuple(GpuProcess(int(p["pid"]), p.get("mem_used_mib")) for p in raw)
+    return tuple(_GpuProcess(int(p["pid"]), p.get("mem_used_mib")) for p in raw)
 
 
 def parse_gpu(raw: dict) -> GpuSample:
-    return GpuSample(
+    return _GpuSample(
         index=int(raw["index"]),
         uuid=str(raw.get("uuid", "")),
         name=str(raw.get("name", "")),
@@ -181,7 +189,7 @@ class FactCache:
         cpu_s = float(raw.get("cpu_s", 0.0))
         if prev.state == state and prev.cpu_s == cpu_s:
             return prev
-        child = ChildProc(prev.pid, prev.name, prev.cmdline, state, cpu_s, prev.start_ticks, prev.uid, prev.user)
+        child = _ChildProc(prev.pid, prev.name, prev.cmdline, state, cpu_s, prev.start_ticks, prev.uid, prev.user)
         self._kids[key] = (known, child)
         return child
 
@@ -240,7 +248,7 @@ class FactCache:
                     and threads == prev.threads and compilers_seen == prev.compilers_seen):
                 info = prev
             else:
-                info = ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, state,
+                info = _ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, state,
                                 cpu_s, cpu_children_s, rss_bytes, threads, prev.sid, prev.pgid, children,
                                 prev.stdout, prev.stderr, prev.unbuffered, prev.unbuffered_reason, prev.is_python,
                                 prev.env_readable, prev.start_ticks, prev.uid, prev.user, compilers_seen, prev.dist)
@@ -285,7 +293,7 @@ class FactCache:
         if (util_pct == prev.util_pct and mem_used_mib == prev.mem_used_mib and temp_c == prev.temp_c
                 and power_w == prev.power_w and sm_clock_mhz == prev.sm_clock_mhz):
             return prev, pids
-        gpu = GpuSample(prev.index, prev.uuid, prev.name, util_pct, mem_used_mib, prev.mem_total_mib, temp_c,
+        gpu = _GpuSample(prev.index, prev.uuid, prev.name, util_pct, mem_used_mib, prev.mem_total_mib, temp_c,
                         power_w, prev.power_limit_w, sm_clock_mhz, prev.processes)
         self._gpus[index] = (known, gpu, pids)
         return gpu, pids
@@ -303,7 +311,7 @@ def _with_targets(prev: ProcInfo, known: dict, last_known: dict) -> ProcInfo | N
     for name, value in last_known.items():
         if known[name] is not value and name not in _FD_FACTS:
             return None
-    return ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, prev.state, prev.cpu_s,
+    return _ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, prev.state, prev.cpu_s,
                     prev.cpu_children_s, prev.rss_bytes, prev.threads, prev.sid, prev.pgid, prev.children,
                     _fd(known.get("stdout")), _fd(known.get("stderr")), prev.unbuffered, prev.unbuffered_reason,
                     prev.is_python, prev.env_readable, prev.start_ticks, prev.uid, prev.user, prev.compilers_seen,
@@ -356,7 +364,7 @@ def _tail_of(raw: dict, known: dict) -> TailChunk:
     if "reset" in raw or "skipped" in raw or "cut" in raw:
         return _tail(raw, known)
     data = raw["data"] if "data" in raw else None
-    return TailChunk(str(raw["key"]), str(known["path"] if "path" in known else ""), _b64decode(data) if data else b"",
+    return _TailChunk(str(raw["key"]), str(known["path"] if "path" in known else ""), _b64decode(data) if data else b"",
                      False, 0, known.get("size"), known.get("mtime"), known.get("error"))
 
 
@@ -364,7 +372,7 @@ def _tail(raw: dict, known: dict | None = None) -> TailChunk:
     facts = raw if known is None else known
     data = raw.get("data")
     cut = raw.get("cut")
-    return TailChunk(
+    return _TailChunk(
         str(raw["key"]), str(facts.get("path", "")), _b64decode(data) if data else b"", bool(raw.get("reset")),
         int(raw.get("skipped", 0)), facts.get("size"), facts.get("mtime"), facts.get("error"),
         tuple((int(pos), int(n)) for pos, n in cut) if cut else (),
@@ -372,14 +380,14 @@ def _tail(raw: dict, known: dict | None = None) -> TailChunk:
 
 
 def parse_child(raw: dict) -> ChildProc:
-    return ChildProc(int(raw["pid"]), str(raw.get("name", "")), tuple(raw.get("cmdline", ())),
+    return _ChildProc(int(raw["pid"]), str(raw.get("name", "")), tuple(raw.get("cmdline", ())),
                      str(raw.get("state", "")), float(raw.get("cpu_s", 0.0)), int(raw.get("start_ticks", 0)),
                      _opt_int(raw.get("uid")), raw.get("user"))
 
 
 def parse_proc(raw: dict, children: tuple[ChildProc, ...] | None = None) -> ProcInfo:
     """One process; `children`: its children already parsed (else read from `raw`)."""
-    return ProcInfo(
+    return _ProcInfo(
         pid=int(raw["pid"]),
         ppid=int(raw.get("ppid", 0)),
         start_time=float(raw.get("start_time", 0.0)),
@@ -432,19 +440,22 @@ def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:
             facts.forget_parsed()
             raise
     try:
+        # (most frames' are empty: no comprehension run for them)
+        gone, dirs = frame.get("gone", []), frame.get("dirs", [])
+        matches, candidates = frame.get("matches"), frame.get("candidates")
         sample = HostSample(
             time=float(frame.get("t", 0.0)),
             gpu_source=str(frame.get("gpu_source", "none")),
             gpus=gpus,
             procs=procs,
             gone=[ExitInfo(int(g["pid"]), float(g.get("start_time", 0)), float(g.get("seen_gone_at", 0)))
-                  for g in frame.get("gone", [])],
+                  for g in gone] if gone != [] else [],
             tails=tails,
             dirs=[
                 DirStat(str(d["key"]), str(d.get("path", "")), bool(d.get("exists")), int(d.get("files", 0)),
                         int(d.get("total_bytes", 0)), d.get("newest_mtime"), d.get("newest_name"), d.get("error"))
-                for d in frame.get("dirs", [])
-            ],
+                for d in dirs
+            ] if dirs != [] else [],
             gpu_error=frame.get("gpu_error"),
             load1=frame.get("load1"),
             cpu_count=frame.get("cpu_count"),
@@ -452,8 +463,8 @@ def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:
             mem_total_kib=frame.get("mem_total_kib"),
             mem_avail_kib=frame.get("mem_avail_kib"),
             driver=frame.get("driver"),
-            matches={str(k): [int(p) for p in v] for k, v in (frame.get("matches") or {}).items()},
-            candidates={int(k): str(v) for k, v in (frame.get("candidates") or {}).items()},
+            matches={str(k): [int(p) for p in v] for k, v in matches.items()} if matches else {},
+            candidates={int(k): str(v) for k, v in candidates.items()} if candidates else {},
             procs_key=procs_key,
             gpus_key=gpus_key,
         )
