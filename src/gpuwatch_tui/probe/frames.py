@@ -158,13 +158,8 @@ class FactCache:
             info, group = self._proc(raw, key, known, kids)
             procs[info.pid] = info
             groups[info.pid] = group
-        samples = []
-        pids = []
-        for raw, key, known in gpus_learned:
-            gpu, gpu_pids = self._gpu(raw, key, known)
-            samples.append(gpu)
-            pids.append(gpu_pids)
-        chunks = [_tail_of(raw, known) for raw, known in tails_learned]
+        samples, pids = self._gpus_of(gpus_learned)
+        chunks = _tails_of(tails_learned)
         # Only the latest frame's entries are kept (every one parsed now has one).
         if len(self._procs) != len(roots):
             self._procs = {k: v for k, v in self._procs.items() if k in roots}
@@ -193,27 +188,11 @@ class FactCache:
         self._kids[key] = (known, child)
         return child
 
-    def _children(self, kids: list) -> tuple:
-        """A process's children: the last frame's objects where their facts, state and CPU time are unchanged.
-
-        A raw value equal to the parsed one parses to that very value (a str to itself, a number to the
-        float it equals), so the moving fields are compared before they are converted."""
-        parsed = []
-        last_kids = self._kids
-        for child, child_key, child_known in kids:
-            last = last_kids.get(child_key)
-            if last is not None and last[0] is child_known:
-                prev = last[1]
-                try:
-                    if prev.state == child["state"] and prev.cpu_s == child["cpu_s"]:
-                        parsed.append(prev)
-                        continue
-                except KeyError:
-                    pass  # left out: read with its default
-            parsed.append(self._child(child, child_key, child_known))
-        return tuple(parsed)
-
     def _proc(self, raw: dict, key, known: dict, kids: list | None) -> tuple:
+        """A process of a steady frame, and its grouping key: the last frame's record while nothing moved, else
+        the last one with the values that moved. A raw value equal to the parsed one parses to that very value
+        (a str to itself, a number to the float it equals), so the moving values are compared before they are
+        converted (and again after: `2` for `2.0`)."""
         last = self._procs.get(key)
         if last is None or kids is None:
             return self._proc_anew(raw, key, known, kids, last)
@@ -223,7 +202,24 @@ class FactCache:
             prev = _with_targets(prev, known, last[0])  # the usual change: a log's size moved
             if prev is None:
                 return self._proc_anew(raw, key, known, kids, last)
-        children = self._children(kids) if kids else ()
+        if kids:
+            # The children: the last frame's objects where their facts, state and CPU time are unchanged.
+            parsed = []
+            last_kids = self._kids
+            for child, child_key, child_known in kids:
+                last_kid = last_kids.get(child_key)
+                if last_kid is not None and last_kid[0] is child_known:
+                    kid = last_kid[1]
+                    try:
+                        if kid.state == child["state"] and kid.cpu_s == child["cpu_s"]:
+                            parsed.append(kid)
+                            continue
+                    except KeyError:
+                        pass  # left out: read with its default
+                parsed.append(self._child(child, child_key, child_known))
+            children = tuple(parsed)
+        else:
+            children = ()
         if prev.children == children:  # the same child objects (compared by identity first)
             children = prev.children
         try:
@@ -235,7 +231,6 @@ class FactCache:
                 "threads", 0)
         seen = raw["compilers_seen"] if "compilers_seen" in raw else None
         compilers_seen = tuple(str(n) for n in seen) if seen else ()
-        # As above: a raw value equal to the parsed one parses to it (else it is converted and compared again).
         if (children is prev.children and state == prev.state and cpu_s == prev.cpu_s
                 and cpu_children_s == prev.cpu_children_s and rss_bytes == prev.rss_bytes
                 and threads == prev.threads and compilers_seen == prev.compilers_seen):
@@ -276,27 +271,37 @@ class FactCache:
         self._procs[key] = (known, info, group)
         return info, group
 
-    def _gpu(self, raw: dict, index, known: dict) -> tuple:
-        last = self._gpus.get(index)
-        if last is None or last[0] is not known:
-            gpu = parse_gpu({**known, **raw})
-            pids = gpu_pids_key(gpu)
-            self._gpus[index] = (known, gpu, pids)
-            return gpu, pids
-        prev, pids = last[1], last[2]
-        try:
-            util_pct, mem_used_mib, temp_c = raw["util_pct"], raw["mem_used_mib"], raw["temp_c"]
-            power_w, sm_clock_mhz = raw["power_w"], raw["sm_clock_mhz"]
-        except KeyError:  # a reading left out: None
-            util_pct, mem_used_mib, temp_c = raw.get("util_pct"), raw.get("mem_used_mib"), raw.get("temp_c")
-            power_w, sm_clock_mhz = raw.get("power_w"), raw.get("sm_clock_mhz")
-        if (util_pct == prev.util_pct and mem_used_mib == prev.mem_used_mib and temp_c == prev.temp_c
-                and power_w == prev.power_w and sm_clock_mhz == prev.sm_clock_mhz):
-            return prev, pids
-        gpu = _GpuSample(prev.index, prev.uuid, prev.name, util_pct, mem_used_mib, prev.mem_total_mib, temp_c,
-                        power_w, prev.power_limit_w, sm_clock_mhz, prev.processes)
-        self._gpus[index] = (known, gpu, pids)
-        return gpu, pids
+    def _gpus_of(self, learned: list) -> tuple[list, tuple]:
+        """The GPUs of a frame and the pids on each: the last frame's objects while facts and readings hold."""
+        samples = []
+        pids = []
+        last_gpus = self._gpus
+        for raw, index, known in learned:
+            last = last_gpus.get(index)
+            if last is None or last[0] is not known:
+                gpu = parse_gpu({**known, **raw})
+                gpu_pids = gpu_pids_key(gpu)
+                last_gpus[index] = (known, gpu, gpu_pids)
+                samples.append(gpu)
+                pids.append(gpu_pids)
+                continue
+            prev, gpu_pids = last[1], last[2]
+            try:
+                util_pct, mem_used_mib, temp_c = raw["util_pct"], raw["mem_used_mib"], raw["temp_c"]
+                power_w, sm_clock_mhz = raw["power_w"], raw["sm_clock_mhz"]
+            except KeyError:  # a reading left out: None
+                util_pct, mem_used_mib, temp_c = raw.get("util_pct"), raw.get("mem_used_mib"), raw.get("temp_c")
+                power_w, sm_clock_mhz = raw.get("power_w"), raw.get("sm_clock_mhz")
+            if (util_pct == prev.util_pct and mem_used_mib == prev.mem_used_mib and temp_c == prev.temp_c
+                    and power_w == prev.power_w and sm_clock_mhz == prev.sm_clock_mhz):
+                samples.append(prev)
+            else:
+                gpu = _GpuSample(prev.index, prev.uuid, prev.name, util_pct, mem_used_mib, prev.mem_total_mib,
+                                 temp_c, power_w, prev.power_limit_w, sm_clock_mhz, prev.processes)
+                last_gpus[index] = (known, gpu, gpu_pids)
+                samples.append(gpu)
+            pids.append(gpu_pids)
+        return samples, tuple(pids)
 
 
 _FD_FACTS = frozenset(("stdout", "stderr"))
@@ -359,13 +364,18 @@ def _learn_tails(entries: list, old: dict) -> tuple[list, dict]:
     return out, new
 
 
-def _tail_of(raw: dict, known: dict) -> TailChunk:
-    """`_tail(raw, known)` of a frame's common tail: new bytes (or none), no reset, skip or cut."""
-    if "reset" in raw or "skipped" in raw or "cut" in raw:
-        return _tail(raw, known)
-    data = raw["data"] if "data" in raw else None
-    return _TailChunk(str(raw["key"]), str(known["path"] if "path" in known else ""), _b64decode(data) if data else b"",
-                     False, 0, known.get("size"), known.get("mtime"), known.get("error"))
+def _tails_of(learned: list) -> list[TailChunk]:
+    """`[_tail(raw, known) ...]`, a frame's common tail (new bytes or none; no reset, skip or cut) read inline."""
+    chunks = []
+    for raw, known in learned:
+        if "reset" in raw or "skipped" in raw or "cut" in raw:
+            chunks.append(_tail(raw, known))
+            continue
+        data = raw["data"] if "data" in raw else None
+        chunks.append(_TailChunk(str(raw["key"]), str(known["path"] if "path" in known else ""),
+                                 _b64decode(data) if data else b"", False, 0, known.get("size"), known.get("mtime"),
+                                 known.get("error")))
+    return chunks
 
 
 def _tail(raw: dict, known: dict | None = None) -> TailChunk:
