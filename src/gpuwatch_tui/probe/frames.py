@@ -247,14 +247,12 @@ class FactCache:
                                 cpu_s, cpu_children_s, rss_bytes, threads, prev.sid, prev.pgid, children,
                                 prev.stdout, prev.stderr, prev.unbuffered, prev.unbuffered_reason, prev.is_python,
                                 prev.env_readable, prev.start_ticks, prev.uid, prev.user, compilers_seen, prev.dist)
-        if targets_moved:
-            fresh = proc_key(info)
-            if fresh != group:
-                group = fresh  # (else the very same key, compared by identity later)
-        elif info is prev:
+        if targets_moved and _targets_of(prev) != _targets_of(last[1]):
+            group = proc_key(info)  # grouping reads a target's path and kind (not its size)
+        elif info is prev and not targets_moved:
             return prev, group
-        elif group[3] != (state == "Z") or children is not prev.children and group[-1] != tuple(
-                (c.pid, c.start_ticks) for c in children):
+        elif info is not prev and (group[3] != (state == "Z") or children is not prev.children and group[-1] != tuple(
+                (c.pid, c.start_ticks) for c in children)):
             group = proc_key(info)
         self._procs[key] = (known, info, group)
         return info, group
@@ -321,6 +319,12 @@ def _with_targets(prev: ProcInfo, known: dict, last_known: dict) -> ProcInfo | N
                     _fd(known.get("stdout")), _fd(known.get("stderr")), prev.unbuffered, prev.unbuffered_reason,
                     prev.is_python, prev.env_readable, prev.start_ticks, prev.uid, prev.user, prev.compilers_seen,
                     prev.dist)
+
+
+def _targets_of(proc: ProcInfo) -> tuple:
+    """What grouping reads of a process's stdout and stderr targets: their paths and kinds."""
+    out, err = proc.stdout, proc.stderr
+    return (None if out is None else (out.path, out.kind)), (None if err is None else (err.path, err.kind))
 
 
 def _learn_each(entries: list, field: str, names: frozenset, old: dict) -> tuple[list, dict]:
