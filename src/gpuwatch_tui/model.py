@@ -9,18 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .quick_init import quick_init
+from .quick_record import quick_record
 from .vocab import GPU_SOURCES, HOST_STATES  # noqa: F401  (re-exported: defined once, in vocab)
 
 
-@quick_init
-@dataclass(frozen=True)
+@quick_record
+@dataclass(frozen=True, slots=True)
 class GpuProcess:
     pid: int
     mem_used_mib: float | None
 
 
-@quick_init
-@dataclass(frozen=True)
+@quick_record
+@dataclass(frozen=True, slots=True)
 class GpuSample:
     """One GPU at one instant. Any measurement the driver refuses is None."""
 
@@ -39,8 +40,8 @@ class GpuSample:
     workload: str | None = None
 
 
-@quick_init
-@dataclass(frozen=True)
+@quick_record
+@dataclass(frozen=True, slots=True)
 class FdTarget:
     """Where a process's stdout or stderr goes (from /proc/PID/fd/N and fdinfo)."""
 
@@ -61,8 +62,8 @@ class ProcessRef:
     start_ticks: int
 
 
-@quick_init
-@dataclass(frozen=True)
+@quick_record
+@dataclass(frozen=True, slots=True)
 class ChildProc:
     pid: int
     name: str  # comm
@@ -74,8 +75,8 @@ class ChildProc:
     user: str | None = None  # its login name on the host (None: unknown uid)
 
 
-@quick_init
-@dataclass(frozen=True)
+@quick_record
+@dataclass(frozen=True, slots=True)
 class ProcInfo:
     """Facts about one process, read from /proc on its host.
 
@@ -129,8 +130,8 @@ class ExitInfo:
     signal: int | None = None
 
 
-@quick_init
-@dataclass(frozen=True)
+@quick_record
+@dataclass(frozen=True, slots=True)
 class TailChunk:
     """New bytes of a followed file since the last frame."""
 

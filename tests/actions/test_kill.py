@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import signal
 
@@ -69,6 +70,6 @@ def test_a_failed_request_is_a_report_not_a_crash():
     report = asyncio.run(kill_job(host_down, JobTree("gpu-1", "t.py", (proc,))))
     assert not report.ok and report.failure.code == "host-down"
     assert "failed: gpu-1 is unreachable" in report.summary()
-    unpinned = JobTree("gpu-1", "t.py", (ProcInfo(**{**proc.__dict__, "start_ticks": 0}),))
+    unpinned = JobTree("gpu-1", "t.py", (dataclasses.replace(proc, start_ticks=0),))
     report = asyncio.run(kill_job(host_down, unpinned))
     assert report.failure.code == "no-targets" and report.skipped == (4242,)

@@ -146,6 +146,7 @@ def test_scripted_frames_with_gpus_resends_and_a_bad_frame_equal_a_fresh_parse(p
         ([_entry(10), _entry(20)], [_gpu(0, 690.0, (10,)), _gpu(1, 80.0, ())]),
         ([_entry(10), _entry(20)], [_gpu(0, 690.0, (10,)), _gpu(1, 80.0, ())]),  # all the same
         ([_entry(10, cpu=2.0), _entry(20)], [_gpu(0, 691.0, (10,)), _gpu(1, 80.0, ())]),  # CPU and power move
+        ([_entry(10, cpu=2), _entry(20)], [_gpu(0, 691.0, (10,)), _gpu(1, 80.0, ())]),  # the same CPU, as an int
         ([_entry(10, cpu=2.0, threads=4), _entry(20, kid_cmd="gcc")], [_gpu(0, 691.0, (10,)), _gpu(1, 80.0, ())]),
         ([_entry(10, cpu=2.0, kids=(100, 101)), _entry(20)], [_gpu(0, 691.0, (10, 20)), _gpu(1, 80.0, ())]),
         ([_entry(10, cpu=2.0, cwd="/x"), _entry(20, state="Z")], [_gpu(0, 691.0, (10,)), _gpu(1, 80.0, ())]),
@@ -173,6 +174,13 @@ def test_scripted_frames_with_gpus_resends_and_a_bad_frame_equal_a_fresh_parse(p
     grown["stdout"]["size"] = 99
     after = reader.read({"t": t, "procs": [grown], "gpus": [], "tails": []}, t + resend + 0.5)
     assert after.procs[10].stdout.size == 99 and after.procs_key[0] is again.procs_key[0]
+    assert after.procs[10].cmdline is again.procs[10].cmdline  # the last record with its new target, not parsed anew
+    # The target itself moves, with the CPU time (sent as an integer: read as the float a fresh parse gives).
+    moved = _entry(10, ticks=8, cpu=4)
+    moved["stdout"]["path"] = "/w/other.log"
+    later = reader.read({"t": t, "procs": [moved], "gpus": [], "tails": []}, t + resend + 0.7)
+    assert later.procs[10].stdout.path == "/w/other.log" and type(later.procs[10].cpu_s) is float
+    assert later.procs_key[0] != after.procs_key[0] and later.procs[10].cmdline is after.procs[10].cmdline
     # A frame that fails to parse is dropped; the next one still reads as its full frame does.
     bad = {"t": t, "procs": [_entry(10, ticks=8, cpu="many")], "gpus": [], "tails": []}
     reader.deltas.apply(bad, t + resend + 1)

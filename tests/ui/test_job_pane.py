@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from gpuwatch_tui.ui.screens.dashboard import DashboardScreen
 from gpuwatch_tui.ui.screens.job_screen import JobScreen, NewLinesMark
 from gpuwatch_tui.ui.widgets.log_view import LogView
@@ -52,7 +54,7 @@ async def test_cpu_percent_from_successive_samples(app, source):
         key = f"{proc.pid}:{proc.start_time}"
         host = source.store.hosts["trainer-e"]
         first = host.last_sample_time
-        source._procs["trainer-e:51877"] = [proc.__class__(**{**proc.__dict__, "cpu_s": proc.cpu_s + 1.0})]
+        source._procs["trainer-e:51877"] = [dataclasses.replace(proc, cpu_s=proc.cpu_s + 1.0)]
         source.advance(1.0)
         await pilot.pause()
         # +1 CPU second over the time between the two samples (not between two redraws)

@@ -19,13 +19,21 @@ from ..model import (
 
 PROTOCOL_VERSION = 1
 
+# The same records, built without the class call's own steps (quick_record).
+_ChildProc = ChildProc.make
+_FdTarget = FdTarget.make
+_GpuProcess = GpuProcess.make
+_GpuSample = GpuSample.make
+_ProcInfo = ProcInfo.make
+_TailChunk = TailChunk.make
+
 _b64decode = binascii.a2b_base64  # base64.b64decode without its checks of the argument's type (a str here)
 
 
 def _fd(raw: dict | None) -> FdTarget | None:
     if not raw:
         return None
-    return FdTarget(raw.get("path", ""), raw.get("kind", "unknown"), bool(raw.get("append")), raw.get("size"))
+    return _FdTarget(raw.get("path", ""), raw.get("kind", "unknown"), bool(raw.get("append")), raw.get("size"))
 
 
 def _opt_int(value) -> int | None:
@@ -33,11 +41,11 @@ def _opt_int(value) -> int | None:
 
 
 def _gpu_processes(raw) -> tuple[GpuProcess, ...]:
-    return tuple(GpuProcess(int(p["pid"]), p.get("mem_used_mib")) for p in raw)
+    return tuple(_GpuProcess(int(p["pid"]), p.get("mem_used_mib")) for p in raw)
 
 
 def parse_gpu(raw: dict) -> GpuSample:
-    return GpuSample(
+    return _GpuSample(
         index=int(raw["index"]),
         uuid=str(raw.get("uuid", "")),
         name=str(raw.get("name", "")),
@@ -127,15 +135,19 @@ class FactCache:
                 known = _learn(raw, key, _ROOT_FACTS, old_roots, roots)
             else:
                 roots[key] = known  # the common case: no fact in the frame, none learned anew
-            kids = []
-            for child in raw.get("children") or ():
-                child_key = (child["pid"], child.get("start_ticks", 0))
-                child_known = old_children.get(child_key)
-                if child_known is None or child_key in children or not _CHILD_FACTS.isdisjoint(child):
-                    child_known = _learn(child, child_key, _CHILD_FACTS, old_children, children)
-                else:
-                    children[child_key] = child_known
-                kids.append((child, child_key, child_known))
+            raw_kids = raw.get("children")
+            kids: list | None = []
+            if raw_kids:
+                for child in raw_kids:
+                    child_key = (child["pid"], child.get("start_ticks", 0))
+                    child_known = old_children.get(child_key)
+                    if child_known is None or child_key in children or not _CHILD_FACTS.isdisjoint(child):
+                        child_known = _learn(child, child_key, _CHILD_FACTS, old_children, children)
+                    else:
+                        children[child_key] = child_known
+                    kids.append((child, child_key, child_known))
+            elif raw_kids is None and "children" in raw:
+                kids = None  # refused when parsed, as parse_proc refuses it
             learned.append((raw, key, known, kids))
         gpus_learned, gpus = _learn_each(frame.get("gpus", []), "index", _GPU_FACTS, self.gpus)
         tails_learned, tails = _learn_tails(frame.get("tails", []), self.tails)
@@ -146,13 +158,8 @@ class FactCache:
             info, group = self._proc(raw, key, known, kids)
             procs[info.pid] = info
             groups[info.pid] = group
-        samples = []
-        pids = []
-        for raw, key, known in gpus_learned:
-            gpu, gpu_pids = self._gpu(raw, key, known)
-            samples.append(gpu)
-            pids.append(gpu_pids)
-        chunks = [_tail(raw, known) for raw, known in tails_learned]
+        samples, pids = self._gpus_of(gpus_learned)
+        chunks = _tails_of(tails_learned)
         # Only the latest frame's entries are kept (every one parsed now has one).
         if len(self._procs) != len(roots):
             self._procs = {k: v for k, v in self._procs.items() if k in roots}
@@ -177,66 +184,147 @@ class FactCache:
         cpu_s = float(raw.get("cpu_s", 0.0))
         if prev.state == state and prev.cpu_s == cpu_s:
             return prev
-        child = ChildProc(prev.pid, prev.name, prev.cmdline, state, cpu_s, prev.start_ticks, prev.uid, prev.user)
+        child = _ChildProc(prev.pid, prev.name, prev.cmdline, state, cpu_s, prev.start_ticks, prev.uid, prev.user)
         self._kids[key] = (known, child)
         return child
 
-    def _proc(self, raw: dict, key, known: dict, kids: list) -> tuple:
-        if raw.get("children", []) is None:
-            raise TypeError("a process's children are not a list")  # as parse_proc finds
-        children = tuple([self._child(child, child_key, child_known) for child, child_key, child_known in kids])
+    def _proc(self, raw: dict, key, known: dict, kids: list | None) -> tuple:
+        """A process of a steady frame, and its grouping key: the last frame's record while nothing moved, else
+        the last one with the values that moved. A raw value equal to the parsed one parses to that very value
+        (a str to itself, a number to the float it equals), so the moving values are compared before they are
+        converted (and again after: `2` for `2.0`)."""
         last = self._procs.get(key)
-        if last is None or last[0] is not known:
-            info = parse_proc({**known, **raw}, children)
-            group = proc_key(info)
-            if last is not None and last[2] == group:
-                group = last[2]  # (a log's size moved, say): the very same key, compared by identity later
-            self._procs[key] = (known, info, group)
-            return info, group
+        if last is None or kids is None:
+            return self._proc_anew(raw, key, known, kids, last)
         prev, group = last[1], last[2]
+        targets_moved = last[0] is not known
+        if targets_moved:
+            prev = _with_targets(prev, known, last[0])  # the usual change: a log's size moved
+            if prev is None:
+                return self._proc_anew(raw, key, known, kids, last)
+        if kids:
+            # The children: the last frame's objects where their facts, state and CPU time are unchanged.
+            parsed = []
+            last_kids = self._kids
+            for child, child_key, child_known in kids:
+                last_kid = last_kids.get(child_key)
+                if last_kid is not None and last_kid[0] is child_known:
+                    kid = last_kid[1]
+                    try:
+                        if kid.state == child["state"] and kid.cpu_s == child["cpu_s"]:
+                            parsed.append(kid)
+                            continue
+                    except KeyError:
+                        pass  # left out: read with its default
+                parsed.append(self._child(child, child_key, child_known))
+            children = tuple(parsed)
+        else:
+            children = ()
         if prev.children == children:  # the same child objects (compared by identity first)
             children = prev.children
-        state = str(raw.get("state", ""))
-        cpu_s = float(raw.get("cpu_s", 0.0))
-        cpu_children_s = float(raw.get("cpu_children_s", 0.0))
-        rss_bytes = int(raw.get("rss_bytes", 0))
-        threads = int(raw.get("threads", 0))
-        seen = raw.get("compilers_seen")
+        try:
+            state, cpu_s, cpu_children_s = raw["state"], raw["cpu_s"], raw["cpu_children_s"]
+            rss_bytes, threads = raw["rss_bytes"], raw["threads"]
+        except KeyError:  # a field left out: read with its default
+            state, cpu_s = raw.get("state", ""), raw.get("cpu_s", 0.0)
+            cpu_children_s, rss_bytes, threads = raw.get("cpu_children_s", 0.0), raw.get("rss_bytes", 0), raw.get(
+                "threads", 0)
+        seen = raw["compilers_seen"] if "compilers_seen" in raw else None
         compilers_seen = tuple(str(n) for n in seen) if seen else ()
         if (children is prev.children and state == prev.state and cpu_s == prev.cpu_s
                 and cpu_children_s == prev.cpu_children_s and rss_bytes == prev.rss_bytes
                 and threads == prev.threads and compilers_seen == prev.compilers_seen):
+            info = prev
+        else:
+            state, cpu_s, cpu_children_s = str(state), float(cpu_s), float(cpu_children_s)
+            rss_bytes, threads = int(rss_bytes), int(threads)
+            if (children is prev.children and state == prev.state and cpu_s == prev.cpu_s
+                    and cpu_children_s == prev.cpu_children_s and rss_bytes == prev.rss_bytes
+                    and threads == prev.threads and compilers_seen == prev.compilers_seen):
+                info = prev
+            else:
+                info = _ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, state,
+                                cpu_s, cpu_children_s, rss_bytes, threads, prev.sid, prev.pgid, children,
+                                prev.stdout, prev.stderr, prev.unbuffered, prev.unbuffered_reason, prev.is_python,
+                                prev.env_readable, prev.start_ticks, prev.uid, prev.user, compilers_seen, prev.dist)
+        if targets_moved and _targets_of(prev) != _targets_of(last[1]):
+            group = proc_key(info)  # grouping reads a target's path and kind (not its size)
+        elif info is prev and not targets_moved:
             return prev, group
-        info = ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, state, cpu_s,
-                        cpu_children_s, rss_bytes, threads, prev.sid, prev.pgid, children, prev.stdout,
-                        prev.stderr, prev.unbuffered, prev.unbuffered_reason, prev.is_python,
-                        prev.env_readable, prev.start_ticks, prev.uid, prev.user, compilers_seen, prev.dist)
-        if group[3] != (state == "Z") or children is not prev.children and group[-1] != tuple(
-                (c.pid, c.start_ticks) for c in children):
+        elif info is not prev and (group[3] != (state == "Z") or children is not prev.children and group[-1] != tuple(
+                (c.pid, c.start_ticks) for c in children)):
             group = proc_key(info)
         self._procs[key] = (known, info, group)
         return info, group
 
-    def _gpu(self, raw: dict, index, known: dict) -> tuple:
-        last = self._gpus.get(index)
-        if last is None or last[0] is not known:
-            gpu = parse_gpu({**known, **raw})
-            pids = gpu_pids_key(gpu)
-            self._gpus[index] = (known, gpu, pids)
-            return gpu, pids
-        prev, pids = last[1], last[2]
-        util_pct = raw.get("util_pct")
-        mem_used_mib = raw.get("mem_used_mib")
-        temp_c = raw.get("temp_c")
-        power_w = raw.get("power_w")
-        sm_clock_mhz = raw.get("sm_clock_mhz")
-        if (util_pct == prev.util_pct and mem_used_mib == prev.mem_used_mib and temp_c == prev.temp_c
-                and power_w == prev.power_w and sm_clock_mhz == prev.sm_clock_mhz):
-            return prev, pids
-        gpu = GpuSample(prev.index, prev.uuid, prev.name, util_pct, mem_used_mib, prev.mem_total_mib, temp_c,
-                        power_w, prev.power_limit_w, sm_clock_mhz, prev.processes)
-        self._gpus[index] = (known, gpu, pids)
-        return gpu, pids
+    def _proc_anew(self, raw: dict, key, known: dict, kids: list | None, last) -> tuple:
+        """A process met for the first time, or whose facts changed: parsed in full."""
+        if kids is None:
+            raise TypeError("a process's children are not a list")  # as parse_proc finds
+        children = tuple([self._child(child, child_key, child_known) for child, child_key, child_known in kids])
+        info = parse_proc({**known, **raw}, children)
+        group = proc_key(info)
+        if last is not None and last[2] == group:
+            group = last[2]  # (a log's size moved, say): the very same key, compared by identity later
+        self._procs[key] = (known, info, group)
+        return info, group
+
+    def _gpus_of(self, learned: list) -> tuple[list, tuple]:
+        """The GPUs of a frame and the pids on each: the last frame's objects while facts and readings hold."""
+        samples = []
+        pids = []
+        last_gpus = self._gpus
+        for raw, index, known in learned:
+            last = last_gpus.get(index)
+            if last is None or last[0] is not known:
+                gpu = parse_gpu({**known, **raw})
+                gpu_pids = gpu_pids_key(gpu)
+                last_gpus[index] = (known, gpu, gpu_pids)
+                samples.append(gpu)
+                pids.append(gpu_pids)
+                continue
+            prev, gpu_pids = last[1], last[2]
+            try:
+                util_pct, mem_used_mib, temp_c = raw["util_pct"], raw["mem_used_mib"], raw["temp_c"]
+                power_w, sm_clock_mhz = raw["power_w"], raw["sm_clock_mhz"]
+            except KeyError:  # a reading left out: None
+                util_pct, mem_used_mib, temp_c = raw.get("util_pct"), raw.get("mem_used_mib"), raw.get("temp_c")
+                power_w, sm_clock_mhz = raw.get("power_w"), raw.get("sm_clock_mhz")
+            if (util_pct == prev.util_pct and mem_used_mib == prev.mem_used_mib and temp_c == prev.temp_c
+                    and power_w == prev.power_w and sm_clock_mhz == prev.sm_clock_mhz):
+                samples.append(prev)
+            else:
+                gpu = _GpuSample(prev.index, prev.uuid, prev.name, util_pct, mem_used_mib, prev.mem_total_mib,
+                                 temp_c, power_w, prev.power_limit_w, sm_clock_mhz, prev.processes)
+                last_gpus[index] = (known, gpu, gpu_pids)
+                samples.append(gpu)
+            pids.append(gpu_pids)
+        return samples, tuple(pids)
+
+
+_FD_FACTS = frozenset(("stdout", "stderr"))
+
+
+def _with_targets(prev: ProcInfo, known: dict, last_known: dict) -> ProcInfo | None:
+    """`prev` with the stdout/stderr of `known`, where every other fact is the very object of `last_known`
+    (a fact dict is never changed: `_learn`), else None. A job whose output goes to a file sends its
+    target again whenever the file grew (the size is part of it)."""
+    if known.keys() != last_known.keys():
+        return None
+    for name, value in last_known.items():
+        if known[name] is not value and name not in _FD_FACTS:
+            return None
+    return _ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, prev.state, prev.cpu_s,
+                    prev.cpu_children_s, prev.rss_bytes, prev.threads, prev.sid, prev.pgid, prev.children,
+                    _fd(known.get("stdout")), _fd(known.get("stderr")), prev.unbuffered, prev.unbuffered_reason,
+                    prev.is_python, prev.env_readable, prev.start_ticks, prev.uid, prev.user, prev.compilers_seen,
+                    prev.dist)
+
+
+def _targets_of(proc: ProcInfo) -> tuple:
+    """What grouping reads of a process's stdout and stderr targets: their paths and kinds."""
+    out, err = proc.stdout, proc.stderr
+    return (None if out is None else (out.path, out.kind)), (None if err is None else (err.path, err.kind))
 
 
 def _learn_each(entries: list, field: str, names: frozenset, old: dict) -> tuple[list, dict]:
@@ -266,19 +354,39 @@ def _learn_tails(entries: list, old: dict) -> tuple[list, dict]:
             known = old.get(key)
             if known is None:
                 known = {}
-        for name in TAIL_FACTS:
-            if name in entry:
-                known[name] = entry[name]
+        # TAIL_FACTS, unrolled
+        if "path" in entry:
+            known["path"] = entry["path"]
+        if "size" in entry:
+            known["size"] = entry["size"]
+        if "mtime" in entry:
+            known["mtime"] = entry["mtime"]
+        if "error" in entry:
+            known["error"] = entry["error"]
         new[key] = known
         out.append((entry, known))
     return out, new
+
+
+def _tails_of(learned: list) -> list[TailChunk]:
+    """`[_tail(raw, known) ...]`, a frame's common tail (new bytes or none; no reset, skip or cut) read inline."""
+    chunks = []
+    for raw, known in learned:
+        if "reset" in raw or "skipped" in raw or "cut" in raw:
+            chunks.append(_tail(raw, known))
+            continue
+        data = raw["data"] if "data" in raw else None
+        chunks.append(_TailChunk(str(raw["key"]), str(known["path"] if "path" in known else ""),
+                                 _b64decode(data) if data else b"", False, 0, known.get("size"), known.get("mtime"),
+                                 known.get("error")))
+    return chunks
 
 
 def _tail(raw: dict, known: dict | None = None) -> TailChunk:
     facts = raw if known is None else known
     data = raw.get("data")
     cut = raw.get("cut")
-    return TailChunk(
+    return _TailChunk(
         str(raw["key"]), str(facts.get("path", "")), _b64decode(data) if data else b"", bool(raw.get("reset")),
         int(raw.get("skipped", 0)), facts.get("size"), facts.get("mtime"), facts.get("error"),
         tuple((int(pos), int(n)) for pos, n in cut) if cut else (),
@@ -286,14 +394,14 @@ def _tail(raw: dict, known: dict | None = None) -> TailChunk:
 
 
 def parse_child(raw: dict) -> ChildProc:
-    return ChildProc(int(raw["pid"]), str(raw.get("name", "")), tuple(raw.get("cmdline", ())),
+    return _ChildProc(int(raw["pid"]), str(raw.get("name", "")), tuple(raw.get("cmdline", ())),
                      str(raw.get("state", "")), float(raw.get("cpu_s", 0.0)), int(raw.get("start_ticks", 0)),
                      _opt_int(raw.get("uid")), raw.get("user"))
 
 
 def parse_proc(raw: dict, children: tuple[ChildProc, ...] | None = None) -> ProcInfo:
     """One process; `children`: its children already parsed (else read from `raw`)."""
-    return ProcInfo(
+    return _ProcInfo(
         pid=int(raw["pid"]),
         ppid=int(raw.get("ppid", 0)),
         start_time=float(raw.get("start_time", 0.0)),
@@ -346,19 +454,22 @@ def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:
             facts.forget_parsed()
             raise
     try:
+        # (most frames' are empty: no comprehension run for them)
+        gone, dirs = frame.get("gone", []), frame.get("dirs", [])
+        matches, candidates = frame.get("matches"), frame.get("candidates")
         sample = HostSample(
             time=float(frame.get("t", 0.0)),
             gpu_source=str(frame.get("gpu_source", "none")),
             gpus=gpus,
             procs=procs,
             gone=[ExitInfo(int(g["pid"]), float(g.get("start_time", 0)), float(g.get("seen_gone_at", 0)))
-                  for g in frame.get("gone", [])],
+                  for g in gone] if gone != [] else [],
             tails=tails,
             dirs=[
                 DirStat(str(d["key"]), str(d.get("path", "")), bool(d.get("exists")), int(d.get("files", 0)),
                         int(d.get("total_bytes", 0)), d.get("newest_mtime"), d.get("newest_name"), d.get("error"))
-                for d in frame.get("dirs", [])
-            ],
+                for d in dirs
+            ] if dirs != [] else [],
             gpu_error=frame.get("gpu_error"),
             load1=frame.get("load1"),
             cpu_count=frame.get("cpu_count"),
@@ -366,8 +477,8 @@ def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:
             mem_total_kib=frame.get("mem_total_kib"),
             mem_avail_kib=frame.get("mem_avail_kib"),
             driver=frame.get("driver"),
-            matches={str(k): [int(p) for p in v] for k, v in (frame.get("matches") or {}).items()},
-            candidates={int(k): str(v) for k, v in (frame.get("candidates") or {}).items()},
+            matches={str(k): [int(p) for p in v] for k, v in matches.items()} if matches else {},
+            candidates={int(k): str(v) for k, v in candidates.items()} if candidates else {},
             procs_key=procs_key,
             gpus_key=gpus_key,
         )
