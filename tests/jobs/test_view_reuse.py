@@ -123,7 +123,7 @@ BLIND = {
     "exit": lambda kept, job, at: (setattr(kept, "exit", job.exit), setattr(kept, "alive", job.alive),
                                setattr(kept, "exit_code", export._exit_code(job))),
     "log lines": lambda kept, job, at: setattr(kept, "log_total", job.primary_log.total_lines if job.logs else 0),
-    "progress": lambda kept, job, at: setattr(kept, "progress", tuple(vars(job.interp.progress.current).values())),
+    "progress": lambda kept, job, at: setattr(kept, "progress", export._progress_values(job.interp.progress.current)),
     "progress points": lambda kept, job, at: (
         setattr(kept, "points_last", job.interp.progress.history[-1] if job.interp.progress.history else None)),
     "phase history": lambda kept, job, at: setattr(kept, "history", list(job.history)),
