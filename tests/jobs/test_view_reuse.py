@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -128,7 +129,7 @@ BLIND = {
         setattr(kept, "points_last", job.interp.progress.history[-1] if job.interp.progress.history else None)),
     "phase history": lambda kept, job, at: setattr(kept, "history", list(job.history)),
     "events": lambda kept, job, at: setattr(kept, "actions", list(job.actions)),
-    "history text ages": lambda kept, job, at: setattr(kept, "at", at),
+    "history text ages": lambda kept, job, at: setattr(kept, "text_span", (-math.inf, math.inf)),
 }
 
 

@@ -70,10 +70,17 @@ def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, o
 _RAW_ORDER = ("step", "total", "rate", "unit", "loss", "epoch", "epochs", "eta_s", "lr", "desc", "updated_at")
 _PROGRESS_FIELDS = tuple(f.name for f in dataclasses.fields(Progress))
 _RAW_LEN = len(_RAW_ORDER) if _PROGRESS_FIELDS == _RAW_ORDER else -1
-# Every value of a Progress, in its fields' order, read by name. Not `vars(progress)`: that makes
-# CPython build the instance's dict, after which every attribute the log reader sets on it each line
-# (ProgressTracker.merge) takes the slow generic way (~75k instructions per host-sample at 8 jobs).
-_progress_values = attrgetter(*_PROGRESS_FIELDS)
+
+
+def _progress_values(p: Progress) -> tuple:
+    """Every value of a Progress, in its fields' order (_RAW_ORDER), read by name. Not `vars(p)`: that
+    makes CPython build the instance's dict, after which every attribute the log reader sets on it each
+    line (ProgressTracker.merge) takes the slow generic way (~75k instructions per host-sample at 8 jobs)."""
+    return (p.step, p.total, p.rate, p.unit, p.loss, p.epoch, p.epochs, p.eta_s, p.lr, p.desc, p.updated_at)
+
+
+if _RAW_LEN < 0:  # Progress's fields are no longer _RAW_ORDER: read them all, in their order, the slower way
+    _progress_values = attrgetter(*_PROGRESS_FIELDS)  # noqa: F811
 
 
 def current_view(job: JobState, now: float | None = None) -> JobView:
@@ -97,19 +104,20 @@ def current_view(job: JobState, now: float | None = None) -> JobView:
 
 def current_views(jobs, now: float | None, facts_of) -> tuple[list[JobView], list]:
     """(`current_view` of each job, `facts_of(job)` of each): the tracker's views and the multi-host
-    join's run facts, in one pass. A job asked again with no frame since (the short way of
-    `current_view`, inline here: twice a second for every job) gets the facts kept with its view,
-    asked once per view made (they hold while the revision does, as `multinode.run_facts` says)."""
+    join's run facts, in one pass (`current_view`'s steps inline: this runs twice a second for every
+    job). A job asked again with no frame since gets the facts kept with its view, asked once per view
+    made (they hold while the revision does, as `multinode.run_facts` says)."""
     views = []
     facts = []
     for job in jobs:
+        at = job.last_seen if now is None else now
         kept = job.view_parts.get("kept")
-        if kept is None or job.revision != kept.revision or job.verdict is not kept.verdict or (
-                job.exit is not kept.exit):
-            views.append(current_view(job, now))
-            kept = job.view_parts["kept"]
+        if kept is None:
+            kept = job.view_parts["kept"] = KeptView(job, at)
+            views.append(kept.view)
+        elif job.revision != kept.revision or job.verdict is not kept.verdict or job.exit is not kept.exit:
+            views.append(kept.refresh(job, at))
         else:
-            at = job.last_seen if now is None else now
             views.append(kept.view if at == kept.at else kept.aged(at))
         f = kept.facts
         if f is None:
@@ -264,7 +272,11 @@ class KeptView:
     def aged(self, at: float) -> JobView:
         """The view at `at` when nothing but the time moved since the last one (`current_view`)."""
         self.at = at
-        if self.history_last is None:
+        last = self.history_last
+        if last is None:
+            return self.view
+        low, high = self.text_span
+        if low <= at - last[1] < high:  # (as `_aged_text` checks first: the usual answer, inline)
             return self.view
         text = self._aged_text(at)
         if text is None:
@@ -378,7 +390,8 @@ class KeptView:
             self.history_last = history[-1] if history else None
             self.text_span = _NO_SPAN
         if history:
-            if at != self.at or self.text_span is _NO_SPAN:
+            low, high = self.text_span  # (a new history left none: made at once)
+            if not low <= at - self.history_last[1] < high:
                 text = self._aged_text(at)
                 if text is not None:
                     changed = True

@@ -85,18 +85,22 @@ def json_number(x: float | None) -> float | int | None:
         whole = int(x)
         if whole == x:
             return whole
-        # round(x, 6) writes x out in decimal and reads it back (~2.5k instructions). Where x is
-        # already the double nearest a 6-place decimal (n / 1e6 is that double, correctly rounded),
-        # that is x itself: below 2**33 a double's spacing is under 1e-6, so x's 6-place rounding is n.
-        if round(x * 1e6) / 1e6 == x:
-            return x
+        # round(x, 6) writes x out in decimal and reads it back (~2.5k instructions). The 6-place
+        # decimal is n / 1e6, n the integer nearest x * 1e6 (exact within 1/16 below 1e9), unless that
+        # product lies near a half (a tie to break on the exact value) or n is 0 (the sign of a zero);
+        # n / 1e6 is then the double nearest that decimal (one correctly rounded division), as round's.
+        scaled = x * 1e6
+        n = round(scaled)
+        if n and -_TIE_MARGIN < scaled - n < _TIE_MARGIN:
+            return n / 1e6
         return round(x, 6)
     if not math.isfinite(x):
         return None
     return int(x) if float(x).is_integer() and abs(x) < 2**53 else round(x, 6)
 
 
-_EXACT_BELOW = 1e9  # json_number's short way holds below 2**33 (~8.6e9); kept well inside it
+_EXACT_BELOW = 1e9  # json_number's short way: x * 1e6 under 2**50, its rounding error at most 1/16
+_TIE_MARGIN = 0.25  # ... so a product this far from a half rounds to the same integer as the exact one
 
 
 @dataclass
