@@ -34,7 +34,7 @@ def progress_view(progress: Progress) -> ProgressView:
 def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, old: ProgressView) -> ProgressView:
     """`progress_view(progress)`, made from `old` (the view of the values `old_raw`): only what changed
     is converted again (a training line moves the step, loss, rate and ETA; the rest holds)."""
-    if old_raw is None or len(raw) != _RAW_LEN or len(old_raw) != _RAW_LEN:
+    if old_raw is None or _RAW_LEN < 0:  # (both made by `_progress_values`: the same length)
         return progress_view(progress)
     step, total, rate, unit, loss, epoch, epochs, eta_s, lr, desc, updated_at = raw
     o_step, o_total, o_rate, _, o_loss, o_epoch, o_epochs, o_eta_s, o_lr, _, _ = old_raw
@@ -196,7 +196,9 @@ def _progress_points(history, cached_last, points: tuple) -> tuple:
     if last is cached_last:
         return last, points
     if cached_last is not None and len(history) > 1 and history[-2] is cached_last:  # one new point: the usual
-        point = _point_view(last)
+        loss = last[3]  # (`_point_view`, inline)
+        point = _new_tuple(ProgressPointView, last[:5] if loss is None or isfinite(loss) else (
+            last[0], last[1], last[2], None, last[4]))
         return last, points + (point,) if len(points) < PROGRESS_POINTS else points[1 - PROGRESS_POINTS:] + (point,)
     new = []
     found = False
@@ -313,17 +315,20 @@ class KeptView:
                 fields.update(_verdict_fields(job, v))
                 self.confidence = None
             else:  # (inline: a verdict is new on most frames, as the ages in its evidence move)
-                fields["phase"] = v.phase
-                fields["detail"] = v.detail
-                fields["since"] = v.since
+                was = self.verdict  # (None: the view's fields are `_verdict_fields(job, None)`'s)
+                if (was is None or v.phase != was.phase or v.detail != was.detail or v.since != was.since
+                        or v.advice != was.advice or v.actions != was.actions):
+                    fields["phase"] = v.phase
+                    fields["detail"] = v.detail
+                    fields["since"] = v.since
+                    fields["advice"] = v.advice
+                    actions = v.actions
+                    fields["actions"] = actions if actions.__class__ is tuple else tuple(actions)
                 if v.confidence != self.confidence:
                     self.confidence = v.confidence
                     fields["confidence"] = round(v.confidence, 2)
                 evidence = v.evidence
                 fields["evidence"] = evidence if evidence.__class__ is tuple else tuple(evidence)
-                fields["advice"] = v.advice
-                actions = v.actions
-                fields["actions"] = actions if actions.__class__ is tuple else tuple(actions)
             self.verdict = v
             self.first_seen = job.first_seen
         scalars = (job.id, job.name, job.host, job.spec is not None, job.launcher, job.output_dir, job.stall_after_s)

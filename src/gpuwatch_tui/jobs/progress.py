@@ -82,15 +82,16 @@ def json_number(x: float | None) -> float | int | None:
     if x is None:
         return None
     if -_EXACT_BELOW < x < _EXACT_BELOW:  # (NaN fails it: the general way below)
-        whole = int(x)
-        if whole == x:
-            return whole
+        if x + _TO_WHOLE - _TO_WHOLE == x:  # whole (x rounded to an integer is x)
+            return x.__trunc__()  # (int(x), without the type call)
         # round(x, 6) writes x out in decimal and reads it back (~2.5k instructions). The 6-place
-        # decimal is n / 1e6, n the integer nearest x * 1e6 (exact within 1/16 below 1e9), unless that
-        # product lies near a half (a tie to break on the exact value) or n is 0 (the sign of a zero);
-        # n / 1e6 is then the double nearest that decimal (one correctly rounded division), as round's.
+        # decimal is n / 1e6, n the integer nearest x * 1e6, unless the exact product lies on a half
+        # (a tie to break on x itself) or n is 0 (the sign of a zero): below 1e9 the product's double
+        # is within half its spacing (under 1/16) of the exact one and both halves are doubles, so a
+        # double strictly inside (n - 1/2, n + 1/2) means the exact product is too. n / 1e6 is then
+        # the double nearest that decimal (one correctly rounded division), as round gives.
         scaled = x * 1e6
-        n = round(scaled)
+        n = scaled + _TO_WHOLE - _TO_WHOLE
         if n and -_TIE_MARGIN < scaled - n < _TIE_MARGIN:
             return n / 1e6
         return round(x, 6)
@@ -99,8 +100,11 @@ def json_number(x: float | None) -> float | int | None:
     return int(x) if float(x).is_integer() and abs(x) < 2**53 else round(x, 6)
 
 
-_EXACT_BELOW = 1e9  # json_number's short way: x * 1e6 under 2**50, its rounding error at most 1/16
-_TIE_MARGIN = 0.25  # ... so a product this far from a half rounds to the same integer as the exact one
+_EXACT_BELOW = 1e9  # json_number's short way: x * 1e6 under 2**50, where doubles are at most 1/8 apart
+_TIE_MARGIN = 0.5  # ... so a product's double strictly within this of an integer rounds to it exactly
+# y + 1.5 * 2**52 - 1.5 * 2**52 is y rounded to an integer (half to even) for |y| < 2**51: float
+# additions, cheaper than round(y) (a special-method lookup and an int made)
+_TO_WHOLE = 6755399441055744.0
 
 
 @dataclass
