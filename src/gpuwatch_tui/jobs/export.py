@@ -117,8 +117,16 @@ def current_views(jobs, now: float | None, facts_of) -> tuple[list[JobView], lis
             views.append(kept.view)
         elif job.revision != kept.revision or job.verdict is not kept.verdict or job.exit is not kept.exit:
             views.append(kept.refresh(job, at))
-        else:
-            views.append(kept.view if at == kept.at else kept.aged(at))
+        elif at == kept.at:
+            views.append(kept.view)
+        else:  # only the time moved: `kept.aged(at)`, whose usual answer (the text's age span holds) is inline
+            last = kept.history_last
+            low, high = kept.text_span
+            if last is None or low <= at - last[1] < high:
+                kept.at = at
+                views.append(kept.view)
+            else:
+                views.append(kept.aged(at))
         f = kept.facts
         if f is None:
             f = kept.facts = facts_of(job)
@@ -376,16 +384,28 @@ class KeptView:
         else:
             tracker = interp.progress
             current = tracker.current
-            raw = _progress_values(current)
+            raw = (current.step, current.total, current.rate, current.unit, current.loss, current.epoch,
+                   current.epochs, current.eta_s, current.lr, current.desc, current.updated_at) if (
+                _RAW_LEN > 0) else _progress_values(current)  # (`_progress_values`, inline)
             if raw != self.progress:
                 changed = True
                 fields["progress"] = _next_progress_view(current, raw, self.progress, fields["progress"])
                 self.progress = raw
             points = tracker.history
-            if (points[-1] if points else None) is not self.points_last:
+            last = points[-1] if points else None
+            if last is not self.points_last:
                 changed = True
-                self.points_last, fields["progress_history"] = _progress_points(
-                    points, self.points_last, fields["progress_history"])
+                kept_points = fields["progress_history"]
+                if last is not None and len(points) > 1 and points[-2] is self.points_last and (
+                        0 < len(kept_points) < PROGRESS_POINTS):
+                    # one new point, below the cap: `_progress_points`'s usual answer, inline
+                    loss = last[3]
+                    fields["progress_history"] = kept_points + (_new_tuple(ProgressPointView, last[:5] if (
+                        loss is None or isfinite(loss)) else (last[0], last[1], last[2], None, last[4])),)
+                    self.points_last = last
+                else:
+                    self.points_last, fields["progress_history"] = _progress_points(
+                        points, self.points_last, kept_points)
         history = job.history
         if history != self.history:
             changed = True
