@@ -108,16 +108,21 @@ def run_facts(job) -> tuple[list[ProcInfo], frozenset[str], bool]:
         return _NO_FACTS
     parts = job.view_parts
     kept = parts.get("run_facts")  # (revision, processes, their run variables, the facts)
-    if kept is not None and kept[0] == job.revision:
-        return kept[3]
+    revision = job.revision
     procs_list = job.procs or job.last_procs
-    dists = tuple(map(_dist, procs_list))
-    if kept is not None and kept[2] == dists:
-        facts = (procs_list, kept[3][1], kept[3][2])
+    if kept is not None:
+        if kept[0] == revision:
+            return kept[3]
+        dists = tuple(map(_dist, procs_list))
+        if kept[2] == dists:  # (the usual frame: the same run variables)
+            was = kept[3]
+            facts = (procs_list, was[1], was[2])
+            parts["run_facts"] = (revision, procs_list, dists, facts)
+            return facts
     else:
-        facts = (procs_list, frozenset(part_keys(procs_list)),
-                 bool(any(dists) and len(rank_processes(procs_list)) > 1))
-    parts["run_facts"] = (job.revision, procs_list, dists, facts)
+        dists = tuple(map(_dist, procs_list))
+    facts = (procs_list, frozenset(part_keys(procs_list)), bool(any(dists) and len(rank_processes(procs_list)) > 1))
+    parts["run_facts"] = (revision, procs_list, dists, facts)
     return facts
 
 
