@@ -65,8 +65,10 @@ def test_json_number_answers_as_rounding_to_six_places():
 def test_the_check_fails_with_the_short_way_broken(broken, monkeypatch):
     if broken == "no bound":  # the short way taken where x * 1e6 is no longer exact within 1/16
         monkeypatch.setattr(progress_module, "_EXACT_BELOW", math.inf)
+        monkeypatch.setattr(progress_module, "_EXACT_ABOVE", -math.inf)
     else:  # a product on a half rounded as the double reads (to even), not as x itself lies
         monkeypatch.setattr(progress_module, "_TIE_MARGIN", math.inf)
+        monkeypatch.setattr(progress_module, "_TIE_LOW", -math.inf)
     assert mismatches() != []
 
 

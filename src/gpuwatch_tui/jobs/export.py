@@ -109,8 +109,10 @@ def current_views(jobs, now: float | None, facts_of) -> tuple[list[JobView], lis
     made (they hold while the revision does, as `multinode.run_facts` says)."""
     views = []
     facts = []
+    at = now
     for job in jobs:
-        at = job.last_seen if now is None else now
+        if now is None:
+            at = job.last_seen
         kept = job.view_parts.get("kept")
         if kept is None:
             kept = job.view_parts["kept"] = KeptView(job, at)

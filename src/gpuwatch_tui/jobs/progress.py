@@ -81,8 +81,10 @@ def json_number(x: float | None) -> float | int | None:
     """A whole value as an int, others rounded to 6 places; None for a non-finite one."""
     if x is None:
         return None
-    if -_EXACT_BELOW < x < _EXACT_BELOW:  # (NaN fails it: the general way below)
-        if x + _TO_WHOLE - _TO_WHOLE == x:  # whole (x rounded to an integer is x)
+    if _EXACT_ABOVE < x < _EXACT_BELOW:  # (NaN fails it: the general way below)
+        # y + 1.5 * 2**52 - 1.5 * 2**52 is y rounded to an integer (half to even) for |y| < 2**51: two
+        # float additions, cheaper than round(y) (a special-method lookup and an int made)
+        if x + 6755399441055744.0 - 6755399441055744.0 == x:  # whole (x rounded to an integer is x)
             return x.__trunc__()  # (int(x), without the type call)
         # round(x, 6) writes x out in decimal and reads it back (~2.5k instructions). The 6-place
         # decimal is n / 1e6, n the integer nearest x * 1e6, unless the exact product lies on a half
@@ -91,8 +93,8 @@ def json_number(x: float | None) -> float | int | None:
         # double strictly inside (n - 1/2, n + 1/2) means the exact product is too. n / 1e6 is then
         # the double nearest that decimal (one correctly rounded division), as round gives.
         scaled = x * 1e6
-        n = scaled + _TO_WHOLE - _TO_WHOLE
-        if n and -_TIE_MARGIN < scaled - n < _TIE_MARGIN:
+        n = scaled + 6755399441055744.0 - 6755399441055744.0
+        if n and _TIE_LOW < scaled - n < _TIE_MARGIN:
             return n / 1e6
         return round(x, 6)
     if not math.isfinite(x):
@@ -101,10 +103,9 @@ def json_number(x: float | None) -> float | int | None:
 
 
 _EXACT_BELOW = 1e9  # json_number's short way: x * 1e6 under 2**50, where doubles are at most 1/8 apart
+_EXACT_ABOVE = -_EXACT_BELOW
 _TIE_MARGIN = 0.5  # ... so a product's double strictly within this of an integer rounds to it exactly
-# y + 1.5 * 2**52 - 1.5 * 2**52 is y rounded to an integer (half to even) for |y| < 2**51: float
-# additions, cheaper than round(y) (a special-method lookup and an int made)
-_TO_WHOLE = 6755399441055744.0
+_TIE_LOW = -_TIE_MARGIN
 
 
 @dataclass
