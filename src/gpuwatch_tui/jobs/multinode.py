@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Iterable
 
 from ..model import GpuSample, ProcInfo
@@ -95,8 +95,6 @@ def rank_processes(procs: Iterable[ProcInfo]) -> list[ProcInfo]:
 
 
 _NO_FACTS = ((), frozenset(), False)
-_keys_of = itemgetter(1)  # of run facts: (processes, run keys, ranked)
-_ranked_of = itemgetter(2)
 
 
 def run_facts(job) -> tuple[list[ProcInfo], frozenset[str], bool]:
@@ -191,7 +189,8 @@ class MultiNodeJobs:
         the views, while each job is at hand); found by id when not given."""
         if facts is None:
             facts = [run_facts(tracker.state(v.id)) for v in views]
-        if not any(map(_keys_of, facts)) and not any(map(_ranked_of, facts)):
+        _, keys_of_each, ranked_of_each = zip(*facts) if facts else ((), (), ())
+        if not any(keys_of_each) and not any(ranked_of_each):
             # the common case: nothing to join, no job of several ranks (no part facts to gather)
             self.joined = {}
             self._stopped_since.clear()
