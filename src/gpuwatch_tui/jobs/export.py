@@ -37,7 +37,7 @@ def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, o
     if old_raw is None or _RAW_LEN < 0:  # (both made by `_progress_values`: the same length)
         return progress_view(progress)
     step, total, rate, unit, loss, epoch, epochs, eta_s, lr, desc, updated_at = raw
-    o_step, o_total, o_rate, o_unit, o_loss, o_epoch, o_epochs, o_eta_s, o_lr, o_desc, _ = old_raw
+    o_step, o_total, o_rate, _, o_loss, o_epoch, o_epochs, o_eta_s, o_lr, _, _ = old_raw
     num = json_number
     fields = old.__dict__.copy()  # ProgressView's fields, in its order; those that moved replaced
     if step != o_step:
@@ -46,14 +46,10 @@ def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, o
         fields["total"] = num(total)
     if rate != o_rate:
         fields["rate"] = num(rate)
-    if unit != o_unit:
-        fields["unit"] = unit
+    fields["unit"] = unit
     if loss != o_loss:
         fields["loss"] = num(loss)
-        if loss is not None and not isfinite(loss):
-            fields["loss_text"] = str(loss)
-        elif fields["loss_text"] is not None:
-            fields["loss_text"] = None
+        fields["loss_text"] = str(loss) if loss is not None and not isfinite(loss) else None
     if epoch != o_epoch:
         fields["epoch"] = num(epoch)
     if eta_s != o_eta_s:
@@ -62,8 +58,7 @@ def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, o
         fields["epochs"] = num(epochs)
     if lr != o_lr:
         fields["lr"] = num(lr)
-    if desc != o_desc:
-        fields["desc"] = desc
+    fields["desc"] = desc
     fields["updated_at"] = updated_at
     view = _new_object(ProgressView)
     _set(view, "__dict__", fields)
