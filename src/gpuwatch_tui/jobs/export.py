@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from math import isfinite
+from operator import attrgetter
 
 from ..model import ProcessRef
-from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView, finite_or_none
+from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView
 from ..vocab import fmt_duration, fmt_duration_span
 from .job_actions import events_text
 from .job_state import JobState
 from .phase import format_history
-from .progress import Progress, json_number
+from .progress import Progress, ProgressPoint, json_number
 
 PROGRESS_POINTS = 100  # progress history points a view carries (enough for a chart)
 
@@ -32,36 +34,53 @@ def progress_view(progress: Progress) -> ProgressView:
 def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, old: ProgressView) -> ProgressView:
     """`progress_view(progress)`, made from `old` (the view of the values `old_raw`): only what changed
     is converted again (a training line moves the step, loss, rate and ETA; the rest holds)."""
-    if old_raw is None or len(raw) != _RAW_LEN or len(old_raw) != _RAW_LEN:
+    if old_raw is None or _RAW_LEN < 0:  # (both made by `_progress_values`: the same length)
         return progress_view(progress)
     step, total, rate, unit, loss, epoch, epochs, eta_s, lr, desc, updated_at = raw
     o_step, o_total, o_rate, _, o_loss, o_epoch, o_epochs, o_eta_s, o_lr, _, _ = old_raw
-    was = old.__dict__
     num = json_number
-    same_loss = loss == o_loss
-    view = object.__new__(ProgressView)
-    _set(view, "__dict__", {  # ProgressView's fields, in its order
-        "step": was["step"] if step == o_step else num(step),
-        "total": was["total"] if total == o_total else num(total),
-        "rate": was["rate"] if rate == o_rate else num(rate),
-        "unit": unit,
-        "loss": was["loss"] if same_loss else num(loss),
-        "epoch": was["epoch"] if epoch == o_epoch else num(epoch),
-        "eta_s": was["eta_s"] if eta_s == o_eta_s else num(eta_s),
-        "epochs": was["epochs"] if epochs == o_epochs else num(epochs),
-        "lr": was["lr"] if lr == o_lr else num(lr),
-        "desc": desc,
-        "updated_at": updated_at,
-        "loss_text": was["loss_text"] if same_loss else (
-            str(loss) if loss is not None and not math.isfinite(loss) else None),
-    })
+    fields = old.__dict__.copy()  # ProgressView's fields, in its order; those that moved replaced
+    if step != o_step:
+        fields["step"] = num(step)
+    if total != o_total:
+        fields["total"] = num(total)
+    if rate != o_rate:
+        fields["rate"] = num(rate)
+    fields["unit"] = unit
+    if loss != o_loss:
+        fields["loss"] = num(loss)
+        fields["loss_text"] = str(loss) if loss is not None and not isfinite(loss) else None
+    if epoch != o_epoch:
+        fields["epoch"] = num(epoch)
+    if eta_s != o_eta_s:
+        fields["eta_s"] = num(eta_s)
+    if epochs != o_epochs:
+        fields["epochs"] = num(epochs)
+    if lr != o_lr:
+        fields["lr"] = num(lr)
+    fields["desc"] = desc
+    fields["updated_at"] = updated_at
+    view = _new_object(ProgressView)
+    _set(view, "__dict__", fields)
     return view
 
 
-# The order of a Progress's values (`tuple(vars(progress).values())`, as KeptView keeps them) that
+# The order of a Progress's values (`_progress_values`, as KeptView keeps them) that
 # `_next_progress_view` unpacks; another order (a field added) takes the long way, never a wrong one.
 _RAW_ORDER = ("step", "total", "rate", "unit", "loss", "epoch", "epochs", "eta_s", "lr", "desc", "updated_at")
-_RAW_LEN = len(_RAW_ORDER) if tuple(f.name for f in dataclasses.fields(Progress)) == _RAW_ORDER else -1
+_PROGRESS_FIELDS = tuple(f.name for f in dataclasses.fields(Progress))
+_RAW_LEN = len(_RAW_ORDER) if _PROGRESS_FIELDS == _RAW_ORDER else -1
+
+
+def _progress_values(p: Progress) -> tuple:
+    """Every value of a Progress, in its fields' order (_RAW_ORDER), read by name. Not `vars(p)`: that
+    makes CPython build the instance's dict, after which every attribute the log reader sets on it each
+    line (ProgressTracker.merge) takes the slow generic way (~75k instructions per host-sample at 8 jobs)."""
+    return (p.step, p.total, p.rate, p.unit, p.loss, p.epoch, p.epochs, p.eta_s, p.lr, p.desc, p.updated_at)
+
+
+if _RAW_LEN < 0:  # Progress's fields are no longer _RAW_ORDER: read them all, in their order, the slower way
+    _progress_values = attrgetter(*_PROGRESS_FIELDS)  # noqa: F811
 
 
 def current_view(job: JobState, now: float | None = None) -> JobView:
@@ -81,6 +100,40 @@ def current_view(job: JobState, now: float | None = None) -> JobView:
         # makes a new verdict): only the age of the last phase in the history text can have moved.
         return kept.view if at == kept.at else kept.aged(at)
     return kept.refresh(job, at)
+
+
+def current_views(jobs, now: float | None, facts_of) -> tuple[list[JobView], list]:
+    """(`current_view` of each job, `facts_of(job)` of each): the tracker's views and the multi-host
+    join's run facts, in one pass (`current_view`'s steps inline: this runs twice a second for every
+    job). A job asked again with no frame since gets the facts kept with its view, asked once per view
+    made (they hold while the revision does, as `multinode.run_facts` says)."""
+    views = []
+    facts = []
+    at = now
+    for job in jobs:
+        if now is None:
+            at = job.last_seen
+        kept = job.view_parts.get("kept")
+        if kept is None:
+            kept = job.view_parts["kept"] = KeptView(job, at)
+            views.append(kept.view)
+        elif job.revision != kept.revision or job.verdict is not kept.verdict or job.exit is not kept.exit:
+            views.append(kept.refresh(job, at))
+        elif at == kept.at:
+            views.append(kept.view)
+        else:  # only the time moved: `kept.aged(at)`, whose usual answer (the text's age span holds) is inline
+            last = kept.history_last
+            low, high = kept.text_span
+            if last is None or low <= at - last[1] < high:
+                kept.at = at
+                views.append(kept.view)
+            else:
+                views.append(kept.aged(at))
+        f = kept.facts
+        if f is None:
+            f = kept.facts = facts_of(job)
+        facts.append(f)
+    return views, facts
 
 
 def job_view(job: JobState, now: float | None = None) -> JobView:
@@ -153,8 +206,9 @@ def _progress_points(history, cached_last, points: tuple) -> tuple:
     if last is cached_last:
         return last, points
     if cached_last is not None and len(history) > 1 and history[-2] is cached_last:  # one new point: the usual
-        p = last
-        point = ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch)
+        loss = last[3]  # (`_point_view`, inline)
+        point = _new_tuple(ProgressPointView, last[:5] if loss is None or isfinite(loss) else (
+            last[0], last[1], last[2], None, last[4]))
         return last, points + (point,) if len(points) < PROGRESS_POINTS else points[1 - PROGRESS_POINTS:] + (point,)
     new = []
     found = False
@@ -163,9 +217,22 @@ def _progress_points(history, cached_last, points: tuple) -> tuple:
         if cached_last is not None and p is cached_last:
             found = True
             break
-        new.append(ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch))
+        new.append(_point_view(p))
     new.reverse()
     return last, (points + tuple(new))[-PROGRESS_POINTS:] if found else tuple(new)
+
+
+_new_tuple = tuple.__new__
+# A ProgressPoint's first values are a point view's, in its order: the view is made from its slice.
+assert ProgressPoint._fields[:len(ProgressPointView._fields)] == ProgressPointView._fields
+
+
+def _point_view(p: ProgressPoint) -> ProgressPointView:
+    """ProgressPointView(p.time, p.step, p.total, finite_or_none(p.loss), p.epoch), by one C call."""
+    loss = p[3]
+    if loss is None or isfinite(loss):
+        return _new_tuple(ProgressPointView, p[:5])
+    return _new_tuple(ProgressPointView, (p[0], p[1], p[2], None, p[4]))
 
 
 def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
@@ -174,6 +241,7 @@ def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
 
 
 _set = object.__setattr__
+_new_object = object.__new__
 
 
 class KeptView:
@@ -181,7 +249,7 @@ class KeptView:
 
     __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "scalars", "members",
                  "ticks", "root", "gpus", "log_keys", "log_total", "exit", "exit_code", "alive", "progress",
-                 "points_last", "history", "history_head", "history_last", "text_span", "actions")
+                 "points_last", "history", "history_head", "history_last", "text_span", "actions", "facts")
 
     def __init__(self, job: JobState, at: float) -> None:
         self.view = job_view(job, at)
@@ -203,7 +271,7 @@ class KeptView:
         self.exit_code = _exit_code(job)
         self.alive = job.alive
         interp = job.interp
-        self.progress = tuple(vars(interp.progress.current).values()) if interp else None
+        self.progress = _progress_values(interp.progress.current) if interp else None
         history = interp.progress.history if interp else ()
         self.points_last = history[-1] if history else None
         self.history = list(job.history)
@@ -211,11 +279,16 @@ class KeptView:
         self.history_last = job.history[-1] if job.history else None
         self.text_span = _NO_SPAN  # (made at the next age asked)
         self.actions = list(job.actions)
+        self.facts = None  # the multi-host join's run facts, asked by `current_views` (per view made)
 
     def aged(self, at: float) -> JobView:
         """The view at `at` when nothing but the time moved since the last one (`current_view`)."""
         self.at = at
-        if self.history_last is None:
+        last = self.history_last
+        if last is None:
+            return self.view
+        low, high = self.text_span
+        if low <= at - last[1] < high:  # (as `_aged_text` checks first: the usual answer, inline)
             return self.view
         text = self._aged_text(at)
         if text is None:
@@ -243,93 +316,126 @@ class KeptView:
 
     def refresh(self, job: JobState, at: float) -> JobView:
         """The view at `at`: the last one if no part changed, else a new one sharing the parts that held."""
-        fields = self.fields
-        new: dict = {}  # the fields that changed
+        fields = self.fields.copy()  # the next view's, each part that changed replaced (dropped if none did)
+        changed = False
         v = job.verdict
         if v is not self.verdict or (v is None and job.first_seen != self.first_seen):
+            changed = True
             if v is None:
-                new.update(_verdict_fields(job, v))
+                fields.update(_verdict_fields(job, v))
                 self.confidence = None
             else:  # (inline: a verdict is new on most frames, as the ages in its evidence move)
-                new["phase"] = v.phase
-                new["detail"] = v.detail
-                new["since"] = v.since
+                was = self.verdict  # (None: the view's fields are `_verdict_fields(job, None)`'s)
+                if (was is None or v.phase != was.phase or v.detail != was.detail or v.since != was.since
+                        or v.advice != was.advice or v.actions != was.actions):
+                    fields["phase"] = v.phase
+                    fields["detail"] = v.detail
+                    fields["since"] = v.since
+                    fields["advice"] = v.advice
+                    actions = v.actions
+                    fields["actions"] = actions if actions.__class__ is tuple else tuple(actions)
                 if v.confidence != self.confidence:
                     self.confidence = v.confidence
-                    new["confidence"] = round(v.confidence, 2)
+                    fields["confidence"] = round(v.confidence, 2)
                 evidence = v.evidence
-                new["evidence"] = evidence if evidence.__class__ is tuple else tuple(evidence)
-                new["advice"] = v.advice
-                actions = v.actions
-                new["actions"] = actions if actions.__class__ is tuple else tuple(actions)
+                fields["evidence"] = evidence if evidence.__class__ is tuple else tuple(evidence)
             self.verdict = v
             self.first_seen = job.first_seen
         scalars = (job.id, job.name, job.host, job.spec is not None, job.launcher, job.output_dir, job.stall_after_s)
         if scalars != self.scalars:
-            new.update(zip(_SCALARS, scalars))
+            changed = True
+            fields.update(zip(_SCALARS, scalars))
             self.scalars = scalars
-        if job.members != self.members or job.start_ticks != self.ticks or job.root != self.root:
-            new.update(_process_fields(job))
-            self.members = dict(job.members)
+        members = job.members
+        if members != self.members or job.start_ticks != self.ticks or job.root != self.root:
+            changed = True
+            fields.update(_process_fields(job))
+            self.members = dict(members)
             self.ticks = dict(job.start_ticks)
             self.root = job.root
         if job.gpus != self.gpus:
-            new["gpus"] = self.gpus = tuple(job.gpus)
+            changed = True
+            fields["gpus"] = self.gpus = tuple(job.gpus)
         logs = job.logs
-        if len(logs) != len(self.log_keys) or (logs and tuple(logs) != self.log_keys):
-            new.update(_log_fields(job))
-            self.log_keys = tuple(logs)
-            self.log_total = new["log_lines"]
-        else:
-            total = next(iter(logs.values())).total_lines if logs else 0
+        log_keys = tuple(logs)
+        if log_keys != self.log_keys:
+            changed = True
+            fields.update(_log_fields(job))
+            self.log_keys = log_keys
+            self.log_total = fields["log_lines"]
+        elif log_keys:
+            total = logs[log_keys[0]].total_lines
             if total != self.log_total:
-                new["log_lines"] = self.log_total = total
+                changed = True
+                fields["log_lines"] = self.log_total = total
         ex = job.exit
-        if ex is not self.exit or (ex is not None and _exit_code(job) != self.exit_code) or job.alive != self.alive:
-            new.update(_exit_fields(job))
+        alive = ex is None and bool(members)  # (job.alive, inline)
+        if ex is not self.exit or alive != self.alive or (ex is not None and _exit_code(job) != self.exit_code):
+            changed = True
+            fields.update(_exit_fields(job))
             self.exit = ex
-            self.exit_code = _exit_code(job)
-            self.alive = job.alive
+            self.exit_code = fields["exit_code"]
+            self.alive = alive
         interp = job.interp
         if interp is None:
             if self.progress is not None:
-                new["progress"] = _NO_PROGRESS
-                new["progress_history"] = ()
+                changed = True
+                fields["progress"] = _NO_PROGRESS
+                fields["progress_history"] = ()
                 self.progress = self.points_last = None
         else:
             tracker = interp.progress
             current = tracker.current
-            raw = tuple(vars(current).values())
+            raw = (current.step, current.total, current.rate, current.unit, current.loss, current.epoch,
+                   current.epochs, current.eta_s, current.lr, current.desc, current.updated_at) if (
+                _RAW_LEN > 0) else _progress_values(current)  # (`_progress_values`, inline)
             if raw != self.progress:
-                new["progress"] = _next_progress_view(current, raw, self.progress, fields["progress"])
+                changed = True
+                fields["progress"] = _next_progress_view(current, raw, self.progress, fields["progress"])
                 self.progress = raw
             points = tracker.history
-            if (points[-1] if points else None) is not self.points_last:
-                self.points_last, new["progress_history"] = _progress_points(
-                    points, self.points_last, fields["progress_history"])
+            last = points[-1] if points else None
+            if last is not self.points_last:
+                changed = True
+                kept_points = fields["progress_history"]
+                if last is not None and len(points) > 1 and points[-2] is self.points_last and (
+                        0 < len(kept_points) < PROGRESS_POINTS):
+                    # one new point, below the cap: `_progress_points`'s usual answer, inline
+                    loss = last[3]
+                    fields["progress_history"] = kept_points + (_new_tuple(ProgressPointView, last[:5] if (
+                        loss is None or isfinite(loss)) else (last[0], last[1], last[2], None, last[4])),)
+                    self.points_last = last
+                else:
+                    self.points_last, fields["progress_history"] = _progress_points(
+                        points, self.points_last, kept_points)
         history = job.history
         if history != self.history:
-            new["history"] = tuple(PhaseEntry(phase, since) for phase, since in history)
+            changed = True
+            fields["history"] = tuple(PhaseEntry(phase, since) for phase, since in history)
             self.history = list(history)
             self.history_head = _history_head(history)
             self.history_last = history[-1] if history else None
             self.text_span = _NO_SPAN
-        if history and (at != self.at or "history" in new):
-            text = self._aged_text(at)
-            if text is not None:
-                new["history_text"] = text
-        elif not history and fields["history_text"]:
-            new["history_text"] = ""
+        if history:
+            low, high = self.text_span  # (a new history left none: made at once)
+            if not low <= at - self.history_last[1] < high:
+                text = self._aged_text(at)
+                if text is not None:
+                    changed = True
+                    fields["history_text"] = text
+        elif fields["history_text"]:
+            changed = True
+            fields["history_text"] = ""
         if job.actions != self.actions:
-            new["events"] = events_text(job.actions)
+            changed = True
+            fields["events"] = events_text(job.actions)
             self.actions = list(job.actions)
         self.revision = job.revision
         self.at = at
-        if not new:
+        self.facts = None  # (asked again for the new revision)
+        if not changed:
             return self.view
-        fields = fields.copy()
-        fields.update(new)
-        view = object.__new__(JobView)
+        view = _new_object(JobView)
         _set(view, "__dict__", fields)  # the instance dict JobView(**fields) would fill, in one step
         self.view = view
         self.fields = fields

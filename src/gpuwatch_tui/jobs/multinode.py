@@ -106,16 +106,21 @@ def run_facts(job) -> tuple[list[ProcInfo], frozenset[str], bool]:
         return _NO_FACTS
     parts = job.view_parts
     kept = parts.get("run_facts")  # (revision, processes, their run variables, the facts)
-    if kept is not None and kept[0] == job.revision:
-        return kept[3]
+    revision = job.revision
     procs_list = job.procs or job.last_procs
-    dists = tuple(map(_dist, procs_list))
-    if kept is not None and kept[2] == dists:
-        facts = (procs_list, kept[3][1], kept[3][2])
+    if kept is not None:
+        if kept[0] == revision:
+            return kept[3]
+        dists = tuple(map(_dist, procs_list))
+        if kept[2] == dists:  # (the usual frame: the same run variables)
+            was = kept[3]
+            facts = (procs_list, was[1], was[2])
+            parts["run_facts"] = (revision, procs_list, dists, facts)
+            return facts
     else:
-        facts = (procs_list, frozenset(part_keys(procs_list)),
-                 bool(any(dists) and len(rank_processes(procs_list)) > 1))
-    parts["run_facts"] = (job.revision, procs_list, dists, facts)
+        dists = tuple(map(_dist, procs_list))
+    facts = (procs_list, frozenset(part_keys(procs_list)), bool(any(dists) and len(rank_processes(procs_list)) > 1))
+    parts["run_facts"] = (revision, procs_list, dists, facts)
     return facts
 
 
@@ -184,7 +189,8 @@ class MultiNodeJobs:
         the views, while each job is at hand); found by id when not given."""
         if facts is None:
             facts = [run_facts(tracker.state(v.id)) for v in views]
-        if not any(keys or ranked for _, keys, ranked in facts):
+        _, keys_of_each, ranked_of_each = zip(*facts) if facts else ((), (), ())
+        if not any(keys_of_each) and not any(ranked_of_each):
             # the common case: nothing to join, no job of several ranks (no part facts to gather)
             self.joined = {}
             self._stopped_since.clear()

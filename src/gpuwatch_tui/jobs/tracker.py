@@ -21,7 +21,7 @@ from ..views import JobView
 from .discovery import gpu_pids_of, parents_to_watch
 from .match_check import note_broad_matches
 from .multinode import MultiNodeJobs, run_facts
-from .export import current_view
+from .export import current_view, current_views
 from .grouping import JobGrouping, Successor
 from .grouping_reuse import frame_key, jobs_key
 from .interpret import LogInterpreter
@@ -93,11 +93,8 @@ class JobTracker:
         jobs = self._jobs.values()
         if not joined:
             return [current_view(j, now) for j in jobs]
-        views = []
-        facts = []
-        for j in jobs:  # each job's run facts gathered in the same pass as its view, while its record is at hand
-            views.append(current_view(j, now))
-            facts.append(run_facts(j))
+        # each job's run facts gathered in the same pass as its view, while its record is at hand
+        views, facts = current_views(jobs, now, run_facts)
         return self.multinode.join(views, self, now, facts)
 
     def host_gpus(self, host: str) -> tuple:
