@@ -179,8 +179,14 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
             states = tuple([p.state for p in procs])
             rank_cpu = tuple([(p.pid, p.cpu_s) for p in procs if p.pid in on_gpu])
             members = tuple(sorted(main))
+        logs = job.logs
+        if len(logs) == 1:
+            for b in logs.values():
+                log_bytes = b.total_bytes
+        else:
+            log_bytes = sum(b.total_bytes for b in logs.values())
         rs = ResourceSample(now, main_cpu, max(0.0, tree_cpu - main_cpu), tuple(gpus), states, compilers,
-                            workers, rank_cpu, _log_bytes(job.logs), members)
+                            workers, rank_cpu, log_bytes, members)
         samples = job.samples
         samples.append(rs)
         while now - samples[0].time > WINDOW_S:
@@ -188,7 +194,8 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
         if samples[0].time < now - DENSE_S:  # (else all dense yet, a young job: nothing to thin)
             _thin(job, now)
     for buf in job.logs.values():
-        buf.tick(now)
+        if buf._partial:  # (tick shows an unterminated line only: most frames have none)
+            buf.tick(now)
     if not procs or not _unchanged(job, now, skew):
         judge(job, now, skew)
 
@@ -211,13 +218,6 @@ def _positional(gpus: list) -> bool:
 def _is_compile_worker(cmdline: tuple[str, ...]) -> bool:
     """An inductor compile worker (the same few children are asked about on every frame)."""
     return COMPILE_WORKER_MARK in " ".join(cmdline)
-
-
-def _log_bytes(logs: dict) -> int:
-    if len(logs) == 1:
-        for b in logs.values():
-            return b.total_bytes
-    return sum(b.total_bytes for b in logs.values())
 
 
 def _thin(job: JobState, now: float) -> None:
