@@ -63,9 +63,11 @@ class HostRecord:
     load1: float | None = None
     mem_total_kib: int | None = None
     mem_avail_kib: int | None = None
-    # pid -> CPU % (100 = one core) between the last two samples that both saw the process.
-    proc_cpu_pct: dict[int, float] = field(default_factory=dict)
     procs_time: float | None = None
+    # The sample before the latest one (its processes and time): what `proc_cpu_pct` compares with.
+    procs_before: dict[int, ProcInfo] = field(default_factory=dict)
+    procs_time_before: float | None = None
+    _cpu_pct: dict[int, float] | None = field(default=None, repr=False, compare=False)
     # Host CPU % (of all cores) and RAM used % per sample: the history view of a host without GPUs.
     cpu_history: deque[float | None] = field(default_factory=deque)
     ram_history: deque[float | None] = field(default_factory=deque)
@@ -83,6 +85,16 @@ class HostRecord:
         if self.mem_total_kib is None or self.mem_avail_kib is None:
             return None
         return self.mem_total_kib - self.mem_avail_kib
+
+    @property
+    def proc_cpu_pct(self) -> dict[int, float]:
+        """pid -> CPU % (100 = one core) between the last two samples that both saw the process. Made
+        when first read after a sample (a screen reads one host's; every host has a sample a second)."""
+        pct = self._cpu_pct
+        if pct is None:
+            pct = self._cpu_pct = process_cpu_pct(self.procs_before, self.procs, self.procs_time_before,
+                                                  self.procs_time) if self.procs_time is not None else {}
+        return pct
 
     def sample_age(self, now: float) -> float | None:
         if self.last_sample_time is None:
@@ -164,9 +176,10 @@ class Store:
             seen = {gpu.index for gpu in sample.gpus}
             for index in [i for i in records if i not in seen]:
                 del records[index]
-        rec.proc_cpu_pct = process_cpu_pct(rec.procs, sample.procs, rec.procs_time, sample.time)
+        rec.procs_before, rec.procs_time_before = rec.procs, rec.procs_time
         rec.procs = sample.procs
         rec.procs_time = sample.time
+        rec._cpu_pct = None  # (`proc_cpu_pct` made again when read)
         self.generation += 1
 
     def host_json(self, rec: HostRecord, now: float) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from gpuwatch_tui.probe.frames import FactCache, parse_sample
-from gpuwatch_tui.store import Store
+from gpuwatch_tui.store import Store, process_cpu_pct
 
 
 def _frame(t: float, gpus: list[tuple[int, str]], cpu: float) -> dict:
@@ -44,3 +44,25 @@ def test_store_records_from_cached_frames_equal_those_from_fresh_frames():
     rec = cached.hosts["h"]
     assert sorted(rec.gpus) == [0, 2] and rec.gpus[0].latest.uuid == "GPU-z" and len(rec.gpus[0].util_history) == 1
     assert rec.proc_cpu_pct == {7: 50.0, 8: 0.0}
+
+
+def test_process_cpu_read_when_asked_equals_the_rate_of_the_last_two_samples():
+    """`proc_cpu_pct` is made when read, not on every sample: read on some frames only (as a screen
+    shows one host), it equals the rate between that frame and the one before, computed there."""
+    frames = [_frame(float(t), [(0, "GPU-a")], 10.0 + 0.5 * t * t) for t in range(8)]
+    frames[5]["procs"][1]["start_time"] = 9.0  # pid 8 restarted: no rate across the two runs
+    store, facts = Store(["h"], 10), FactCache()
+    rec = store.hosts["h"]
+    assert rec.proc_cpu_pct == {}
+    before = None
+    for i, frame in enumerate(frames):
+        sample = parse_sample(json.loads(json.dumps(frame)), facts)
+        store.apply_sample("h", sample)
+        want = process_cpu_pct(before.procs, sample.procs, before.time, sample.time) if before else {}
+        if i % 3 != 1:  # some frames are not read at all
+            assert rec.proc_cpu_pct == want, i
+            assert rec.proc_cpu_pct == want  # (and read twice)
+        before = sample
+    assert rec.proc_cpu_pct[7] == 650.0 and 8 not in process_cpu_pct(
+        parse_sample(json.loads(json.dumps(frames[4]))).procs, parse_sample(json.loads(json.dumps(frames[5]))).procs,
+        4.0, 5.0)

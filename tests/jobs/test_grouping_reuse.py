@@ -59,3 +59,47 @@ def test_a_changed_stdout_target_or_a_job_that_ended_is_grouped_again():
         tr.update("gpu1", sample(t, {}, []), now=t)
     assert calls[0] >= 4
     assert all(not v.alive for v in tr.views(7.0))
+
+
+def test_the_records_key_holds_only_while_the_full_jobs_key_does(monkeypatch):
+    """The tracker skips grouping on `_records_key` (wants stamp, dismissed count, ended flags) rather
+    than the full jobs key: frame by frame, through jobs that start, end, are dismissed, restart and
+    come from the config, an unchanged records key never hides a changed jobs key."""
+    from gpuwatch_tui.jobs.settings import JobSettings, JobSpec
+
+    seen = {"checked": 0, "last": None}
+    real = JobTracker.update
+
+    def update(self, host, smp, now):
+        # Both keys across the frame, and across what came between the last frame and this one.
+        before = (self._records_key(host), self._jobs_key(host))
+        for a, b in ((seen["last"], before), (before, None)):
+            if b is None:
+                real(self, host, smp, now)
+                b = seen["last"] = (self._records_key(host), self._jobs_key(host))
+            if a is not None and a[0] == b[0]:
+                assert a[1] == b[1], (now, a, b)
+                seen["checked"] += 1
+
+    monkeypatch.setattr(JobTracker, "update", update)
+    tr = JobTracker(JobSettings(jobs=(JobSpec("cfg", "gpu1", match="serve.py"),)))
+    procs, gpus = torchrun_tree()
+    serve = proc(700, 1, ["python", "serve.py"], cpu=1.0)
+    for t in range(4):
+        tr.update("gpu1", sample(float(t), {**procs, 700: serve}, gpus, matches={"cfg0": [700]}), now=float(t))
+    [job] = [v for v in tr.views(4.0) if v.name != "cfg"]
+    tr.dismiss(job.id)  # hidden while its processes live
+    for t in range(4, 7):
+        tr.update("gpu1", sample(float(t), {**procs, 700: serve}, gpus, matches={"cfg0": [700]}), now=float(t))
+        if t == 5:
+            tr.dismiss("cfg0")  # a configured job starts over: a new record under the same id
+    for t in range(7, 10):  # the configured job's process ends (a zombie first), the torchrun tree stays
+        gone = {**procs, 700: dataclasses.replace(serve, state="Z")} if t == 7 else dict(procs)
+        tr.update("gpu1", sample(float(t), gone, gpus, matches={"cfg0": []}), now=float(t))
+    for t in range(10, 13):  # everything gone
+        tr.update("gpu1", sample(float(t), {}, [], matches={"cfg0": []}), now=float(t))
+    procs2, gpus2 = torchrun_tree(cpu=50.0)
+    procs2 = {pid: dataclasses.replace(p, start_time=p.start_time + 20.0) for pid, p in procs2.items()}
+    for t in range(13, 17):  # a new run of the same command: a new job
+        tr.update("gpu1", sample(float(t), procs2, gpus2, matches={"cfg0": []}), now=float(t))
+    assert seen["checked"] >= 8

@@ -37,6 +37,7 @@ from .phase import (
     Verdict,
     infer_phase,
     log_evidence,
+    log_phase_evidence,
 )
 
 WINDOW_S = 900.0  # resource samples kept per job (the engine looks back at most this far)
@@ -178,8 +179,14 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
             states = tuple([p.state for p in procs])
             rank_cpu = tuple([(p.pid, p.cpu_s) for p in procs if p.pid in on_gpu])
             members = tuple(sorted(main))
+        logs = job.logs
+        if len(logs) == 1:
+            for b in logs.values():
+                log_bytes = b.total_bytes
+        else:
+            log_bytes = sum(b.total_bytes for b in logs.values())
         rs = ResourceSample(now, main_cpu, max(0.0, tree_cpu - main_cpu), tuple(gpus), states, compilers,
-                            workers, rank_cpu, _log_bytes(job.logs), members)
+                            workers, rank_cpu, log_bytes, members)
         samples = job.samples
         samples.append(rs)
         while now - samples[0].time > WINDOW_S:
@@ -187,7 +194,8 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
         if samples[0].time < now - DENSE_S:  # (else all dense yet, a young job: nothing to thin)
             _thin(job, now)
     for buf in job.logs.values():
-        buf.tick(now)
+        if buf._partial:  # (tick shows an unterminated line only: most frames have none)
+            buf.tick(now)
     if not procs or not _unchanged(job, now, skew):
         judge(job, now, skew)
 
@@ -210,13 +218,6 @@ def _positional(gpus: list) -> bool:
 def _is_compile_worker(cmdline: tuple[str, ...]) -> bool:
     """An inductor compile worker (the same few children are asked about on every frame)."""
     return COMPILE_WORKER_MARK in " ".join(cmdline)
-
-
-def _log_bytes(logs: dict) -> int:
-    if len(logs) == 1:
-        for b in logs.values():
-            return b.total_bytes
-    return sum(b.total_bytes for b in logs.values())
 
 
 def _thin(job: JobState, now: float) -> None:
@@ -324,6 +325,9 @@ class Judged:
     log_deadline: float = float("-inf")  # of the log's clocks (last growth, mtime): moved by new lines
     settled: bool = True
     lines: tuple = ()
+    # Judged again only for its age (every other fact as at the last judgment): `judge` may then make
+    # only the evidence values again. Taken by the next `judge` call.
+    refresh: bool = False
 
 
 def _facts(job: JobState, last: ResourceSample) -> tuple:
@@ -517,16 +521,24 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
         job.judged = Judged(log_at, None, now, settled=False)
         return False
     logs = _log_positions(job.logs)
+    # A verdict older than REJUDGE_EVERY_S is judged again, even where nothing else changed: then the
+    # judgment may make only its evidence values again (`judge`, `Judged.refresh`). (REJUDGE_EVERY_S = 0:
+    # every frame judged in full, the reference the tests compare with.)
+    fresh = kept is not None and now - kept.at < REJUDGE_EVERY_S
+    facts = cpu_class = None
     same = (
         kept is not None and kept.facts is not None and v is not None and v.memory.pending is None
-        and job.exit is None and bool(job.members) and now - kept.at < REJUDGE_EVERY_S and now < kept.deadline
+        and job.exit is None and bool(job.members) and (fresh or REJUDGE_EVERY_S > 0) and now < kept.deadline
         and kept.started_at == job.started_at and abs(kept.skew - skew) <= CLOCK_NOISE_S
         and kept.first_time == samples[0].time
         # no compiler process seen in a sample of the compile window (or a second before it)
         and (job.compilers_at is None or job.compilers_at < now - COMPILE_RECENT_S - 1.0)
         and not _spin_possible(last)
-        and _gpus_close(kept.gpus, last.gpus) and kept.cpu_class == _cpu_class(samples)
+        and _gpus_close(kept.gpus, last.gpus)
     )
+    if same:
+        cpu_class = _cpu_class(samples)
+        same = kept.cpu_class == cpu_class
     if same:
         facts = _facts(job, last)
         same = kept.facts == facts
@@ -537,18 +549,21 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
             # log-moved lines (a first progress line adds one: judged).
             same = (interp.last_progress_at > kept.at and bool(kept.lines) and None not in kept.lines
                     and not _log_clocks_crossed(kept.moving, logs, now))
-            if same:
+            if same and fresh:
                 _refresh_log_lines(job, kept, now)
         else:
             same = kept.settled and kept.logs == logs and interp.hint is kept.hint and now < kept.log_deadline
-    if not same:
-        moving, fixed = _clock_bases(job, skew)
-        stall = job.stall_after_s
-        job.judged = Judged(log_at, _facts(job, last), now, _cpu_class(samples), _gpu_bands(last.gpus), skew,
-                            job.started_at, samples[0].time, logs, _clock_bands(moving, stall, now), interp.hint,
-                            _next_deadline(fixed, stall, now), _next_deadline(moving, stall, now),
-                            settled=not log_moved)
-    return same
+    if same and fresh:
+        return True
+    # The new basis (the facts and CPU class just compared are this frame's: not made twice)
+    moving, fixed = _clock_bases(job, skew)
+    stall = job.stall_after_s
+    job.judged = Judged(log_at, _facts(job, last) if facts is None else facts, now,
+                        _cpu_class(samples) if cpu_class is None else cpu_class, _gpu_bands(last.gpus), skew,
+                        job.started_at, samples[0].time, logs, _clock_bands(moving, stall, now), interp.hint,
+                        _next_deadline(fixed, stall, now), _next_deadline(moving, stall, now),
+                        settled=not log_moved, refresh=same)
+    return False
 
 
 def _clock_bands(bases: tuple[float, ...], stall_after: float, then: float) -> tuple[tuple[float, float], ...]:
@@ -657,6 +672,11 @@ def judge(job: JobState, now: float, skew: float, looked: bool = True) -> None:
         else:  # the probe has not looked yet (its first frames come before it has the job's match)
             job.verdict = Verdict("unknown", job.first_seen, 0.0, "observing", (f"looking for a process: {how}",), "")
         return
+    kept = job.judged
+    if isinstance(kept, Judged) and kept.refresh:
+        kept.refresh = False
+        if kept.at == now and _refresh(job, kept, now):
+            return
     verdict = infer_phase(observation(job, skew), now, job.verdict)
     if job.dump_finding is not None:
         verdict = annotate(verdict, job.dump_finding, ended=job.exit is not None)
@@ -667,6 +687,27 @@ def judge(job: JobState, now: float, skew: float, looked: bool = True) -> None:
     kept = job.judged
     if isinstance(kept, Judged) and kept.facts is not None and verdict.phase in PROGRESS_CONFIRMS:
         kept.lines = _log_lines(job, now)  # what a frame of progress lines only refreshes
+
+
+def _refresh(job: JobState, kept: Judged, now: float) -> bool:
+    """Judge again a training verdict the log announced, judged last at most a few seconds ago, on a
+    frame whose every fact the engine decides on is where it was then (`_unchanged`: the readings in
+    their bands, the same CPU class, log facts and process facts, no clock past a threshold, no
+    hysteresis count under way, no GPU that could spin): the engine would take the same rule to the
+    same phase, detail, since, confidence, advice and memory, so only the evidence values are made
+    again (`log_phase_evidence`). False where that does not hold: judged in full."""
+    v = job.verdict
+    hint = job.interp.hint
+    if (v is None or v.phase != "training" or hint is None or hint.phase != "training" or job.exit is not None
+            or job.dump_finding is not None or not job.members):
+        return False
+    lines = _log_lines(job, now)
+    if lines[1] is None:  # no log growth seen: `_active` writes another line there
+        return False
+    evidence = log_phase_evidence(lines, job.samples, now, v.memory.since_note)
+    job.verdict = Verdict(v.phase, v.since, v.confidence, v.detail, evidence, v.advice, v.actions, v.memory)
+    kept.lines = lines
+    return True
 
 
 def lead_process(procs: list[ProcInfo]) -> ProcInfo | None:

@@ -119,7 +119,11 @@ class LogBuffer:
             # Bytes that go on from bytes already taken (most chunks): no marker, no cut, not the first.
             self.total_bytes += len(data)
             self.last_growth = now
-            self._feed_bytes(data, now)
+            if (not self._partial and not self._partial_cut and not self._dropping and data[-1:] == b"\n"
+                    and b"\r" not in data):
+                self._feed_whole_lines(data, now)  # (what `_feed_bytes` does with them, one call less)
+            else:
+                self._feed_bytes(data, now)
             return
         if chunk.reset and self._started:
             self._drop_partial()

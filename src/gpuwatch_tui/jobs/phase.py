@@ -243,22 +243,11 @@ def _activity(samples: Sequence[ResourceSample], now: float, window: float = RAT
         return act
     last = samples[-1]
     n = len(samples)
-    # The window by bisection: the samples from index `start` on (none: the last one stands for it).
-    start = bisect_left(samples, now - window, key=_sample_time)
-    window_first = samples[start] if start < n else last
-    first = window_first if n - start > 1 else (samples[-2] if n > 1 else last)
-    if last.members and first.members != last.members:
-        same = [s for s in _recent(samples, first.time) if s.members == last.members]
-        first = same[0] if same else last  # just changed: no rate until a second sample of the same set
+    start, window_first, first = _window(samples, now, window)
     span = last.time - first.time
     act.span_s = span
     if span > 0:
-        main = _delta(first.cpu_s, last.cpu_s)
-        kids = _delta(first.children_cpu_s, last.children_cpu_s)
-        act.main_cores = None if main is None else main / span
-        act.child_cores = None if kids is None else kids / span
-        if act.main_cores is not None:
-            act.cpu_cores = act.main_cores + (act.child_cores or 0.0)
+        act.main_cores, act.child_cores, act.cpu_cores = _cpu_rates(first, last, span)
         before = dict(first.rank_cpu_s)
         rates = [(cpu - before[pid]) / span for pid, cpu in last.rank_cpu_s if pid in before]
         act.max_rank_cores = max(rates) if rates else None
@@ -300,6 +289,31 @@ def _activity(samples: Sequence[ResourceSample], now: float, window: float = RAT
     act.compile_workers = last.compile_workers
     act.states = last.states
     return act
+
+
+def _window(samples: Sequence[ResourceSample], now: float, window: float) -> tuple:
+    """(index of the window's first sample, that sample, the sample the rates start from) of a
+    non-empty list of samples."""
+    last = samples[-1]
+    n = len(samples)
+    # The window by bisection: the samples from index `start` on (none: the last one stands for it).
+    start = bisect_left(samples, now - window, key=_sample_time)
+    window_first = samples[start] if start < n else last
+    first = window_first if n - start > 1 else (samples[-2] if n > 1 else last)
+    if last.members and first.members != last.members:
+        same = [s for s in _recent(samples, first.time) if s.members == last.members]
+        first = same[0] if same else last  # just changed: no rate until a second sample of the same set
+    return start, window_first, first
+
+
+def _cpu_rates(first: ResourceSample, last: ResourceSample, span: float) -> tuple:
+    """(main, children, total) cores between two samples `span` > 0 seconds apart (None: not measured)."""
+    main = _delta(first.cpu_s, last.cpu_s)
+    kids = _delta(first.children_cpu_s, last.children_cpu_s)
+    main_cores = None if main is None else main / span
+    child_cores = None if kids is None else kids / span
+    cpu_cores = None if main_cores is None else main_cores + (child_cores or 0.0)
+    return main_cores, child_cores, cpu_cores
 
 
 def _gpu_facts(act: _Activity, quiet: _Activity | None = None) -> tuple[bool, bool, bool, list[int]]:
@@ -346,9 +360,19 @@ def _computing(sample: ResourceSample) -> bool:
 
 
 def _gpu_evidence(act: _Activity, limit: int = 4) -> list[str]:
+    return _gpu_lines(act.gpus, limit)
+
+
+def _gpu_lines(gpus: dict[int, GpuReading], limit: int = 4) -> list[str]:
+    """The evidence lines of the job's latest GPU readings (index -> reading)."""
     out = []
-    items = sorted(act.gpus.items())
+    items = sorted(gpus.items())
     for idx, g in items[:limit]:
+        util, mem, power, limit_w = g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w
+        if util is not None and mem is not None and power is not None and limit_w:
+            # (every reading there, the usual GPU: the line below at once, no list of parts to join)
+            out.append(f"GPU{idx} {util:.0f}% util, {mem / 1024:.0f} GB, {power:.0f} W ({power / limit_w:.0%} of limit)")
+            continue
         parts = [f"GPU{idx}"]
         if g.util_pct is not None:
             parts.append(f"{g.util_pct:.0f}% util")
@@ -369,14 +393,18 @@ def _gpu_evidence(act: _Activity, limit: int = 4) -> list[str]:
 
 
 def _cpu_evidence(act: _Activity) -> str | None:
-    if act.cpu_cores is None:
+    return _cpu_line(act.cpu_cores, act.child_cores, act.span_s)
+
+
+def _cpu_line(cpu_cores: float | None, child_cores: float | None, span_s: float) -> str | None:
+    if cpu_cores is None:
         return None
-    window = fmt_duration(act.span_s)
-    if act.cpu_cores < CPU_FLAT_CORES:
-        return f"CPU flat (+{act.cpu_cores:.2f} cores over {window})"
-    text = f"CPU +{act.cpu_cores:.1f} cores"
-    if act.child_cores and act.child_cores >= 0.1:
-        text += f" ({act.child_cores:.1f} in children)"
+    window = fmt_duration(span_s)
+    if cpu_cores < CPU_FLAT_CORES:
+        return f"CPU flat (+{cpu_cores:.2f} cores over {window})"
+    text = f"CPU +{cpu_cores:.1f} cores"
+    if child_cores and child_cores >= 0.1:
+        text += f" ({child_cores:.1f} in children)"
     return text + f" over {window}"
 
 
@@ -757,6 +785,29 @@ def _active(ctx: DecisionContext) -> Decision:
         return Decision("unknown", "no-rule-matched", 0.3, ev, "add a [[rules]] pattern for this job's log lines", now)
     ev = [ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2], warn_buffer]
     return Decision("unknown", None, 0.3, ev, "", now)
+
+
+def log_phase_evidence(log_lines: tuple, samples: Sequence[ResourceSample], now: float,
+                       since_note: str | None) -> tuple[str, ...]:
+    """The evidence `infer_phase` writes at `now` for a live job whose log announced its phase and
+    whose GPUs cannot be spinning (`_active`, then the mid-run note), made from its values alone:
+    `log_lines` (`log_evidence`: the phase line, the last line's age, the progress), the latest GPU
+    readings, the CPU rate over the window. For a verdict judged again whose every deciding fact is
+    where it was (judging.py says when): nothing else of the engine would come out otherwise."""
+    last = samples[-1]
+    gpus: dict[int, GpuReading] = {}
+    for g in last.gpus:
+        gpus[g.index] = g
+    _, _, first = _window(samples, now, RATE_WINDOW_S)
+    span = last.time - first.time
+    cpu_line = None
+    if span > 0:
+        _, child_cores, cpu_cores = _cpu_rates(first, last, span)
+        cpu_line = _cpu_line(cpu_cores, child_cores, span)
+    ev = [*log_lines, *_gpu_lines(gpus)[:4], cpu_line]
+    if since_note:
+        ev.append(since_note)
+    return tuple(dict.fromkeys(e for e in ev if e))
 
 
 def _ended(ctx: DecisionContext) -> Decision:

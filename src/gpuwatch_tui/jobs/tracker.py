@@ -311,10 +311,10 @@ class JobTracker:
         frame = frame_key(sample)
         last = self._grouped.get(host)
         if (pending or last is None or host in self._grouping.holding or last[0] != frame
-                or last[1] != self._jobs_key(host)):
+                or last[1] != self._records_key(host)):
             self._grouping.update(host, sample, now)
-            self._grouped[host] = (frame, self._jobs_key(host))
             self._touch(host)
+            self._grouped[host] = (frame, self._records_key(host))
         elif last[0] is not frame:
             self._grouped[host] = (frame, last[1])  # equal: keep the newest, compared by identity next time
         on_gpu = gpu_pids_of(sample.gpus)
@@ -343,6 +343,14 @@ class JobTracker:
 
     def _jobs_key(self, host: str) -> tuple:
         return jobs_key(self.states(host), len(self._grouping.dismissed), host in self._grouping.holding)
+
+    def _records_key(self, host: str) -> tuple:
+        """What `_jobs_key` says of the host's records, read without building it: outside grouping, which
+        is followed by a new key, a record's members, root and output dir change only as records come,
+        go or are replaced (each bumps the wants stamp), the dismissed set as a job is dismissed, and
+        whether a job has ended as its processes are tracked (read here)."""
+        return (self._wants_stamp.get(host, 0), len(self._grouping.dismissed),
+                tuple([job.exit is None for job in self._by_host.get(host, {}).values()]))
 
     def _new_job(self, host: str, name: str, job_id: str, now: float, spec: JobSpec | None = None) -> JobState:
         self._serial += 1
