@@ -20,6 +20,26 @@ import inspect
 _MISSING = dataclasses.MISSING
 
 
+def init_source(fields, namespace: dict, store) -> tuple[list[str], list[str]]:
+    """The parameters (`name`, `name=default`) and the body lines of an __init__-like function over the
+    dataclass `fields`: `store(name, value expression)` writes one field's line; defaults and factories
+    go into `namespace` (which must hold `_MISSING`), as the generated __init__ takes them."""
+    signature, body = [], []
+    for f in fields:
+        if f.default is not _MISSING:
+            namespace[f"_default_{f.name}"] = f.default
+            signature.append(f"{f.name}=_default_{f.name}")
+            body.append(store(f.name, f.name))
+        elif f.default_factory is not _MISSING:
+            namespace[f"_factory_{f.name}"] = f.default_factory
+            signature.append(f"{f.name}=_MISSING")
+            body.append(store(f.name, f"_factory_{f.name}() if {f.name} is _MISSING else {f.name}"))
+        else:
+            signature.append(f.name)
+            body.append(store(f.name, f.name))
+    return signature, body
+
+
 def quick_init(cls):
     """Class decorator, applied on top of @dataclass(frozen=True)."""
     params = dataclasses.fields(cls)
@@ -37,19 +57,7 @@ def quick_init(cls):
     if not plain:
         return cls
     namespace: dict = {"_MISSING": _MISSING, "_set": object.__setattr__}
-    signature, body = [], []
-    for f in params:
-        if f.default is not _MISSING:
-            namespace[f"_default_{f.name}"] = f.default
-            signature.append(f"{f.name}=_default_{f.name}")
-            body.append(f"    _set(self, {f.name!r}, {f.name})\n")
-        elif f.default_factory is not _MISSING:
-            namespace[f"_factory_{f.name}"] = f.default_factory
-            signature.append(f"{f.name}=_MISSING")
-            body.append(f"    _set(self, {f.name!r}, _factory_{f.name}() if {f.name} is _MISSING else {f.name})\n")
-        else:
-            signature.append(f.name)
-            body.append(f"    _set(self, {f.name!r}, {f.name})\n")
+    signature, body = init_source(params, namespace, lambda name, value: f"    _set(self, {name!r}, {value})\n")
     source = f"def __init__(self, {', '.join(signature)}):\n" + "".join(body or ["    pass\n"])
     exec(source, namespace)  # noqa: S102 - built only from the class's own field names, as dataclasses does
     init = namespace["__init__"]

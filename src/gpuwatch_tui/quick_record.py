@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from .quick_init import init_source
+
 _MISSING = dataclasses.MISSING
 
 
@@ -28,19 +30,7 @@ def quick_record(cls):
     # The twin: the same slots in the same order (so the layouts match), no __setattr__ of its own.
     twin = type(f"_{cls.__name__}Fields", (), {"__slots__": names})
     namespace: dict = {"_MISSING": _MISSING, "_twin": twin}
-    signature, body = [], []
-    for f in fields:
-        if f.default is not _MISSING:
-            namespace[f"_default_{f.name}"] = f.default
-            signature.append(f"{f.name}=_default_{f.name}")
-            body.append(f"    self.{f.name} = {f.name}\n")
-        elif f.default_factory is not _MISSING:
-            namespace[f"_factory_{f.name}"] = f.default_factory
-            signature.append(f"{f.name}=_MISSING")
-            body.append(f"    self.{f.name} = _factory_{f.name}() if {f.name} is _MISSING else {f.name}\n")
-        else:
-            signature.append(f.name)
-            body.append(f"    self.{f.name} = {f.name}\n")
+    signature, body = init_source(fields, namespace, lambda name, value: f"    self.{name} = {value}\n")
     fill = "    self = _twin()\n" + "".join(body)
     source = (f"def __new__(cls, {', '.join(signature)}):\n" + fill + "    self.__class__ = cls\n    return self\n"
               f"def make({', '.join(signature)}):\n" + fill + "    self.__class__ = _cls\n    return self\n")
