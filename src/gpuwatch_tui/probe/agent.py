@@ -117,7 +117,8 @@ def load1(data=None):
 
 
 class HostCpu(object):
-    """Busy share of all CPUs between two samples, from the first line of /proc/stat (a few us)."""
+    """Busy share of all CPUs between two reads, from the first line of /proc/stat (the sampler reads it
+    every HOST_SLOW_READ_S: a 5 s average)."""
 
     def __init__(self):
         self.last = None
@@ -142,20 +143,27 @@ class HostCpu(object):
 # RAM used/total (the host header's figure, read by no rule of the engine) is read this often, and the
 # probe's own CPU (probe_cpu_s, for an overhead figure) too: memory moves slowly, and each read is a
 # system call a sample (/proc/meminfo's is one of the dearer ones: the kernel sums it at every read).
+# The host's CPU busy % too, as the average over the last HOST_SLOW_READ_S (as `vmstat 5` gives it), repeated
+# by the frames in between: no rule of the engine reads it (jobs/ reads each process's own CPU time), only
+# the host header and its history show it, and /proc/stat is the dearest host file (the kernel sums every
+# CPU's counters at each read). No verdict changes; the header's figure is smoother and up to 5 s old.
 HOST_SLOW_READ_S = 5.0
 
 
 class EverySoOften(object):
-    """`read()`'s last answer, read again once `every` seconds have passed (or the clock went back)."""
+    """`read()`'s last answer, read again once `every` seconds have passed (or the clock went back).
+    `until_known`: a None answer is asked again at the next get (a first read that only primes a delta)."""
 
-    def __init__(self, read, every=HOST_SLOW_READ_S):
+    def __init__(self, read, every=HOST_SLOW_READ_S, until_known=False):
         self.read = read
         self.every = every
+        self.until_known = until_known
         self.at = None
         self.value = None
 
     def get(self, now):
-        if self.at is None or not 0.0 <= now - self.at < self.every:
+        if (self.at is None or not 0.0 <= now - self.at < self.every
+                or (self.until_known and self.value is None)):
             self.value = self.read()
             self.at = now
         return self.value
@@ -316,6 +324,23 @@ def all_pids():
         if name.isdigit():
             out.append(int(name))
     return out
+
+
+class TasksMark(object):
+    """Whether a process (or thread) started or was reaped anywhere on the host since the last sample: the
+    kernel's tasks total and the last pid handed out, the end of /proc/loadavg ("... 1/207 12345"), as the
+    sample read it. Where /proc/loadavg does not follow the kernel's pids (PidCursor), always "moved"."""
+
+    def __init__(self, follows):
+        self.follows = follows
+        self.last = None
+
+    def moved(self, loadavg):
+        if not self.follows or not loadavg:
+            return True
+        mark = loadavg[loadavg.rfind(b"/") + 1:]
+        moved, self.last = mark != self.last, mark
+        return moved
 
 
 class PidCursor(object):
@@ -689,6 +714,17 @@ CANDIDATE_CHECKS = 20  # ... at most this many times
 CANDIDATE_RECHECK_S = 1.0  # ... at most this often
 CANDIDATE_MIN_VSIZE = 256 << 20  # address space below which torch cannot be loaded (libtorch_cpu: 400+ MiB)
 WALK_AT_LEAST_S = 60.0  # every process's stat is read again this often (new pids only in between)
+# A descendant of a watched process (never a watched process itself) that was asleep (state S) with the same
+# CPU time at its last two reads is read again this often, and at once at the sample after a process started
+# or was reaped anywhere on the host (loadavg's tasks total and last pid, TasksMark): in between, its entry
+# repeats its last figures (no wire change). An idle DataLoader worker or shell `sleep` costs one read per
+# 5 s instead of one a sample (a cold pread of a /proc/PID/stat is ~50 us on a 1 Hz VM). What is traded: an
+# idle child that turns busy, or changes state without exiting (S -> D or T), is seen up to 5 s late, and so
+# is a zombie its parent does not reap; one that exits and is reaped, and every new child, is seen at the
+# next sample as before. No verdict changes: the engine's stall and spin rules read the watched processes'
+# own CPU and state (read every sample) and the children's CPU only as a sum over minutes, where 5 s of
+# delay is within their thresholds; compile detection reads new children and reaped-children CPU.
+IDLE_CHILD_READ_S = 5.0
 
 
 def read_vsize(pid, files=None):
@@ -991,7 +1027,12 @@ class NoGpu(object):
         pass
 
 
-PROCS_MAX_AGE_S = 5.0  # a GPU's process list, kept while its memory used does not change
+# A GPU's process list (nvmlDeviceGetComputeRunningProcesses, ~310 us on an H200, the dearest NVML call) is
+# kept while the GPU's memory used does not change, and read again this often anyway. A process that starts
+# or ends on a GPU takes or frees memory, so the list follows it at the next sample as before; what waits up
+# to this long is only a change that moves no memory at all. No verdict changes: the engine reads a job's GPU
+# from its pid being on the list, and a job that gets on or off a GPU moves the memory used (was 5 s).
+PROCS_MAX_AGE_S = 30.0
 # A GPU's temperature is read this often and repeated in between: a die's temperature moves over seconds,
 # and only the grid, the history and the metrics export show it (no rule of the engine reads it). One
 # driver call per GPU a sample saved.
@@ -1716,6 +1757,13 @@ class Probe(object):
         self.child_lists_used = {}
         self.sample_pids = PidCursor()
         self.pids_handed_out = True
+        self.tasks = TasksMark(self.sample_pids.fd is not None)
+        self.tasks_moved = True  # this sample's TasksMark.moved
+        # pid -> (Stat, read at, idle at its last two reads, its ProcFiles key) of the descendants: the last
+        # sample's, and this one's (see IDLE_CHILD_READ_S)
+        self.child_reads = {}
+        self.child_reads_now = {}
+        self.now = 0.0  # the sample's time
         self.tree_marks = {}  # watched pid -> (start, descendants, reaped children's CPU) last sample
         self.trees_moved_at = 0.0  # when a watched tree last started (or reaped) a process
         self.scanned_procs = 0
@@ -1735,6 +1783,9 @@ class Probe(object):
         self.candidate_pids = {}  # pid -> why it is a job before it uses a GPU (last scan)
         self.gpu = NoGpu()
         self.host_cpu = HostCpu()
+        # (through a lambda: HostCpu.percent as the class has it at each read, wrapped or not)
+        # The first read has nothing to compare with: the second sample gives a first figure (over its interval).
+        self.host_cpu_pct = EverySoOften(lambda: self.host_cpu.percent(), until_known=True)
         self.host_memory = EverySoOften(read_meminfo)
         self.own_cpu = EverySoOften(own_cpu_s)
         # A client that vanished without closing our stdin (a blackholed link) is noticed by its
@@ -1865,14 +1916,29 @@ class Probe(object):
         seen = set([root.pid])
         stack = list(self.children_of.get(root.pid, []))
         stack.extend(self.live_children(root))
+        files, kept, reads, now = self.files, self.child_reads, self.child_reads_now, self.now
+        quiet = not self.tasks_moved
         while stack and len(out) < 512:
             child = stack.pop()
             if child in seen:
                 continue
             seen.add(child)
-            s = read_stat(child, self.files)
-            if s is None or s.state == "Z":
-                continue
+            last = kept.get(child)
+            if last is not None and last[2] and quiet and 0.0 <= now - last[1] < IDLE_CHILD_READ_S:
+                # idle, and no process started or reaped since: its last read stands (IDLE_CHILD_READ_S)
+                s = last[0]
+                files.keep(last[3])  # its descriptor stays open for the read to come
+                reads[child] = last
+            else:
+                s = read_stat(child, files)
+                if s is None or s.state == "Z":
+                    continue
+                if last is None:
+                    reads[child] = (s, now, False, (("/proc/%d/stat" % child), None))
+                else:
+                    prev = last[0]
+                    idle = s.state == "S" and prev.state == "S" and s.cpu == prev.cpu and s.ticks == prev.ticks
+                    reads[child] = (s, now, idle, last[3])
             out.append(s)
             stack.extend(self.children_of.get(s.pid, []))
             stack.extend(self.live_children(s))
@@ -1902,6 +1968,8 @@ class Probe(object):
             tails = list(self.tails.values())
             dirs = dict(self.dirs)
         self.pids_handed_out = self.sample_pids.changed(loadavg)
+        self.tasks_moved = self.tasks.moved(loadavg)
+        self.now = now
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
         # A walk only finds something new when a pid was handed out since the last one (processes
@@ -1940,6 +2008,7 @@ class Probe(object):
                 self.trees_moved_at = now
         self.tree_marks = marks
         self.child_lists, self.child_lists_used = self.child_lists_used, {}
+        self.child_reads, self.child_reads_now = self.child_reads_now, {}
         self.compiler_watch.frame_done()
         # The polls between samples run only while a tree starts processes (see run): none to set up otherwise.
         self.compiler_watch.set_targets(poll_tree if self.jobs_spawning() else {})
@@ -1963,7 +2032,7 @@ class Probe(object):
         if load is not None:
             frame["load1"] = load
         # What top shows first: host CPU busy %, RAM used/total; and the driver beside the GPU model.
-        frame["cpu_pct"] = self.host_cpu.percent()
+        frame["cpu_pct"] = self.host_cpu_pct.get(now)  # a HOST_SLOW_READ_S average, repeated in between
         frame["cpu_count"] = self.cpu_count  # read again at each /proc walk (CPUs rarely come and go)
         frame["mem_total_kib"], frame["mem_avail_kib"] = self.host_memory.get(now)
         frame["driver"] = getattr(self.gpu, "driver", None)
