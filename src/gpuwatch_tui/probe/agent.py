@@ -9,7 +9,7 @@
 import binascii
 import importlib
 import json
-from operator import itemgetter
+from operator import is_, itemgetter
 import os
 import re
 import shutil
@@ -787,6 +787,7 @@ class JobCandidates(object):
     def __init__(self):
         # (pid, start) -> [reason or None, checks, final, vsize at the last maps read, stdout target]
         self.judged = {}
+        self.undecided = set()  # the keys of judged whose state is not final: the ones asked again
         # A young undecided process is asked again every second: its stat and its parent's name are
         # read through descriptors kept open while it is (one pread each, not open+read+close).
         self.files = ProcFiles()
@@ -807,6 +808,7 @@ class JobCandidates(object):
         for key in list(self.judged):
             if key[0] not in seen or seen[key[0]][1] != key[1]:
                 del self.judged[key]
+        self.undecided &= set(self.judged)
         self.found = {}
         for pid in seen:
             self.consider(pid, now)
@@ -843,10 +845,11 @@ class JobCandidates(object):
                     self.seen[pid] = parent
                     self.consider(pid, now)
             self.new_parents = parents
-        if now - self.rechecked_at >= CANDIDATE_RECHECK_S:  # a maps read is the costly part: not every sample
+        # a maps read is the costly part: not every sample; and nothing to do once every job is judged for good
+        if (self.undecided or self.files.fds) and now - self.rechecked_at >= CANDIDATE_RECHECK_S:
             self.rechecked_at = now
-            for (pid, start), state in list(self.judged.items()):
-                if not state[2]:
+            for pid, start in list(self.undecided):
+                if pid in self.seen:
                     self.consider(pid, now)
             self.files.end_sample()  # closes the files of processes judged for good or gone
         return self.found
@@ -866,6 +869,10 @@ class JobCandidates(object):
             state[1] += 1
             young = now - start < CANDIDATE_YOUNG_S
             state[2] = state[2] or state[0] is not None or not young or state[1] >= CANDIDATE_CHECKS
+            if state[2]:
+                self.undecided.discard(key)
+            else:
+                self.undecided.add(key)
         if state[0] is not None:
             self.found[pid] = state[0]
 
@@ -968,6 +975,15 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
     this frame): the facts the client has are left out, unbuilt; None: every fact, every frame."""
     facts = cache.static_facts(stat.pid, stat.start)
     slow = cache.slow_facts(stat.pid, stat.start, now, refresh)
+    # The last sample's entry, where it was built from these very Stats and slow facts and left every fact
+    # out: while the client still has them all, it is this sample's entry too, not built again (an idle
+    # job's stat and its children's read the same sample after sample). Treat a frame as read-only.
+    memo = facts.get("entry")  # (stat, descendants, slow_at, entry, ROOT_FACTS, [(child key, CHILD_FACTS)])
+    if (memo is not None and deltas is not None and not compilers_seen and memo[0] is stat
+            and memo[2] == slow["slow_at"] and len(memo[1]) == len(descendants)
+            and all(map(is_, memo[1], descendants)) and deltas.known_root((stat.pid, stat.ticks), memo[4])
+            and all(deltas.known_child(key, known) for key, known in memo[5])):
+        return memo[3]
     cmdline = facts["cmdline"]
     kind = facts.get("kind")
     if kind is None or kind[0] != stat.comm:  # cmdline and environ are fixed for (pid, start)
@@ -975,6 +991,8 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
         kind = facts["kind"] = (stat.comm, py) + (python_unbuffered(cmdline, facts["environ"]) if py else (False, ""))
     _, py, unbuffered, reason = kind
     children = []
+    child_known = []
+    bare = deltas is not None  # every fact left out (the entry can stand for the next sample's)
     child_cpu = stat.ccpu
     for d in descendants:
         # d.ccpu: a worker's reaped children (short compiler runs) count too
@@ -988,7 +1006,9 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
             known = (dfacts["cmdline"][:16], dfacts["uid"], dfacts["user"], d.ppid, d.comm, d.start)  # CHILD_FACTS
             d.child_facts = (dfacts, known)
         key = (d.pid, d.ticks)
+        child_known.append((key, known))
         if deltas is None or not deltas.known_child(key, known):
+            bare = False
             child.update(zip(CHILD_FACTS, known))
             if deltas is not None:
                 deltas.strip_child(child, key)
@@ -1005,9 +1025,11 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
              stat.comm, stat.sid, stat.pgid)
     key = (stat.pid, stat.ticks)
     if deltas is None or not deltas.known_root(key, known):
+        bare = False
         entry.update(zip(ROOT_FACTS, known))
         if deltas is not None:
             deltas.strip_root(entry, key)
+    facts["entry"] = (stat, descendants, slow["slow_at"], entry, known, child_known) if bare and not compilers_seen else None
     return entry
 
 
@@ -1997,7 +2019,7 @@ class Probe(object):
             current[pid] = s.start
             below = self.descendants(s)
             # Polled children of the last interval (CompilerWatch.poll) plus the ones alive now.
-            seen_between = self.compiler_watch.take(pid)
+            seen_between = self.compiler_watch.take(pid) if self.compiler_watch.seen else ()
             procs.append(proc_info(s, self.cache, below, now, self.slow_refresh, seen_between, self.deltas))
             poll_tree[pid] = [s] + below
             # A child that came or went since the last sample, or one reaped (its CPU added to
