@@ -266,8 +266,9 @@ class ProcFiles(object):
                 self.used.add(key)
 
     def end_sample(self):
-        for key in [k for k in self.fds if k not in self.used]:
-            os.close(self.fds.pop(key))
+        if not self.used.issuperset(self.fds):  # (every descriptor read: nothing to close, the usual case)
+            for key in [k for k in self.fds if k not in self.used]:
+                os.close(self.fds.pop(key))
         if len(self.parsed) > len(self.used):
             live = set(path for path, _ in self.used)
             self.parsed = dict(item for item in self.parsed.items() if item[0] in live)
@@ -2021,7 +2022,7 @@ class Probe(object):
             # Polled children of the last interval (CompilerWatch.poll) plus the ones alive now.
             seen_between = self.compiler_watch.take(pid) if self.compiler_watch.seen else ()
             procs.append(proc_info(s, self.cache, below, now, self.slow_refresh, seen_between, self.deltas))
-            poll_tree[pid] = [s] + below
+            poll_tree[pid] = (s, below)
             # A child that came or went since the last sample, or one reaped (its CPU added to
             # its parent's children CPU): this tree is starting processes.
             # (A tree seen for the first time is not: that is the probe starting, or a job found.)
@@ -2033,7 +2034,10 @@ class Probe(object):
         self.child_reads, self.child_reads_now = self.child_reads_now, {}
         self.compiler_watch.frame_done()
         # The polls between samples run only while a tree starts processes (see run): none to set up otherwise.
-        self.compiler_watch.set_targets(poll_tree if self.jobs_spawning() else {})
+        if self.jobs_spawning(now):
+            self.compiler_watch.set_targets(dict((pid, [s] + below) for pid, (s, below) in poll_tree.items()))
+        elif self.compiler_watch.targets:
+            self.compiler_watch.set_targets({})
         gone = []
         for pid, start in self.watched_keys.items():
             if current.get(pid) != start:
@@ -2062,9 +2066,9 @@ class Probe(object):
             self.deltas.apply(frame, now, procs_done=True)
         return frame
 
-    def jobs_spawning(self):
+    def jobs_spawning(self, now=None):
         """Did a watched tree start processes lately (the polls between samples can find something)?"""
-        return time.time() - self.trees_moved_at < COMPILER_POLL_QUIET_S
+        return (time.time() if now is None else now) - self.trees_moved_at < COMPILER_POLL_QUIET_S
 
     def exit_when_idle(self):
         # Wakes when the deadline can have passed, not every second: a wakeup is a cost of its own.
