@@ -134,3 +134,23 @@ def test_a_new_child_of_an_idle_child_is_seen_at_the_next_sample(probe_ns, spawn
     finally:
         for pid in (grandchild, child):  # started for this test, below the one the fixture stops
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_watched_process_below_another_is_read_every_sample_in_both_places(probe_ns, spawn):
+    """A rank below its launcher is watched itself: its state is fresh in the launcher's children too."""
+    parent = spawn(PARENT % (["sleep", "60"],), stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    wait_until(lambda: settled(child), "the child sleeps")
+    probe, _ = watching(probe_ns, parent.pid)
+    probe.want_pids = {parent.pid, child}
+    quiet(probe)
+    for _ in range(3):
+        probe.sample()
+    os.kill(child, signal.SIGSTOP)
+    try:
+        wait_until(lambda: stat_of(child)[0] == "T", "the child stops")
+        frame = probe.sample()
+        assert children(frame, parent.pid)[child]["state"] == "T"
+        assert [p["state"] for p in frame["procs"] if p["pid"] == child] == ["T"]
+    finally:
+        os.kill(child, signal.SIGCONT)

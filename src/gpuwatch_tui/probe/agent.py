@@ -722,9 +722,11 @@ WALK_AT_LEAST_S = 60.0  # every process's stat is read again this often (new pid
 # 5 s instead of one a sample (a cold pread of a /proc/PID/stat is ~50 us on a 1 Hz VM). What is traded: an
 # idle child that turns busy, or changes state without exiting (S -> D or T), is seen up to 5 s late, and so
 # is a zombie its parent does not reap; one that exits and is reaped, and every new child, is seen at the
-# next sample as before. No verdict changes: the engine's stall and spin rules read the watched processes'
-# own CPU and state (read every sample) and the children's CPU only as a sum over minutes, where 5 s of
-# delay is within their thresholds; compile detection reads new children and reaped-children CPU.
+# next sample as before. No verdict changes: the engine's state rules (T, D, Z; a rank's culprit note) read
+# the watched processes' own state, read every sample (a rank or a candidate is a watched process itself);
+# children's CPU counts only in a job's CPU rate over RATE_WINDOW_S (30 s), which a 5 s delay shifts and
+# does not hide, and quiet thresholds are minutes; compile detection reads new children (seen at the next
+# sample) and a worker's reaped-children CPU (a reap moves the tasks total: read at once).
 IDLE_CHILD_READ_S = 5.0
 
 
@@ -1787,6 +1789,7 @@ class Probe(object):
         self.child_reads = {}
         self.child_reads_now = {}
         self.now = 0.0  # the sample's time
+        self.watched_now = set()  # the sample's watched pids
         self.tree_marks = {}  # watched pid -> (start, descendants, reaped children's CPU) last sample
         self.trees_moved_at = 0.0  # when a watched tree last started (or reaped) a process
         self.scanned_procs = 0
@@ -1947,8 +1950,10 @@ class Probe(object):
                 continue
             seen.add(child)
             last = kept.get(child)
-            if last is not None and last[2] and quiet and 0.0 <= now - last[1] < IDLE_CHILD_READ_S:
-                # idle, and no process started or reaped since: its last read stands (IDLE_CHILD_READ_S)
+            if (last is not None and last[2] and quiet and 0.0 <= now - last[1] < IDLE_CHILD_READ_S
+                    and child not in self.watched_now):
+                # idle, and no process started or reaped since: its last read stands (IDLE_CHILD_READ_S);
+                # not a watched process (a rank below its launcher): that one is read every sample
                 s = last[0]
                 files.keep(last[3])  # its descriptor stays open for the read to come
                 reads[child] = last
@@ -2009,6 +2014,7 @@ class Probe(object):
             watched |= set(pids)
         self.candidate_pids = self.candidates.poll(now, loadavg)
         watched |= set(self.candidate_pids)
+        self.watched_now = watched
         procs = []
         current = {}
         poll_tree = {}
