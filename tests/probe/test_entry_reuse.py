@@ -27,8 +27,8 @@ def test_an_unchanged_process_reuses_its_entry_and_a_changed_one_or_a_due_resend
     probe.want_pids = {job.pid}
     probe.tasks.moved = lambda loadavg: False  # as on a quiet host: the child's reads are kept too
 
-    def entry():
-        (proc,) = probe.sample()["procs"]
+    def entry():  # (other Python processes of this host may be job candidates too)
+        (proc,) = [p for p in probe.sample()["procs"] if p["pid"] == job.pid]
         return proc
 
     first = entry()
