@@ -1032,7 +1032,8 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
         entry.update(zip(ROOT_FACTS, known))
         if deltas is not None:
             deltas.strip_root(entry, key)
-    facts["entry"] = (stat, descendants, slow["slow_at"], entry, known, child_known) if bare and not compilers_seen else None
+    bare = bare and not compilers_seen
+    facts["entry"] = (stat, descendants, slow["slow_at"], entry, known, child_known) if bare else None
     return entry
 
 
