@@ -2,6 +2,7 @@
 same 8 real jobs with tailed logs and 8 GPUs, so both see the same host (load, other users' processes).
 
     python benchmarks/bench_probe_ab.py --other-src OTHER/src [--samples 60] [--warm 36] [--gpu nvml|nvidia-smi]
+                                        [--quiet-host]
 
 Thread CPU of the sampling call only (not the write, the sleep or other threads): where the shared machine
 is too noisy for whole-process figures to tell two versions apart. --gpu nvml (default) uses the stand-in
@@ -36,6 +37,9 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=60)
     ap.add_argument("--warm", type=float, default=36.0, help="seconds before measuring (past the young-job window)")
     ap.add_argument("--gpu", choices=("nvml", "nvidia-smi"), default="nvml")
+    ap.add_argument("--quiet-host", action="store_true",
+                    help="the probes read a copy of /proc/loadavg taken at start: a host where no process starts or "
+                         "ends (as the real GPU host between jobs), which a shared test machine is not")
     ap.add_argument("--json")
     ap.add_argument("--fleet-dir", help=argparse.SUPPRESS)  # set by the re-run
     args = ap.parse_args()
@@ -81,6 +85,12 @@ def run(args, pids: list[int], tails: dict[str, str], fleet) -> None:
         else:
             probe.gpu = ns["open_gpu_source"]("nvidia-smi", 1.0)
         probe.set_wants({"pids": pids, "tails": tails, "dirs": {}, "matches": {}})
+        if args.quiet_host:
+            # After the Probe is made (its pid cursors checked that the real file follows pid allocation):
+            # every sample then reads the same loadavg bytes, as where no process started or ended.
+            frozen = Path(args.fleet_dir or tempfile.gettempdir()) / ("loadavg-" + name)
+            frozen.write_bytes(open("/proc/loadavg", "rb").read())
+            ns["PROC_LOADAVG"] = ns["KeptFile"](str(frozen), 128)
         probes[name] = probe
     cpu = {name: [] for name in probes}
     sizes = {name: [] for name in probes}
@@ -102,6 +112,7 @@ def run(args, pids: list[int], tails: dict[str, str], fleet) -> None:
         if len(cpu["this"]) >= args.samples:
             break
     result = {"gpu": args.gpu, "gpus": len(frame["gpus"]), "procs": len(frame["procs"]), "samples": args.samples,
+              "quiet_host": args.quiet_host,
               "load_after": os.getloadavg()}
     for name in probes:
         result[name] = {"cpu_ms_per_sample_median": round(1000 * statistics.median(cpu[name]), 3),

@@ -9,7 +9,7 @@
 import binascii
 import importlib
 import json
-from operator import itemgetter
+from operator import is_, itemgetter
 import os
 import re
 import shutil
@@ -117,7 +117,8 @@ def load1(data=None):
 
 
 class HostCpu(object):
-    """Busy share of all CPUs between two samples, from the first line of /proc/stat (a few us)."""
+    """Busy share of all CPUs between two reads, from the first line of /proc/stat (the sampler reads it
+    every HOST_SLOW_READ_S: a 5 s average)."""
 
     def __init__(self):
         self.last = None
@@ -142,20 +143,27 @@ class HostCpu(object):
 # RAM used/total (the host header's figure, read by no rule of the engine) is read this often, and the
 # probe's own CPU (probe_cpu_s, for an overhead figure) too: memory moves slowly, and each read is a
 # system call a sample (/proc/meminfo's is one of the dearer ones: the kernel sums it at every read).
+# The host's CPU busy % too, as the average over the last HOST_SLOW_READ_S (as `vmstat 5` gives it), repeated
+# by the frames in between: no rule of the engine reads it (jobs/ reads each process's own CPU time), only
+# the host header and its history show it, and /proc/stat is the dearest host file (the kernel sums every
+# CPU's counters at each read). No verdict changes; the header's figure is smoother and up to 5 s old.
 HOST_SLOW_READ_S = 5.0
 
 
 class EverySoOften(object):
-    """`read()`'s last answer, read again once `every` seconds have passed (or the clock went back)."""
+    """`read()`'s last answer, read again once `every` seconds have passed (or the clock went back).
+    `until_known`: a None answer is asked again at the next get (a first read that only primes a delta)."""
 
-    def __init__(self, read, every=HOST_SLOW_READ_S):
+    def __init__(self, read, every=HOST_SLOW_READ_S, until_known=False):
         self.read = read
         self.every = every
+        self.until_known = until_known
         self.at = None
         self.value = None
 
     def get(self, now):
-        if self.at is None or not 0.0 <= now - self.at < self.every:
+        if (self.at is None or not 0.0 <= now - self.at < self.every
+                or (self.until_known and self.value is None)):
             self.value = self.read()
             self.at = now
         return self.value
@@ -258,8 +266,9 @@ class ProcFiles(object):
                 self.used.add(key)
 
     def end_sample(self):
-        for key in [k for k in self.fds if k not in self.used]:
-            os.close(self.fds.pop(key))
+        if not self.used.issuperset(self.fds):  # (every descriptor read: nothing to close, the usual case)
+            for key in [k for k in self.fds if k not in self.used]:
+                os.close(self.fds.pop(key))
         if len(self.parsed) > len(self.used):
             live = set(path for path, _ in self.used)
             self.parsed = dict(item for item in self.parsed.items() if item[0] in live)
@@ -316,6 +325,23 @@ def all_pids():
         if name.isdigit():
             out.append(int(name))
     return out
+
+
+class TasksMark(object):
+    """Whether a process (or thread) started or was reaped anywhere on the host since the last sample: the
+    kernel's tasks total and the last pid handed out, the end of /proc/loadavg ("... 1/207 12345"), as the
+    sample read it. Where /proc/loadavg does not follow the kernel's pids (PidCursor), always "moved"."""
+
+    def __init__(self, follows):
+        self.follows = follows
+        self.last = None
+
+    def moved(self, loadavg):
+        if not self.follows or not loadavg:
+            return True
+        mark = loadavg[loadavg.rfind(b"/") + 1:]
+        moved, self.last = mark != self.last, mark
+        return moved
 
 
 class PidCursor(object):
@@ -689,6 +715,19 @@ CANDIDATE_CHECKS = 20  # ... at most this many times
 CANDIDATE_RECHECK_S = 1.0  # ... at most this often
 CANDIDATE_MIN_VSIZE = 256 << 20  # address space below which torch cannot be loaded (libtorch_cpu: 400+ MiB)
 WALK_AT_LEAST_S = 60.0  # every process's stat is read again this often (new pids only in between)
+# A descendant of a watched process (never a watched process itself) that was asleep (state S) with the same
+# CPU time at its last two reads is read again this often, and at once at the sample after a process started
+# or was reaped anywhere on the host (loadavg's tasks total and last pid, TasksMark): in between, its entry
+# repeats its last figures (no wire change). An idle DataLoader worker or shell `sleep` costs one read per
+# 5 s instead of one a sample (a cold pread of a /proc/PID/stat is ~50 us on a 1 Hz VM). What is traded: an
+# idle child that turns busy, or changes state without exiting (S -> D or T), is seen up to 5 s late, and so
+# is a zombie its parent does not reap; one that exits and is reaped, and every new child, is seen at the
+# next sample as before. No verdict changes: the engine's state rules (T, D, Z; a rank's culprit note) read
+# the watched processes' own state, read every sample (a rank or a candidate is a watched process itself);
+# children's CPU counts only in a job's CPU rate over RATE_WINDOW_S (30 s), which a 5 s delay shifts and
+# does not hide, and quiet thresholds are minutes; compile detection reads new children (seen at the next
+# sample) and a worker's reaped-children CPU (a reap moves the tasks total: read at once).
+IDLE_CHILD_READ_S = 5.0
 
 
 def read_vsize(pid, files=None):
@@ -751,6 +790,7 @@ class JobCandidates(object):
     def __init__(self):
         # (pid, start) -> [reason or None, checks, final, vsize at the last maps read, stdout target]
         self.judged = {}
+        self.undecided = set()  # the keys of judged whose state is not final: the ones asked again
         # A young undecided process is asked again every second: its stat and its parent's name are
         # read through descriptors kept open while it is (one pread each, not open+read+close).
         self.files = ProcFiles()
@@ -771,6 +811,7 @@ class JobCandidates(object):
         for key in list(self.judged):
             if key[0] not in seen or seen[key[0]][1] != key[1]:
                 del self.judged[key]
+        self.undecided &= set(self.judged)
         self.found = {}
         for pid in seen:
             self.consider(pid, now)
@@ -807,10 +848,11 @@ class JobCandidates(object):
                     self.seen[pid] = parent
                     self.consider(pid, now)
             self.new_parents = parents
-        if now - self.rechecked_at >= CANDIDATE_RECHECK_S:  # a maps read is the costly part: not every sample
+        # a maps read is the costly part: not every sample; and nothing to do once every job is judged for good
+        if (self.undecided or self.files.fds) and now - self.rechecked_at >= CANDIDATE_RECHECK_S:
             self.rechecked_at = now
-            for (pid, start), state in list(self.judged.items()):
-                if not state[2]:
+            for pid, start in list(self.undecided):
+                if pid in self.seen:
                     self.consider(pid, now)
             self.files.end_sample()  # closes the files of processes judged for good or gone
         return self.found
@@ -830,6 +872,10 @@ class JobCandidates(object):
             state[1] += 1
             young = now - start < CANDIDATE_YOUNG_S
             state[2] = state[2] or state[0] is not None or not young or state[1] >= CANDIDATE_CHECKS
+            if state[2]:
+                self.undecided.discard(key)
+            else:
+                self.undecided.add(key)
         if state[0] is not None:
             self.found[pid] = state[0]
 
@@ -932,6 +978,15 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
     this frame): the facts the client has are left out, unbuilt; None: every fact, every frame."""
     facts = cache.static_facts(stat.pid, stat.start)
     slow = cache.slow_facts(stat.pid, stat.start, now, refresh)
+    # The last sample's entry, where it was built from these very Stats and slow facts and left every fact
+    # out: while the client still has them all, it is this sample's entry too, not built again (an idle
+    # job's stat and its children's read the same sample after sample). Treat a frame as read-only.
+    memo = facts.get("entry")  # (stat, descendants, slow_at, entry, ROOT_FACTS, [(child key, CHILD_FACTS)])
+    if (memo is not None and deltas is not None and not compilers_seen and memo[0] is stat
+            and memo[2] == slow["slow_at"] and len(memo[1]) == len(descendants)
+            and all(map(is_, memo[1], descendants)) and deltas.known_root((stat.pid, stat.ticks), memo[4])
+            and all(deltas.known_child(key, known) for key, known in memo[5])):
+        return memo[3]
     cmdline = facts["cmdline"]
     kind = facts.get("kind")
     if kind is None or kind[0] != stat.comm:  # cmdline and environ are fixed for (pid, start)
@@ -939,6 +994,8 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
         kind = facts["kind"] = (stat.comm, py) + (python_unbuffered(cmdline, facts["environ"]) if py else (False, ""))
     _, py, unbuffered, reason = kind
     children = []
+    child_known = []
+    bare = deltas is not None  # every fact left out (the entry can stand for the next sample's)
     child_cpu = stat.ccpu
     for d in descendants:
         # d.ccpu: a worker's reaped children (short compiler runs) count too
@@ -952,7 +1009,9 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
             known = (dfacts["cmdline"][:16], dfacts["uid"], dfacts["user"], d.ppid, d.comm, d.start)  # CHILD_FACTS
             d.child_facts = (dfacts, known)
         key = (d.pid, d.ticks)
+        child_known.append((key, known))
         if deltas is None or not deltas.known_child(key, known):
+            bare = False
             child.update(zip(CHILD_FACTS, known))
             if deltas is not None:
                 deltas.strip_child(child, key)
@@ -969,9 +1028,12 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
              stat.comm, stat.sid, stat.pgid)
     key = (stat.pid, stat.ticks)
     if deltas is None or not deltas.known_root(key, known):
+        bare = False
         entry.update(zip(ROOT_FACTS, known))
         if deltas is not None:
             deltas.strip_root(entry, key)
+    bare = bare and not compilers_seen
+    facts["entry"] = (stat, descendants, slow["slow_at"], entry, known, child_known) if bare else None
     return entry
 
 
@@ -991,7 +1053,12 @@ class NoGpu(object):
         pass
 
 
-PROCS_MAX_AGE_S = 5.0  # a GPU's process list, kept while its memory used does not change
+# A GPU's process list (nvmlDeviceGetComputeRunningProcesses, ~310 us on an H200, the dearest NVML call) is
+# kept while the GPU's memory used does not change, and read again this often anyway. A process that starts
+# or ends on a GPU takes or frees memory, so the list follows it at the next sample as before; what waits up
+# to this long is only a change that moves no memory at all. No verdict changes: the engine reads a job's GPU
+# from its pid being on the list, and a job that gets on or off a GPU moves the memory used (was 5 s).
+PROCS_MAX_AGE_S = 30.0
 # A GPU's temperature is read this often and repeated in between: a die's temperature moves over seconds,
 # and only the grid, the history and the metrics export show it (no rule of the engine reads it). One
 # driver call per GPU a sample saved.
@@ -1716,6 +1783,14 @@ class Probe(object):
         self.child_lists_used = {}
         self.sample_pids = PidCursor()
         self.pids_handed_out = True
+        self.tasks = TasksMark(self.sample_pids.fd is not None)
+        self.tasks_moved = True  # this sample's TasksMark.moved
+        # pid -> (Stat, read at, idle at its last two reads, its ProcFiles key) of the descendants: the last
+        # sample's, and this one's (see IDLE_CHILD_READ_S)
+        self.child_reads = {}
+        self.child_reads_now = {}
+        self.now = 0.0  # the sample's time
+        self.watched_now = set()  # the sample's watched pids
         self.tree_marks = {}  # watched pid -> (start, descendants, reaped children's CPU) last sample
         self.trees_moved_at = 0.0  # when a watched tree last started (or reaped) a process
         self.scanned_procs = 0
@@ -1735,6 +1810,9 @@ class Probe(object):
         self.candidate_pids = {}  # pid -> why it is a job before it uses a GPU (last scan)
         self.gpu = NoGpu()
         self.host_cpu = HostCpu()
+        # (through a lambda: HostCpu.percent as the class has it at each read, wrapped or not)
+        # The first read has nothing to compare with: the second sample gives a first figure (over its interval).
+        self.host_cpu_pct = EverySoOften(lambda: self.host_cpu.percent(), until_known=True)
         self.host_memory = EverySoOften(read_meminfo)
         self.own_cpu = EverySoOften(own_cpu_s)
         # A client that vanished without closing our stdin (a blackholed link) is noticed by its
@@ -1865,14 +1943,31 @@ class Probe(object):
         seen = set([root.pid])
         stack = list(self.children_of.get(root.pid, []))
         stack.extend(self.live_children(root))
+        files, kept, reads, now = self.files, self.child_reads, self.child_reads_now, self.now
+        quiet = not self.tasks_moved
         while stack and len(out) < 512:
             child = stack.pop()
             if child in seen:
                 continue
             seen.add(child)
-            s = read_stat(child, self.files)
-            if s is None or s.state == "Z":
-                continue
+            last = kept.get(child)
+            if (last is not None and last[2] and quiet and 0.0 <= now - last[1] < IDLE_CHILD_READ_S
+                    and child not in self.watched_now):
+                # idle, and no process started or reaped since: its last read stands (IDLE_CHILD_READ_S);
+                # not a watched process (a rank below its launcher): that one is read every sample
+                s = last[0]
+                files.keep(last[3])  # its descriptor stays open for the read to come
+                reads[child] = last
+            else:
+                s = read_stat(child, files)
+                if s is None or s.state == "Z":
+                    continue
+                if last is None:
+                    reads[child] = (s, now, False, (("/proc/%d/stat" % child), None))
+                else:
+                    prev = last[0]
+                    idle = s.state == "S" and prev.state == "S" and s.cpu == prev.cpu and s.ticks == prev.ticks
+                    reads[child] = (s, now, idle, last[3])
             out.append(s)
             stack.extend(self.children_of.get(s.pid, []))
             stack.extend(self.live_children(s))
@@ -1902,6 +1997,8 @@ class Probe(object):
             tails = list(self.tails.values())
             dirs = dict(self.dirs)
         self.pids_handed_out = self.sample_pids.changed(loadavg)
+        self.tasks_moved = self.tasks.moved(loadavg)
+        self.now = now
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
         # A walk only finds something new when a pid was handed out since the last one (processes
@@ -1918,6 +2015,7 @@ class Probe(object):
             watched |= set(pids)
         self.candidate_pids = self.candidates.poll(now, loadavg)
         watched |= set(self.candidate_pids)
+        self.watched_now = watched
         procs = []
         current = {}
         poll_tree = {}
@@ -1929,9 +2027,9 @@ class Probe(object):
             current[pid] = s.start
             below = self.descendants(s)
             # Polled children of the last interval (CompilerWatch.poll) plus the ones alive now.
-            seen_between = self.compiler_watch.take(pid)
+            seen_between = self.compiler_watch.take(pid) if self.compiler_watch.seen else ()
             procs.append(proc_info(s, self.cache, below, now, self.slow_refresh, seen_between, self.deltas))
-            poll_tree[pid] = [s] + below
+            poll_tree[pid] = (s, below)
             # A child that came or went since the last sample, or one reaped (its CPU added to
             # its parent's children CPU): this tree is starting processes.
             # (A tree seen for the first time is not: that is the probe starting, or a job found.)
@@ -1940,9 +2038,13 @@ class Probe(object):
                 self.trees_moved_at = now
         self.tree_marks = marks
         self.child_lists, self.child_lists_used = self.child_lists_used, {}
+        self.child_reads, self.child_reads_now = self.child_reads_now, {}
         self.compiler_watch.frame_done()
         # The polls between samples run only while a tree starts processes (see run): none to set up otherwise.
-        self.compiler_watch.set_targets(poll_tree if self.jobs_spawning() else {})
+        if self.jobs_spawning(now):
+            self.compiler_watch.set_targets(dict((pid, [s] + below) for pid, (s, below) in poll_tree.items()))
+        elif self.compiler_watch.targets:
+            self.compiler_watch.set_targets({})
         gone = []
         for pid, start in self.watched_keys.items():
             if current.get(pid) != start:
@@ -1963,7 +2065,7 @@ class Probe(object):
         if load is not None:
             frame["load1"] = load
         # What top shows first: host CPU busy %, RAM used/total; and the driver beside the GPU model.
-        frame["cpu_pct"] = self.host_cpu.percent()
+        frame["cpu_pct"] = self.host_cpu_pct.get(now)  # a HOST_SLOW_READ_S average, repeated in between
         frame["cpu_count"] = self.cpu_count  # read again at each /proc walk (CPUs rarely come and go)
         frame["mem_total_kib"], frame["mem_avail_kib"] = self.host_memory.get(now)
         frame["driver"] = getattr(self.gpu, "driver", None)
@@ -1971,9 +2073,9 @@ class Probe(object):
             self.deltas.apply(frame, now, procs_done=True)
         return frame
 
-    def jobs_spawning(self):
+    def jobs_spawning(self, now=None):
         """Did a watched tree start processes lately (the polls between samples can find something)?"""
-        return time.time() - self.trees_moved_at < COMPILER_POLL_QUIET_S
+        return (time.time() if now is None else now) - self.trees_moved_at < COMPILER_POLL_QUIET_S
 
     def exit_when_idle(self):
         # Wakes when the deadline can have passed, not every second: a wakeup is a cost of its own.
