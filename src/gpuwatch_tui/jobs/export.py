@@ -104,31 +104,13 @@ def current_view(job: JobState, now: float | None = None) -> JobView:
 
 def current_views(jobs, now: float | None, facts_of) -> tuple[list[JobView], list]:
     """(`current_view` of each job, `facts_of(job)` of each): the tracker's views and the multi-host
-    join's run facts, in one pass (`current_view`'s steps inline: this runs twice a second for every
-    job). A job asked again with no frame since gets the facts kept with its view, asked once per view
-    made (they hold while the revision does, as `multinode.run_facts` says)."""
+    join's run facts, in one pass. A job asked again with no frame since gets the facts kept with its
+    view, asked once per view made (they hold while the revision does, as `multinode.run_facts` says)."""
     views = []
     facts = []
-    at = now
     for job in jobs:
-        if now is None:
-            at = job.last_seen
-        kept = job.view_parts.get("kept")
-        if kept is None:
-            kept = job.view_parts["kept"] = KeptView(job, at)
-            views.append(kept.view)
-        elif job.revision != kept.revision or job.verdict is not kept.verdict or job.exit is not kept.exit:
-            views.append(kept.refresh(job, at))
-        elif at == kept.at:
-            views.append(kept.view)
-        else:  # only the time moved: `kept.aged(at)`, whose usual answer (the text's age span holds) is inline
-            last = kept.history_last
-            low, high = kept.text_span
-            if last is None or low <= at - last[1] < high:
-                kept.at = at
-                views.append(kept.view)
-            else:
-                views.append(kept.aged(at))
+        views.append(current_view(job, now))
+        kept = job.view_parts["kept"]
         f = kept.facts
         if f is None:
             f = kept.facts = facts_of(job)
@@ -206,9 +188,7 @@ def _progress_points(history, cached_last, points: tuple) -> tuple:
     if last is cached_last:
         return last, points
     if cached_last is not None and len(history) > 1 and history[-2] is cached_last:  # one new point: the usual
-        loss = last[3]  # (`_point_view`, inline)
-        point = _new_tuple(ProgressPointView, last[:5] if loss is None or isfinite(loss) else (
-            last[0], last[1], last[2], None, last[4]))
+        point = _point_view(last)
         return last, points + (point,) if len(points) < PROGRESS_POINTS else points[1 - PROGRESS_POINTS:] + (point,)
     new = []
     found = False
@@ -284,11 +264,7 @@ class KeptView:
     def aged(self, at: float) -> JobView:
         """The view at `at` when nothing but the time moved since the last one (`current_view`)."""
         self.at = at
-        last = self.history_last
-        if last is None:
-            return self.view
-        low, high = self.text_span
-        if low <= at - last[1] < high:  # (as `_aged_text` checks first: the usual answer, inline)
+        if self.history_last is None:
             return self.view
         text = self._aged_text(at)
         if text is None:
@@ -386,9 +362,7 @@ class KeptView:
         else:
             tracker = interp.progress
             current = tracker.current
-            raw = (current.step, current.total, current.rate, current.unit, current.loss, current.epoch,
-                   current.epochs, current.eta_s, current.lr, current.desc, current.updated_at) if (
-                _RAW_LEN > 0) else _progress_values(current)  # (`_progress_values`, inline)
+            raw = _progress_values(current)
             if raw != self.progress:
                 changed = True
                 fields["progress"] = _next_progress_view(current, raw, self.progress, fields["progress"])
@@ -397,17 +371,8 @@ class KeptView:
             last = points[-1] if points else None
             if last is not self.points_last:
                 changed = True
-                kept_points = fields["progress_history"]
-                if last is not None and len(points) > 1 and points[-2] is self.points_last and (
-                        0 < len(kept_points) < PROGRESS_POINTS):
-                    # one new point, below the cap: `_progress_points`'s usual answer, inline
-                    loss = last[3]
-                    fields["progress_history"] = kept_points + (_new_tuple(ProgressPointView, last[:5] if (
-                        loss is None or isfinite(loss)) else (last[0], last[1], last[2], None, last[4])),)
-                    self.points_last = last
-                else:
-                    self.points_last, fields["progress_history"] = _progress_points(
-                        points, self.points_last, kept_points)
+                self.points_last, fields["progress_history"] = _progress_points(
+                    points, self.points_last, fields["progress_history"])
         history = job.history
         if history != self.history:
             changed = True
@@ -417,12 +382,10 @@ class KeptView:
             self.history_last = history[-1] if history else None
             self.text_span = _NO_SPAN
         if history:
-            low, high = self.text_span  # (a new history left none: made at once)
-            if not low <= at - self.history_last[1] < high:
-                text = self._aged_text(at)
-                if text is not None:
-                    changed = True
-                    fields["history_text"] = text
+            text = self._aged_text(at)  # (a new history left no span: made at once)
+            if text is not None:
+                changed = True
+                fields["history_text"] = text
         elif fields["history_text"]:
             changed = True
             fields["history_text"] = ""
