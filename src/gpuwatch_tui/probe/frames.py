@@ -159,7 +159,7 @@ class FactCache:
             procs[info.pid] = info
             groups[info.pid] = group
         samples, pids = self._gpus_of(gpus_learned)
-        chunks = _tails_of(tails_learned)
+        chunks = [_tail(raw, known) for raw, known in tails_learned]
         # Only the latest frame's entries are kept (every one parsed now has one).
         if len(self._procs) != len(roots):
             self._procs = {k: v for k, v in self._procs.items() if k in roots}
@@ -231,16 +231,13 @@ class FactCache:
                 "threads", 0)
         seen = raw["compilers_seen"] if "compilers_seen" in raw else None
         compilers_seen = tuple(str(n) for n in seen) if seen else ()
-        if (children is prev.children and state == prev.state and cpu_s == prev.cpu_s
-                and cpu_children_s == prev.cpu_children_s and rss_bytes == prev.rss_bytes
-                and threads == prev.threads and compilers_seen == prev.compilers_seen):
+        moving = (children, state, cpu_s, cpu_children_s, rss_bytes, threads, compilers_seen)
+        if _moving_of(prev) == moving:
             info = prev
         else:
             state, cpu_s, cpu_children_s = str(state), float(cpu_s), float(cpu_children_s)
             rss_bytes, threads = int(rss_bytes), int(threads)
-            if (children is prev.children and state == prev.state and cpu_s == prev.cpu_s
-                    and cpu_children_s == prev.cpu_children_s and rss_bytes == prev.rss_bytes
-                    and threads == prev.threads and compilers_seen == prev.compilers_seen):
+            if _moving_of(prev) == (children, state, cpu_s, cpu_children_s, rss_bytes, threads, compilers_seen):
                 info = prev
             else:
                 info = _ProcInfo(prev.pid, prev.ppid, prev.start_time, prev.name, prev.cmdline, prev.cwd, state,
@@ -302,6 +299,12 @@ class FactCache:
         return samples, tuple(pids)
 
 
+def _moving_of(proc: ProcInfo) -> tuple:
+    """What a steady frame may move of a process: its children and readings."""
+    return (proc.children, proc.state, proc.cpu_s, proc.cpu_children_s, proc.rss_bytes, proc.threads,
+            proc.compilers_seen)
+
+
 _FD_FACTS = frozenset(("stdout", "stderr"))
 
 
@@ -354,32 +357,12 @@ def _learn_tails(entries: list, old: dict) -> tuple[list, dict]:
             known = old.get(key)
             if known is None:
                 known = {}
-        # TAIL_FACTS, unrolled
-        if "path" in entry:
-            known["path"] = entry["path"]
-        if "size" in entry:
-            known["size"] = entry["size"]
-        if "mtime" in entry:
-            known["mtime"] = entry["mtime"]
-        if "error" in entry:
-            known["error"] = entry["error"]
+        for name in TAIL_FACTS:
+            if name in entry:
+                known[name] = entry[name]
         new[key] = known
         out.append((entry, known))
     return out, new
-
-
-def _tails_of(learned: list) -> list[TailChunk]:
-    """`[_tail(raw, known) ...]`, a frame's common tail (new bytes or none; no reset, skip or cut) read inline."""
-    chunks = []
-    for raw, known in learned:
-        if "reset" in raw or "skipped" in raw or "cut" in raw:
-            chunks.append(_tail(raw, known))
-            continue
-        data = raw["data"] if "data" in raw else None
-        chunks.append(_TailChunk(str(raw["key"]), str(known["path"] if "path" in known else ""),
-                                 _b64decode(data) if data else b"", False, 0, known.get("size"), known.get("mtime"),
-                                 known.get("error")))
-    return chunks
 
 
 def _tail(raw: dict, known: dict | None = None) -> TailChunk:
