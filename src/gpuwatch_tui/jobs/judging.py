@@ -194,8 +194,7 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
         if samples[0].time < now - DENSE_S:  # (else all dense yet, a young job: nothing to thin)
             _thin(job, now)
     for buf in job.logs.values():
-        if buf._partial:  # (tick shows an unterminated line only: most frames have none)
-            buf.tick(now)
+        buf.tick(now)
     if not procs or not _unchanged(job, now, skew):
         judge(job, now, skew)
 

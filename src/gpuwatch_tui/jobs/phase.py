@@ -368,11 +368,6 @@ def _gpu_lines(gpus: dict[int, GpuReading], limit: int = 4) -> list[str]:
     out = []
     items = sorted(gpus.items())
     for idx, g in items[:limit]:
-        util, mem, power, limit_w = g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w
-        if util is not None and mem is not None and power is not None and limit_w:
-            # (every reading there, the usual GPU: the line below at once, no list of parts to join)
-            out.append(f"GPU{idx} {util:.0f}% util, {mem / 1024:.0f} GB, {power:.0f} W ({power / limit_w:.0%} of limit)")
-            continue
         parts = [f"GPU{idx}"]
         if g.util_pct is not None:
             parts.append(f"{g.util_pct:.0f}% util")
