@@ -35,7 +35,7 @@ def watching(probe_ns, pid):
 
 def quiet(probe):
     """As on a host where no process starts or ends: loadavg's tasks total and last pid stay."""
-    probe.tasks.moved = lambda loadavg: False
+    probe.tasks.changed = lambda loadavg: False
 
 
 def wait_until(cond, what, timeout=10.0):
@@ -71,14 +71,14 @@ def test_an_idle_child_is_not_read_every_sample_and_is_gone_the_sample_after_it_
     frame = probe.sample()
     assert stat_reads.count(path) == 2  # idle, nothing started or reaped: its last read stands ...
     assert children(frame, parent.pid)[child]["state"] == "S"  # ... and its entry repeats it
-    del probe.tasks.moved  # the real loadavg from here: a reaped child moves its tasks total
+    del probe.tasks.changed  # the real loadavg from here: a reaped child moves its tasks total
     # (A busy test host hands out pids all the time; the tasks total alone must count as a move.)
-    mark, loadavg = probe_ns["TasksMark"](True), open("/proc/loadavg", "rb").read()
+    mark, loadavg = probe_ns["PidCursor"](tasks=True), open("/proc/loadavg", "rb").read()
     fields = loadavg.split()
     running, total = fields[3].split(b"/")
     reaped = b" ".join(fields[:3] + [running + b"/%d" % (int(total) - 1), fields[4]]) + b"\n"
-    mark.moved(loadavg)
-    assert not mark.moved(loadavg) and mark.moved(reaped)  # same last pid, one task fewer: moved
+    mark.changed(loadavg)
+    assert not mark.changed(loadavg) and mark.changed(reaped)  # same last pid, one task fewer: moved
     parent.send_signal(signal.SIGUSR1)
     assert parent.stdout.readline().strip() == "reaped"
     assert children(probe.sample(), parent.pid) == {}  # gone at the next sample, as before

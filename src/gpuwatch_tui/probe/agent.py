@@ -327,33 +327,19 @@ def all_pids():
     return out
 
 
-class TasksMark(object):
-    """Whether a process (or thread) started or was reaped anywhere on the host since the last sample: the
-    kernel's tasks total and the last pid handed out, the end of /proc/loadavg ("... 1/207 12345"), as the
-    sample read it. Where /proc/loadavg does not follow the kernel's pids (PidCursor), always "moved"."""
-
-    def __init__(self, follows):
-        self.follows = follows
-        self.last = None
-
-    def moved(self, loadavg):
-        if not self.follows or not loadavg:
-            return True
-        mark = loadavg[loadavg.rfind(b"/") + 1:]
-        moved, self.last = mark != self.last, mark
-        return moved
-
-
 class PidCursor(object):
     """Tells, for the price of one pread of /proc/loadavg, whether any process or thread was
     created since the last look: its last field is the pid the kernel handed out last.
+    `tasks`: whether one was created or reaped: the tasks total before it ("... 1/207 12345") is
+    read too, and it falls as a task is reaped.
 
     Where that field does not follow pid allocation (a virtualised /proc/loadavg in a container),
     starting a thread at construction shows it, and the cursor then always answers "changed"."""
 
     PATH = "/proc/loadavg"
 
-    def __init__(self):
+    def __init__(self, tasks=False):
+        self.tasks = tasks
         self.fd = None
         self.last = None
         try:
@@ -372,7 +358,7 @@ class PidCursor(object):
         try:
             if loadavg is None:
                 loadavg = os.pread(self.fd, 128, 0)
-            return loadavg.rsplit(None, 1)[-1]
+            return loadavg[loadavg.rfind(b"/") + 1:] if self.tasks else loadavg.rsplit(None, 1)[-1]
         except (OSError, IndexError, AttributeError):
             return None
 
@@ -717,7 +703,7 @@ CANDIDATE_MIN_VSIZE = 256 << 20  # address space below which torch cannot be loa
 WALK_AT_LEAST_S = 60.0  # every process's stat is read again this often (new pids only in between)
 # A descendant of a watched process (never a watched process itself) that was asleep (state S) with the same
 # CPU time at its last two reads is read again this often, and at once at the sample after a process started
-# or was reaped anywhere on the host (loadavg's tasks total and last pid, TasksMark): in between, its entry
+# or was reaped anywhere on the host (loadavg's tasks total and last pid, PidCursor(tasks=True)): in between, its entry
 # repeats its last figures (no wire change). An idle DataLoader worker or shell `sleep` costs one read per
 # 5 s instead of one a sample (a cold pread of a /proc/PID/stat is ~50 us on a 1 Hz VM). What is traded: an
 # idle child that turns busy, or changes state without exiting (S -> D or T), is seen up to 5 s late, and so
@@ -1783,8 +1769,8 @@ class Probe(object):
         self.child_lists_used = {}
         self.sample_pids = PidCursor()
         self.pids_handed_out = True
-        self.tasks = TasksMark(self.sample_pids.fd is not None)
-        self.tasks_moved = True  # this sample's TasksMark.moved
+        self.tasks = PidCursor(tasks=True)
+        self.tasks_moved = True  # this sample's tasks.changed
         # pid -> (Stat, read at, idle at its last two reads, its ProcFiles key) of the descendants: the last
         # sample's, and this one's (see IDLE_CHILD_READ_S)
         self.child_reads = {}
@@ -1997,7 +1983,7 @@ class Probe(object):
             tails = list(self.tails.values())
             dirs = dict(self.dirs)
         self.pids_handed_out = self.sample_pids.changed(loadavg)
-        self.tasks_moved = self.tasks.moved(loadavg)
+        self.tasks_moved = self.tasks.changed(loadavg)
         self.now = now
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
