@@ -36,30 +36,14 @@ def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, o
     is converted again (a training line moves the step, loss, rate and ETA; the rest holds)."""
     if old_raw is None or _RAW_LEN < 0:  # (both made by `_progress_values`: the same length)
         return progress_view(progress)
-    step, total, rate, unit, loss, epoch, epochs, eta_s, lr, desc, updated_at = raw
-    o_step, o_total, o_rate, _, o_loss, o_epoch, o_epochs, o_eta_s, o_lr, _, _ = old_raw
-    num = json_number
     fields = old.__dict__.copy()  # ProgressView's fields, in its order; those that moved replaced
-    if step != o_step:
-        fields["step"] = num(step)
-    if total != o_total:
-        fields["total"] = num(total)
-    if rate != o_rate:
-        fields["rate"] = num(rate)
-    fields["unit"] = unit
-    if loss != o_loss:
-        fields["loss"] = num(loss)
+    for name, i in _NUMBERS:
+        if raw[i] != old_raw[i]:
+            fields[name] = json_number(raw[i])
+    loss = raw[_LOSS]
+    if loss != old_raw[_LOSS]:
         fields["loss_text"] = str(loss) if loss is not None and not isfinite(loss) else None
-    if epoch != o_epoch:
-        fields["epoch"] = num(epoch)
-    if eta_s != o_eta_s:
-        fields["eta_s"] = num(eta_s)
-    if epochs != o_epochs:
-        fields["epochs"] = num(epochs)
-    if lr != o_lr:
-        fields["lr"] = num(lr)
-    fields["desc"] = desc
-    fields["updated_at"] = updated_at
+    fields["unit"], fields["desc"], fields["updated_at"] = raw[_UNIT], raw[_DESC], raw[_UPDATED_AT]
     view = _new_object(ProgressView)
     _set(view, "__dict__", fields)
     return view
@@ -70,6 +54,10 @@ def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, o
 _RAW_ORDER = ("step", "total", "rate", "unit", "loss", "epoch", "epochs", "eta_s", "lr", "desc", "updated_at")
 _PROGRESS_FIELDS = tuple(f.name for f in dataclasses.fields(Progress))
 _RAW_LEN = len(_RAW_ORDER) if _PROGRESS_FIELDS == _RAW_ORDER else -1
+# (view field, position in the raw values) of the values a view holds as json_number makes them
+_NUMBERS = tuple((name, _RAW_ORDER.index(name)) for name in
+                 ("step", "total", "rate", "loss", "epoch", "eta_s", "epochs", "lr"))
+_LOSS, _UNIT, _DESC, _UPDATED_AT = (_RAW_ORDER.index(n) for n in ("loss", "unit", "desc", "updated_at"))
 
 
 def _progress_values(p: Progress) -> tuple:
