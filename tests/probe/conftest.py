@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import psutil
 import pytest
 
 from gpuwatch_tui.probe.bundle import probe_source
@@ -20,7 +21,8 @@ def probe_ns():
 
 @pytest.fixture
 def spawn():
-    """start(code, *python_args, **popen_kw): a Python process of the test's, killed at its end."""
+    """start(code, *python_args, **popen_kw): a Python process of the test's, killed at its end with
+    every process it started."""
     started: list[subprocess.Popen] = []
 
     def start(code: str, *args: str, **kw) -> subprocess.Popen:
@@ -30,6 +32,17 @@ def spawn():
 
     yield start
     for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if proc.poll() is not None:
+            continue
+        try:  # its descendants too (a test's parent starts children): found before it dies and they are orphaned
+            below = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.Error:
+            below = []
+        proc.kill()
+        proc.wait()
+        for p in below:
+            try:
+                p.kill()
+                p.wait(5)
+            except psutil.Error:
+                pass
