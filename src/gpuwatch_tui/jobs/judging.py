@@ -65,6 +65,9 @@ GPU_POWER_NOISE = 0.02  # of the power limit
 GPU_MEM_NOISE_MIB = 64.0
 GPU_UTIL_EDGES = tuple(sorted((GPU_IDLE_UTIL, GPU_BUSY_UTIL, GPU_SPIN_UTIL)))  # (sorted: `_edge_band`)
 GPU_POWER_EDGES = tuple(sorted((GPU_WORKING_POWER_FRACTION, GPU_COMPUTING_POWER_FRACTION)))
+_INF = float("inf")
+_ANY = (-_INF, _INF)  # every number: the band of a missing reading (`_edge_band`)
+_NO_SPAN = (_INF, -_INF)  # no number: the age span of a missing age line (`_keep_lines`)
 
 
 def track_members(job: JobState, procs: dict[int, ProcInfo], gone: dict, skew: float, now: float) -> None:
@@ -353,7 +356,7 @@ class Judged:
     settled: bool = True
     lines: tuple = ()
     lines_hint: object = None  # the hint the phase line of `lines` was made from
-    age_span: tuple = (float("inf"), float("-inf"))  # the quiet times whose age line reads as the one of `lines`
+    age_span: tuple = _NO_SPAN  # the quiet times whose age line reads as the one of `lines`
     spots: tuple = ()  # where each of `lines` sits in the evidence of `spots_of` (-1: nowhere)
     spots_of: object = None
     # Judged again only for its age (every other fact as at the last judgment): `judge` may then make
@@ -450,10 +453,6 @@ def _edge_band(a: float | None, edges: tuple[float, ...]) -> tuple[float, float]
         return _ANY
     i = bisect_right(edges, a)
     return (edges[i - 1] if i else -_INF), (edges[i] if i < len(edges) else _INF)
-
-
-_INF = float("inf")
-_ANY = (-_INF, _INF)
 
 
 def _gpus_close(kept: tuple, b: tuple, no_spin: bool = False) -> bool:
@@ -703,9 +702,6 @@ def _keep_lines(job: JobState, kept: Judged, lines: tuple, now: float) -> None:
     last_growth, observed = _log_inputs(job.logs)
     kept.age_span = fmt_duration_span(log_quiet_s(last_growth, observed, now)) if last_growth is not None else _NO_SPAN
     kept.spots_of = None  # the lines' places in the verdict's evidence: found again when next asked
-
-
-_NO_SPAN = (float("inf"), float("-inf"))  # no quiet time lies in it
 
 
 def _refresh_log_lines(job: JobState, kept: Judged, now: float) -> None:
