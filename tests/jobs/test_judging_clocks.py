@@ -103,7 +103,7 @@ def test_gpu_bands_answer_as_testing_every_edge():
              0.0, 50.0, 100.0, None, float("nan")]
     powers = [*(f * limit for f in judging.GPU_POWER_EDGES), 119.0, 690.0, None, float("nan"),
               *(f * limit + d for f in judging.GPU_POWER_EDGES for d in (-14.0, -1e-7, 1e-7, 14.0))]
-    close = 0
+    close = spun = 0
     for _ in range(4000):
         n = rng.randint(1, 3)
         a = tuple(GpuReading(i, rng.choice(utils), rng.choice([80_000.0, None]), rng.choice(powers), limit)
@@ -117,5 +117,12 @@ def test_gpu_bands_answer_as_testing_every_edge():
         b = tuple(b)
         want = _close_every_edge(a, b)
         assert judging._gpus_close(judging._gpu_bands(a), b) == want, (a, b)
+        # no_spin: also not close where a reading could be spinning (spin util, below working power)
+        spin = any(g.util_pct is not None and g.util_pct >= judging.GPU_SPIN_UTIL - judging.GPU_UTIL_NOISE
+                   and (g.power_fraction is None
+                        or g.power_fraction < judging.GPU_WORKING_POWER_FRACTION + judging.GPU_POWER_NOISE)
+                   for g in b)
+        assert judging._gpus_close(judging._gpu_bands(a), b, no_spin=True) == (want and not spin), (a, b)
+        spun += spin
         close += want
-    assert 200 < close < 3800, close
+    assert 200 < close < 3800 and 200 < spun < 3800, (close, spun)

@@ -35,6 +35,11 @@ class JobState:
     interp: LogInterpreter | None = None
     samples: deque = field(default_factory=deque)
     sparse_upto: float = float("-inf")  # the newest sample already thinned (judging._thin)
+    # Where the last frame found the CPU rate window's first sample, the first dense sample and the
+    # first not thinned yet, counted back from the newest (judging._index_at)
+    rate_back: int = 0
+    dense_back: int = 0
+    sparse_back: int = 0
     verdict: Verdict | None = None
     history: list[tuple[str, float]] = field(default_factory=list)
     exit: ExitFacts | None = None

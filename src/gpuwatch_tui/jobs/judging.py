@@ -9,6 +9,7 @@ from functools import lru_cache
 from operator import attrgetter
 
 from ..model import ExitInfo, HostSample, ProcInfo
+from ..vocab import fmt_duration_span
 from .discovery import launcher_kind
 from .ended_by import ended_by
 from .job_actions import annotate
@@ -36,8 +37,12 @@ from .phase import (
     ResourceSample,
     Verdict,
     infer_phase,
+    _progress_evidence,
+    log_age_line,
     log_evidence,
+    log_hint_line,
     log_phase_evidence,
+    log_quiet_s,
 )
 
 WINDOW_S = 900.0  # resource samples kept per job (the engine looks back at most this far)
@@ -58,8 +63,11 @@ CLOCK_NOISE_S = 0.25  # a host clock offset's jitter between frames (the times r
 GPU_UTIL_NOISE = 3.0  # points of util
 GPU_POWER_NOISE = 0.02  # of the power limit
 GPU_MEM_NOISE_MIB = 64.0
-GPU_UTIL_EDGES = (GPU_IDLE_UTIL, GPU_BUSY_UTIL, GPU_SPIN_UTIL)
-GPU_POWER_EDGES = (GPU_WORKING_POWER_FRACTION, GPU_COMPUTING_POWER_FRACTION)
+GPU_UTIL_EDGES = tuple(sorted((GPU_IDLE_UTIL, GPU_BUSY_UTIL, GPU_SPIN_UTIL)))  # (sorted: `_edge_band`)
+GPU_POWER_EDGES = tuple(sorted((GPU_WORKING_POWER_FRACTION, GPU_COMPUTING_POWER_FRACTION)))
+_INF = float("inf")
+_ANY = (-_INF, _INF)  # every number: the band of a missing reading (`_edge_band`)
+_NO_SPAN = (_INF, -_INF)  # no number: the age span of a missing age line (`_keep_lines`)
 
 
 def track_members(job: JobState, procs: dict[int, ProcInfo], gone: dict, skew: float, now: float) -> None:
@@ -225,8 +233,11 @@ def _thin(job: JobState, now: float) -> None:
     samples = job.samples
     if samples[0].time >= now - DENSE_S:
         return  # all dense yet (a young job)
-    last = min(bisect_left(samples, now - DENSE_S, key=_time) - 1, len(samples) - 3)  # the newest that may go
-    k = max(bisect_right(samples, job.sparse_upto, key=_time), 1)  # the oldest not looked at yet
+    n = len(samples)
+    i = _index_at(samples, now - DENSE_S, job.dense_back)  # the oldest dense sample
+    job.dense_back = n - i
+    last = min(i - 1, n - 3)  # the newest that may go
+    k = max(_index_at(samples, job.sparse_upto, job.sparse_back, after=True), 1)  # the oldest not looked at yet
     while k <= last:
         if samples[k].time - samples[k - 1].time < SPARSE_EVERY_S:
             del samples[k]
@@ -235,6 +246,25 @@ def _thin(job: JobState, now: float) -> None:
             k += 1
     if last >= 0:
         job.sparse_upto = max(job.sparse_upto, samples[last].time)
+        job.sparse_back = len(samples) - last  # where the next frame finds the sample after it (one more: the new one)
+
+
+def _index_at(samples, t: float, back: int, after: bool = False) -> int:
+    """`bisect_left(samples, t)` by time (with `after`: `bisect_right`), looked for first `back`
+    samples from the newest, where the caller found it on the last frame (each frame moves these
+    places by one sample at most, as the window's new sample does), and at the oldest (a young job).
+    Else by bisection. (A deque indexes in steps of 64 from its nearer end: the places looked at
+    first are a step from an end; the middle where a bisection starts is not.)"""
+    first = samples[0].time
+    if (first > t) if after else (first >= t):
+        return 0
+    n = len(samples)
+    i = n - back
+    if 0 < i < n:
+        a, b = samples[i - 1].time, samples[i].time
+        if (a <= t < b) if after else (a < t <= b):
+            return i
+    return (bisect_right if after else bisect_left)(samples, t, key=_time)
 
 
 _time = attrgetter("time")  # a sample's time: the bisection key (a C call, not a Python function)
@@ -297,7 +327,7 @@ def _killed_by(job: JobState) -> str | None:
     return mine
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Judged:
     """What a verdict was judged from, kept so that a frame can tell in a handful of comparisons
     whether it may keep the verdict (`_unchanged`).
@@ -309,7 +339,8 @@ class Judged:
     without new lines (else the first frame without any is judged too, as a basis). `lines`: the
     verdict's log-moved evidence lines (`_log_lines`) when it was judged."""
 
-    log_at: tuple
+    seq: int  # the interpreter's line count and the progress's last update: what any new line moves
+    progress_at: float | None
     facts: tuple | None
     at: float
     cpu_class: int = -1
@@ -324,6 +355,10 @@ class Judged:
     log_deadline: float = float("-inf")  # of the log's clocks (last growth, mtime): moved by new lines
     settled: bool = True
     lines: tuple = ()
+    lines_hint: object = None  # the hint the phase line of `lines` was made from
+    age_span: tuple = _NO_SPAN  # the quiet times whose age line reads as the one of `lines`
+    spots: tuple = ()  # where each of `lines` sits in the evidence of `spots_of` (-1: nowhere)
+    spots_of: object = None
     # Judged again only for its age (every other fact as at the last judgment): `judge` may then make
     # only the evidence values again. Taken by the next `judge` call.
     refresh: bool = False
@@ -380,14 +415,17 @@ def _log_positions(logs: dict) -> tuple:
     return tuple((b.total_bytes, b.size, b.mtime, b.last_growth) for b in logs.values())
 
 
-def _cpu_class(samples) -> int:
+def _cpu_class(job: JobState) -> int:
     """The engine's CPU class of the window rate: 0 flat, 1 between, 2 busy, -1 not measured."""
+    samples = job.samples
     n = len(samples)
     if n < 2:
         return -1
     last = samples[-1]
-    # The oldest sample of the window, found by bisection (a deque indexes in steps of 64).
-    i = bisect_left(samples, last.time - RATE_WINDOW_S, key=_time)
+    # The oldest sample of the window: where it was on the last frame, counted from the newest (at a
+    # steady rate a sample joins the window as one leaves it).
+    i = _index_at(samples, last.time - RATE_WINDOW_S, job.rate_back)
+    job.rate_back = n - i
     first = samples[i] if n - i >= 2 else samples[-2]
     span = last.time - first.time
     if span <= 0 or first.cpu_s is None or last.cpu_s is None:
@@ -408,35 +446,37 @@ def _gpu_bands(gpus: tuple) -> tuple:
 
 
 def _edge_band(a: float | None, edges: tuple[float, ...]) -> tuple[float, float]:
-    """[lo, hi): the values on the same side of every edge as `a` (`_crosses` says no for them)."""
-    lo, hi = float("-inf"), float("inf")
-    if a is not None:
-        for e in edges:
-            if a < e:
-                hi = min(hi, e)
-            else:
-                lo = max(lo, e)
-    return lo, hi
+    """[lo, hi): the values on the same side of every edge as `a` (`_crosses` says no for them), from
+    the sorted `edges`: between the edges at or below `a` and those above it (a NaN is below none, as
+    `a < e` is false for each: above all of them)."""
+    if a is None:
+        return _ANY
+    i = bisect_right(edges, a)
+    return (edges[i - 1] if i else -_INF), (edges[i] if i < len(edges) else _INF)
 
 
-def _gpus_close(kept: tuple, b: tuple) -> bool:
+def _gpus_close(kept: tuple, b: tuple, no_spin: bool = False) -> bool:
     """The same GPU facts (the judgment's `_gpu_bands`, this frame's GpuReadings) within noise: no
     rule's threshold lies within these steps of a reading except where a GPU sits right at one (then
     the reading must not move at all). A reading outside its band is asked `_crosses` (the band
-    answers as it does for every number; a NaN reading goes through the test as before)."""
+    answers as it does for every number; a NaN reading goes through the test as before). `no_spin`:
+    also False where a GPU of `b` could be spinning (at spin util below working power, within noise:
+    the engine then reads the quiet period's extremes), asked in the same loop."""
     if len(kept) != len(b):
         return False
     for (ga, index, ua, ulo, uhi, pa, plo, phi, ma), gb in zip(kept, b):
+        ub = gb.util_pct
+        # (GpuReading.power_fraction, inlined: this runs for every GPU of every kept frame)
+        pb = None if gb.power_w is None or not gb.power_limit_w else gb.power_w / gb.power_limit_w
+        if no_spin and ub is not None and ub >= _SPIN_UTIL_FROM and (pb is None or pb < _SPIN_POWER_BELOW):
+            return False
         if ga is gb:
             continue
-        ub = gb.util_pct
         if index != gb.index or (ua is None) != (ub is None):
             return False
         if ua is not None and (abs(ua - ub) > GPU_UTIL_NOISE
                                or not ulo <= ub < uhi and _crosses(ua, ub, GPU_UTIL_EDGES)):
             return False
-        # (GpuReading.power_fraction, inlined: this runs for every GPU of every kept frame)
-        pb = None if gb.power_w is None or not gb.power_limit_w else gb.power_w / gb.power_limit_w
         if (pa is None) != (pb is None):
             return False
         if pa is not None and (abs(pa - pb) > GPU_POWER_NOISE
@@ -446,6 +486,10 @@ def _gpus_close(kept: tuple, b: tuple) -> bool:
         if (ma is None) != (mb is None) or (ma is not None and abs(ma - mb) > GPU_MEM_NOISE_MIB):
             return False
     return True
+
+
+_SPIN_UTIL_FROM = GPU_SPIN_UTIL - GPU_UTIL_NOISE
+_SPIN_POWER_BELOW = GPU_WORKING_POWER_FRACTION + GPU_POWER_NOISE
 
 
 def _crosses(a: float, b: float, edges: tuple[float, ...]) -> bool:
@@ -512,14 +556,13 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
     if interp is None or not samples:
         return False
     last = samples[-1]
-    log_at = (interp.seq, interp.progress.current.updated_at)
-    log_moved = kept is None or kept.log_at != log_at
+    seq, progress_at = interp.seq, interp.progress.current.updated_at
+    log_moved = kept is None or kept.seq != seq or kept.progress_at != progress_at
     if log_moved and (v is None or v.phase not in PROGRESS_CONFIRMS or interp.last_progress_at is None):
         # New lines and no verdict they could confirm: judged. The full basis is taken on the first
         # frame without any (one more judgment per quiet spell), so such a job costs nothing here.
-        job.judged = Judged(log_at, None, now, settled=False)
+        job.judged = Judged(seq, progress_at, None, now, settled=False)
         return False
-    logs = _log_positions(job.logs)
     # A verdict older than REJUDGE_EVERY_S is judged again, even where nothing else changed: then the
     # judgment may make only its evidence values again (`judge`, `Judged.refresh`). (REJUDGE_EVERY_S = 0:
     # every frame judged in full, the reference the tests compare with.)
@@ -532,11 +575,10 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
         and kept.first_time == samples[0].time
         # no compiler process seen in a sample of the compile window (or a second before it)
         and (job.compilers_at is None or job.compilers_at < now - COMPILE_RECENT_S - 1.0)
-        and not _spin_possible(last)
-        and _gpus_close(kept.gpus, last.gpus)
+        and _gpus_close(kept.gpus, last.gpus, no_spin=True)
     )
     if same:
-        cpu_class = _cpu_class(samples)
+        cpu_class = _cpu_class(job)
         same = kept.cpu_class == cpu_class
     if same:
         facts = _facts(job, last)
@@ -547,19 +589,21 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
             # Only new lines that advanced the progress, on a verdict that already showed all three
             # log-moved lines (a first progress line adds one: judged).
             same = (interp.last_progress_at > kept.at and bool(kept.lines) and None not in kept.lines
-                    and not _log_clocks_crossed(kept.moving, logs, now))
+                    and not _log_clocks_crossed(kept.moving, job.logs.values(), now))
             if same and fresh:
                 _refresh_log_lines(job, kept, now)
         else:
-            same = kept.settled and kept.logs == logs and interp.hint is kept.hint and now < kept.log_deadline
+            same = (kept.settled and kept.logs == _log_positions(job.logs) and interp.hint is kept.hint
+                    and now < kept.log_deadline)
     if same and fresh:
         return True
     # The new basis (the facts and CPU class just compared are this frame's: not made twice)
     moving, fixed = _clock_bases(job, skew)
     stall = job.stall_after_s
-    job.judged = Judged(log_at, _facts(job, last) if facts is None else facts, now,
-                        _cpu_class(samples) if cpu_class is None else cpu_class, _gpu_bands(last.gpus), skew,
-                        job.started_at, samples[0].time, logs, _clock_bands(moving, stall, now), interp.hint,
+    job.judged = Judged(seq, progress_at, _facts(job, last) if facts is None else facts, now,
+                        _cpu_class(job) if cpu_class is None else cpu_class, _gpu_bands(last.gpus), skew,
+                        job.started_at, samples[0].time, _log_positions(job.logs), _clock_bands(moving, stall, now),
+                        interp.hint,
                         _next_deadline(fixed, stall, now), _next_deadline(moving, stall, now),
                         settled=not log_moved, refresh=same)
     return False
@@ -579,13 +623,13 @@ def _clock_bands(bases: tuple[float, ...], stall_after: float, then: float) -> t
     return tuple(bands)
 
 
-def _log_clocks_crossed(bands: tuple, logs: tuple, now: float) -> bool:
+def _log_clocks_crossed(bands: tuple, logs, now: float) -> bool:
     """Whether some rule reading how long ago a log clock was ("quiet for X") would answer now
-    otherwise than at the judgment: each clock of `_log_positions` (last growth, then mtime, as
-    `_clock_bases` lists them), moved by new lines or not, against its band (`_clock_bands`)."""
+    otherwise than at the judgment: each clock of the logs (their buffers: last growth, then mtime,
+    as `_clock_bases` lists them), moved by new lines or not, against its band (`_clock_bands`)."""
     k, n = 0, len(bands)
-    for _, _, mtime, growth in logs:
-        for t in (growth, mtime):
+    for b in logs:
+        for t in (b.last_growth, b.mtime):
             if t is None:
                 continue
             if k == n or t > now:  # another number of clocks, or a time from the future (a clock skew)
@@ -597,13 +641,21 @@ def _log_clocks_crossed(bands: tuple, logs: tuple, now: float) -> bool:
     return k != n
 
 
+@dataclass
+class _Clock:
+    """A log clock alone, as `_log_clocks_crossed` reads a buffer."""
+
+    last_growth: float
+    mtime: float | None = None
+
+
 def _clock_crossed(before: tuple[float, ...], after: tuple[float, ...], stall_after: float,
                    then: float, now: float) -> bool:
     """`_log_clocks_crossed` for clocks given as lists: whether some rule reading how long ago a
     log-moved time was would answer now (`after`) otherwise than at the judgment (`before`, `then`)."""
     if len(before) != len(after):
         return True
-    return _log_clocks_crossed(_clock_bands(before, stall_after, then), tuple((0, 0, None, t) for t in after), now)
+    return _log_clocks_crossed(_clock_bands(before, stall_after, then), [_Clock(t) for t in after], now)
 
 
 _ROUNDING_S = 1e-6  # slack for the bisection in _next_deadline (the exact test follows it)
@@ -620,43 +672,91 @@ def _offsets(stall_after: float) -> tuple[float, ...]:
     return tuple(sorted({0.0, stall_after, min(stall_after, YOUNG_S), 60.0, min(60.0, stall_after / 2)}))
 
 
-def _log_lines(job: JobState, now: float) -> tuple:
-    interp = job.interp
+def _log_inputs(logs: dict) -> tuple:
+    """(the newest last growth of the job's logs, whether the probe has read each of them)."""
+    if len(logs) == 1:
+        for b in logs.values():
+            return b.last_growth, b.received
     last_growth, observed = None, True
-    for b in job.logs.values():
+    for b in logs.values():
         if b.last_growth is not None and (last_growth is None or b.last_growth > last_growth):
             last_growth = b.last_growth
         observed = observed and b.received
+    return last_growth, observed
+
+
+def _log_lines(job: JobState, now: float) -> tuple:
+    """The verdict's log-moved evidence lines as of now (`log_evidence`)."""
+    interp = job.interp
+    last_growth, observed = _log_inputs(job.logs)
     progress = interp.progress.current
     return log_evidence(interp.hint, last_growth, observed, progress if progress.updated_at is not None else None, now)
 
 
+def _keep_lines(job: JobState, kept: Judged, lines: tuple, now: float) -> None:
+    """Keep `lines` (`_log_lines` at `now`) with what they were made of: the hint of the phase line and
+    the span of quiet times that writes the same age line (`_refresh_log_lines` makes again only the
+    lines whose input left those)."""
+    kept.lines = lines
+    kept.lines_hint = job.interp.hint
+    last_growth, observed = _log_inputs(job.logs)
+    kept.age_span = fmt_duration_span(log_quiet_s(last_growth, observed, now)) if last_growth is not None else _NO_SPAN
+    kept.spots_of = None  # the lines' places in the verdict's evidence: found again when next asked
+
+
 def _refresh_log_lines(job: JobState, kept: Judged, now: float) -> None:
     """The kept verdict with its log-moved evidence lines (phase line, last line's age, progress and
-    ETA) as of now: what judging this frame would write there."""
-    fresh = _log_lines(job, now)
-    if fresh == kept.lines:
+    ETA) as of now: what judging this frame would write there. (Called where none of the kept lines
+    is None.) Each line is made again only where what it is made of moved: the phase line with a new
+    hint, the age line when the quiet time leaves the span its text holds for, the progress line
+    with new values (`_progress_evidence` keeps its last text); each new one takes the place of the
+    old one in the evidence."""
+    interp = job.interp
+    hint = interp.hint
+    progress = interp.progress.current
+    old = kept.lines
+    hint_line, age_line, progress_line = old
+    if hint is not kept.lines_hint:
+        hint_line = log_hint_line(hint) if hint is not None else None
+    last_growth, observed = _log_inputs(job.logs)
+    if last_growth is None:
+        age_line = None
+    else:
+        quiet = log_quiet_s(last_growth, observed, now)
+        lo, hi = kept.age_span
+        if not lo <= quiet < hi:
+            age_line = log_age_line(quiet)
+            kept.age_span = fmt_duration_span(quiet)
+    progress_line = _progress_evidence(progress if progress.updated_at is not None else None)
+    fresh = (hint_line, age_line, progress_line)
+    kept.lines_hint = hint
+    if fresh == old:
         return
     v = job.verdict
     was = v.evidence  # unique lines (judge dedupes them): each old line sits at one place
+    if kept.spots_of is not v:
+        kept.spots = tuple([was.index(line) if line in was else -1 for line in old])
     evidence = list(was)
-    for old, new in zip(kept.lines, fresh):
-        if old is not None and old != new and old in was:
-            evidence[was.index(old)] = new
-    if None in fresh or "" in fresh or len(set(evidence)) != len(evidence):
+    spots = kept.spots
+    regular = True  # each changed line in its place, none None, empty or equal to another line
+    for i in (0, 1, 2):
+        line = fresh[i]
+        if line != old[i]:
+            at = spots[i]
+            if at < 0 or not line or line in evidence:
+                regular = False
+                break
+            evidence[at] = line
+    if not regular:
+        evidence = list(was)
+        for line, new in zip(old, fresh):
+            if line != new and line in was:
+                evidence[was.index(line)] = new
         evidence = dict.fromkeys(e for e in evidence if e)  # as judge writes them: no empty, no repeat
-    job.verdict = Verdict(v.phase, v.since, v.confidence, v.detail, tuple(evidence), v.advice, v.actions, v.memory)
+    v = job.verdict = Verdict(v.phase, v.since, v.confidence, v.detail, tuple(evidence), v.advice, v.actions,
+                              v.memory)
     kept.lines = fresh
-
-
-def _spin_possible(last) -> bool:
-    """A GPU at spin util below working power: the engine reads the quiet period's extremes then."""
-    for g in last.gpus:
-        if g.util_pct is not None and g.util_pct >= GPU_SPIN_UTIL - GPU_UTIL_NOISE:
-            pf = g.power_fraction
-            if pf is None or pf < GPU_WORKING_POWER_FRACTION + GPU_POWER_NOISE:
-                return True
-    return False
+    kept.spots_of = v if regular else None
 
 
 def judge(job: JobState, now: float, skew: float, looked: bool = True) -> None:
@@ -685,7 +785,7 @@ def judge(job: JobState, now: float, skew: float, looked: bool = True) -> None:
     job.verdict = verdict
     kept = job.judged
     if isinstance(kept, Judged) and kept.facts is not None and verdict.phase in PROGRESS_CONFIRMS:
-        kept.lines = _log_lines(job, now)  # what a frame of progress lines only refreshes
+        _keep_lines(job, kept, _log_lines(job, now), now)  # what a frame of progress lines only refreshes
 
 
 def _refresh(job: JobState, kept: Judged, now: float) -> bool:
@@ -705,7 +805,7 @@ def _refresh(job: JobState, kept: Judged, now: float) -> bool:
         return False
     evidence = log_phase_evidence(lines, job.samples, now, v.memory.since_note)
     job.verdict = Verdict(v.phase, v.since, v.confidence, v.detail, evidence, v.advice, v.actions, v.memory)
-    kept.lines = lines
+    _keep_lines(job, kept, lines, now)
     return True
 
 

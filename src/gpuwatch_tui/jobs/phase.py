@@ -454,12 +454,27 @@ def log_evidence(hint, last_growth_at: float | None, observed: bool, progress: P
                  now: float) -> tuple[str | None, str | None, str | None]:
     """The evidence lines of a training verdict that the log's new lines move, as `_active` writes
     them: the phase line, how long ago the last line came, the progress (with its ETA)."""
-    quiet_s = max(0.0, now - last_growth_at) if last_growth_at is not None and observed else 0.0
     return (
-        f"log: {hint.text[:120]}" if hint is not None else None,
-        f"last log line {fmt_duration(quiet_s)} ago" if last_growth_at is not None else None,
+        log_hint_line(hint) if hint is not None else None,
+        log_age_line(log_quiet_s(last_growth_at, observed, now)) if last_growth_at is not None else None,
         _progress_evidence(progress),
     )
+
+
+def log_hint_line(hint) -> str:
+    """The evidence line of the phase the log announced (`log_evidence`'s first)."""
+    return f"log: {hint.text[:120]}"
+
+
+def log_quiet_s(last_growth_at: float | None, observed: bool, now: float) -> float:
+    """How long the log has been quiet, as the last line's age reads it (0 until the probe has read it)."""
+    return max(0.0, now - last_growth_at) if last_growth_at is not None and observed else 0.0
+
+
+def log_age_line(quiet_s: float) -> str:
+    """How long ago the last line came (`log_evidence`'s second): the same text across
+    `fmt_duration_span(quiet_s)`."""
+    return f"last log line {fmt_duration(quiet_s)} ago"
 
 
 def _phase_progress_evidence(log: LogFacts) -> str | None:
