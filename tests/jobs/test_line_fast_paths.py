@@ -43,7 +43,7 @@ def state(interp: LogInterpreter) -> str:
     return repr((
         interp.seq, interp.hint, interp.failures, interp.failure, interp.finished_at, interp.finished_text,
         interp.exit_code, interp.exit_rank, interp.signal, interp.phase_progress, interp.phase_progress_phase,
-        interp.last_progress_seq, interp.last_progress_at, interp.last_match, list(interp.recent_rules),
+        interp.last_progress_seq, interp.last_progress_at, interp.last_match,
         interp.restart_marker, interp.in_traceback, p.current, list(p.history), p.last_advance_at,
     ))
 
