@@ -196,3 +196,40 @@ def test_a_frame_without_a_cache_has_no_parser_keys_and_frame_key_reads_the_obje
     assert plain.procs_key is None and plain.gpus_key is None
     cached = parse_sample(json.loads(json.dumps(full)), FactCache())
     assert frame_key(plain) == frame_key(cached) and plain == cached
+
+
+def test_an_entry_equal_to_the_last_frames_reads_as_its_full_frame_with_a_shared_child():
+    """A process whose entry is the last frame's (an idle launcher) keeps its record, and its facts stay
+    learned; a child shared with an earlier root whose facts moved there is read again, not carried over."""
+
+    def moving(entry: dict, kid_facts: dict | None = None) -> dict:
+        """The entry as a fact-delta probe sends it once its facts are known: moving values only."""
+        kids = [{"pid": k["pid"], "start_ticks": k["start_ticks"], "state": k["state"], "cpu_s": k["cpu_s"],
+                 **(kid_facts or {})} for k in entry["children"]]
+        return {"pid": entry["pid"], "start_ticks": entry["start_ticks"], "state": entry["state"],
+                "cpu_s": entry["cpu_s"], "cpu_children_s": entry["cpu_children_s"],
+                "rss_bytes": entry["rss_bytes"], "threads": entry["threads"], "children": kids}
+
+    a, b = _entry(10), _entry(20)  # both roots list child 100
+    gcc_a, gcc_b = _entry(10, kid_cmd="gcc"), _entry(20, kid_cmd="gcc")
+    gcc = {"cmdline": ["gcc"], "name": "gcc"}
+    script = [  # (what the probe sends, the full frame it stands for)
+        ([a, b], [a, b]),
+        ([moving(a), moving(b)], [a, b]),
+        ([moving(a), moving(b)], [a, b]),  # the same entries again
+        ([moving(a), moving(b)], [a, b]),
+        ([moving(a, gcc), moving(b)], [gcc_a, gcc_b]),  # the shared child's facts move under root 10 only
+        ([moving(a), moving(b)], [gcc_a, gcc_b]),
+        ([moving(a), moving(b)], [gcc_a, gcc_b]),
+        ([moving(_entry(10, cpu=3.0)), moving(b)], [_entry(10, cpu=3.0, kid_cmd="gcc"), gcc_b]),
+    ]
+    cache = FactCache()
+    last = None
+    for t, (sent, full) in enumerate(script):
+        got = parse_sample(json.loads(json.dumps({"t": t, "procs": sent})), cache)
+        fresh = parse_sample(json.loads(json.dumps({"t": t, "procs": full})))
+        assert got == fresh, t
+        assert frame_key(got) == _fresh_key(fresh), t
+        if last is not None and sent == script[t - 1][0]:
+            assert got.procs[20] is last.procs[20] and got.procs_key[1] is last.procs_key[1], t
+        last = got
