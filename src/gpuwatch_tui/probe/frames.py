@@ -73,7 +73,6 @@ _CHILD_FACTS = frozenset(CHILD_FACTS)
 _GPU_FACTS = frozenset(GPU_FACTS)
 _TAIL_FACTS = frozenset(TAIL_FACTS)
 _MISSING = object()
-_AS_LAST = object()  # (FactCache.read) a process whose entry is the last frame's
 
 
 def _learn(entry: dict, key, names: frozenset, old: dict, new: dict) -> dict:
@@ -117,9 +116,6 @@ class FactCache:
         self._procs: dict = {}
         self._kids: dict = {}
         self._gpus: dict = {}
-        # key -> (a process's entry as the latest frame sent it, its facts, its children as read then): an
-        # equal entry next frame (an idle process: a launcher, a waiting worker) is the same record.
-        self._entries: dict = {}
 
     def read(self, frame: dict) -> tuple:
         """(procs by pid, their grouping keys, GPUs, their process pids, tails) of a frame.
@@ -132,20 +128,9 @@ class FactCache:
         roots: dict = {}
         children: dict = {}
         learned = []
-        entries = self._entries
         for raw in raw_procs:
             key = (raw["pid"], raw.get("start_ticks", 0))
             known = old_roots.get(key)
-            last = entries.get(key)
-            if last is not None and last[0] == raw and last[1] is known and key not in roots and _same_kids(
-                    last[2], old_children, children):
-                # The very entry of the last frame, facts unchanged (equal values teach nothing): its
-                # record and grouping key stand (`_proc` would return them); its facts are carried over.
-                roots[key] = known
-                for _, child_key, child_known in last[2]:
-                    children[child_key] = child_known
-                learned.append((raw, key, known, _AS_LAST))
-                continue
             if known is None or key in roots or not _ROOT_FACTS.isdisjoint(raw):
                 known = _learn(raw, key, _ROOT_FACTS, old_roots, roots)
             else:
@@ -169,13 +154,8 @@ class FactCache:
         self.roots, self.children, self.gpus, self.tails = roots, children, gpus, tails
 
         procs, groups = {}, {}
-        parsed = self._procs
         for raw, key, known, kids in learned:
-            if kids is _AS_LAST:  # the same entry as last frame (above)
-                _, info, group = parsed[key]
-            else:
-                info, group = self._proc(raw, key, known, kids)
-                entries[key] = (raw, known, kids)
+            info, group = self._proc(raw, key, known, kids)
             procs[info.pid] = info
             groups[info.pid] = group
         samples, pids = self._gpus_of(gpus_learned)
@@ -183,8 +163,6 @@ class FactCache:
         # Only the latest frame's entries are kept (every one parsed now has one).
         if len(self._procs) != len(roots):
             self._procs = {k: v for k, v in self._procs.items() if k in roots}
-        if len(entries) != len(roots):
-            self._entries = {k: v for k, v in entries.items() if k in roots}
         if len(self._kids) != len(children):
             self._kids = {k: v for k, v in self._kids.items() if k in children}
         if len(self._gpus) != len(gpus):
@@ -193,7 +171,7 @@ class FactCache:
 
     def forget_parsed(self) -> None:
         """A frame failed to parse: parse the next one afresh (its facts stay learned)."""
-        self._procs, self._kids, self._gpus, self._entries = {}, {}, {}, {}
+        self._procs, self._kids, self._gpus = {}, {}, {}
 
     def _child(self, raw: dict, key, known: dict) -> ChildProc:
         last = self._kids.get(key)
@@ -319,15 +297,6 @@ class FactCache:
                 samples.append(gpu)
             pids.append(gpu_pids)
         return samples, tuple(pids)
-
-
-def _same_kids(kids: list, old_children: dict, children: dict) -> bool:
-    """Whether the children read with a process's last entry still have those facts and none was met yet in
-    this frame (a child under two roots may have learned facts there)."""
-    for _, child_key, child_known in kids:
-        if old_children.get(child_key) is not child_known or child_key in children:
-            return False
-    return True
 
 
 def _moving_of(proc: ProcInfo) -> tuple:
