@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 from gpuwatch_tui.jobs.interpret import LogInterpreter
 from gpuwatch_tui.jobs.logtail import LogBuffer
@@ -43,7 +44,7 @@ def state(interp: LogInterpreter) -> str:
     return repr((
         interp.seq, interp.hint, interp.failures, interp.failure, interp.finished_at, interp.finished_text,
         interp.exit_code, interp.exit_rank, interp.signal, interp.phase_progress, interp.phase_progress_phase,
-        interp.last_progress_seq, interp.last_progress_at, interp.last_match, list(interp.recent_rules),
+        interp.last_progress_seq, interp.last_progress_at, interp.last_match,
         interp.restart_marker, interp.in_traceback, p.current, list(p.history), p.last_advance_at,
     ))
 
@@ -210,3 +211,23 @@ def test_progress_reader_applies_a_fixed_unit_prefix_once_per_shape():
         for line in (sample, sample.replace("2.42", "7.05").replace("2.4_2", "7.0_5")):
             fields = {k: line[a:b] for k, (a, b) in spans.items()}
             assert repr(reader.read(line)) == repr(read_fields(fields)), (line, reader.source)
+
+
+def test_a_bar_whose_words_name_its_phase_is_read_from_its_shape_unless_digits_name_it():
+    """A bar's phase comes from its words (desc_phases): patterns that treat every digit alike give the same
+    phase on every line of the bar's shape, so its template is used; one that reads a digit ("stage 2")
+    gives none (stage 1 and stage 2 have one shape)."""
+    bars = [f"{desc}: {p:3d}%|{'#' * (p // 10):<10}| {p}/100 [00:{p:02d}<00:10, 9.{p % 10}it/s]"
+            for desc in ("Training", "Evaluating", "stage 1", "stage 2", "stage 1") for p in range(10, 16)]
+    digit_words = {"evaluating": re.compile("stage 2"), "loading": re.compile(r"(?i)eval")}
+    for desc_phases, templates in ((None, True), (digit_words, False)):
+        fast = LogInterpreter(RuleSet(builtin_rules(), desc_phases), ProgressTracker())
+        slow_rules = EveryRuleEveryLine(builtin_rules())
+        slow_rules.desc_phases = fast.rules.desc_phases
+        slow = LogInterpreter(slow_rules, ProgressTracker())
+        for i, line in enumerate(bars):
+            now = 1000.0 + i
+            fast.feed_lines([line], now)
+            slow.feed_line(line, now)
+            assert state(fast) == state(slow), (desc_phases is None, line)
+        assert all(fast.rules.template(line) is not None for line in bars) is templates

@@ -79,7 +79,8 @@ def test_feed_and_take_equals_feed_tick_take_and_live():
 
     pieces = [b"step 1 loss 2.0\nstep 2 loss 1.9\n", b"loading shard 3", b"", b"", b"", b" done\n",
               b"epoch 1:  10%|#  | 10/100\r", b"epoch 1:  20%|## | 20/100\r", b"", b"", b"",
-              b"epoch 1:  30%|###| 30/100\n", b"step 3 loss 1.8\n", b"tail without end", b"", b"", b""]
+              b"epoch 1:  30%|###| 30/100\n", b"step 3 loss 1.8\n", b"tail without end", b"", b"", b"",
+              b" ends\n", b"step 4 loss 1.7\nstep 5 loss 1.6\n", b"step 6 loss 1.5\n"]
     old, new = LogBuffer(partial_stale_s=2.0), LogBuffer(partial_stale_s=2.0)
     size = 0
     for i, data in enumerate(pieces):
@@ -93,4 +94,7 @@ def test_feed_and_take_equals_feed_tick_take_and_live():
         assert new.feed_and_take(chunk, now) == want, i
         assert (new.lines(), new.total_lines, new.live, new.live_since) == (
             old.lines(), old.total_lines, old.live, old.live_since), i
+        # (the shortcut for whole lines keeps the same numbers, times and file facts)
+        assert (new.records(), new.size, new.mtime, new.path, new.total_bytes, new.last_growth, new.received) == (
+            old.records(), old.size, old.mtime, old.path, old.total_bytes, old.last_growth, old.received), i
     assert any("loading shard 3" in line for line in old.lines())  # the stale partial was shown

@@ -4,7 +4,6 @@ progress, and failures (tracebacks, OOM, NCCL timeouts, dead workers, exit codes
 from __future__ import annotations
 
 import re
-from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -72,7 +71,6 @@ class LogInterpreter:
     last_progress_seq: int = 0
     last_progress_at: float | None = None
     _last: tuple | None = None  # the last matched line: (its LineMatch or shape template, its text)
-    recent_rules: deque = field(default_factory=lambda: deque(maxlen=20))
     restart_marker: RestartMarker | None = None  # a gpuwatch restart's marker line (restart_marker.py)
     _open: dict = field(default_factory=dict)  # rank -> _OpenTraceback
     _in_root_cause: bool = False
@@ -116,7 +114,6 @@ class LogInterpreter:
         if m.empty:
             return
         self._last = (m, text)
-        self.recent_rules.append((now, m.rules[0]))
         if m.progress and self.progress.merge(m.progress_of(text), now):
             self.last_progress_seq = self.seq
             self.last_progress_at = now

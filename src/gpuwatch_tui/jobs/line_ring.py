@@ -29,21 +29,31 @@ class LineRing:
         return len(self._texts)
 
     def append(self, seq: int, time: float, text: str) -> None:
-        if not self.maxlen:
+        self.extend(seq, time, (text,))
+
+    def extend(self, first: int, time: float, texts: list[str] | tuple[str, ...]) -> None:
+        """Lines numbered from `first` on, all completed at `time` (one chunk's lines: one call)."""
+        size = self.maxlen
+        if not size:
             return
-        n = len(self._texts)
-        if n == self.maxlen:  # full: the oldest goes
-            i = self._start
-            self._start = (self._start + 1) % self.maxlen
-        else:
-            i = (self._start + n) % self.maxlen
-        if i == len(self._seqs):  # still filling for the first time
-            self._seqs.append(seq)
-            self._times.append(time)
-        else:
-            self._seqs[i] = seq
-            self._times[i] = time
-        self._texts.append(text)
+        seqs, times, kept = self._seqs, self._times, self._texts
+        for text in texts:
+            n = len(kept)
+            if n == size:  # full: the oldest goes
+                i = self._start
+                self._start = i + 1 if i + 1 < size else 0
+            else:
+                i = self._start + n
+                if i >= size:
+                    i -= size
+            if i == len(seqs):  # still filling for the first time
+                seqs.append(first)
+                times.append(time)
+            else:
+                seqs[i] = first
+                times[i] = time
+            kept.append(text)
+            first += 1
 
     def pop(self) -> None:
         """Drop the newest line."""

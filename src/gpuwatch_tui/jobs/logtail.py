@@ -105,14 +105,7 @@ class LogBuffer:
     # -- feeding -----------------------------------------------------------------
     def feed(self, chunk: TailChunk, now: float, skew: float = 0.0) -> None:
         """One chunk the probe read; `skew` moves its mtime (host clock) onto the local clock."""
-        self.received = True
-        self.path = chunk.path
-        self.error = chunk.error
-        if chunk.size is not None:
-            self.size = chunk.size
-        mtime = chunk.mtime + skew if chunk.mtime is not None else None
-        if mtime is not None:
-            self.mtime = mtime
+        mtime = self._note(chunk, skew)
         data = chunk.data
         cuts = chunk.cut
         if data and self.total_bytes and self.shortcuts and not (chunk.reset or chunk.skipped or cuts):
@@ -157,6 +150,19 @@ class LogBuffer:
             self._dropping = True
         if pos < len(data):
             self._feed_bytes(data[pos:], now)
+
+    def _note(self, chunk: TailChunk, skew: float) -> float | None:
+        """The chunk's file facts kept; its mtime on the local clock returned."""
+        self.received = True
+        self.path = chunk.path
+        self.error = chunk.error
+        if chunk.size is not None:
+            self.size = chunk.size
+        mtime = chunk.mtime
+        if mtime is not None:
+            mtime += skew
+            self.mtime = mtime
+        return mtime
 
     def feed_bytes(self, data: bytes, now: float) -> None:
         """Feed raw bytes directly (tests, local files)."""
@@ -207,20 +213,33 @@ class LogBuffer:
 
     def _feed_whole_lines(self, data: bytes, now: float) -> None:
         """Complete lines with no carriage return, nothing held before them (most chunks of a training
-        log): decoded at once, then split. The same lines as decoding line by line: a newline byte is
-        never part of a UTF-8 sequence, so an invalid one before it is replaced the same either way."""
+        log), kept as not yet taken."""
+        texts = self._whole_lines(data, now)
+        self._new_texts.extend(texts)
+        self._new_times.extend([now] * len(texts))
+        if len(self._new_texts) > self.max_lines * 4:  # nobody takes them: keep the newest
+            del self._new_texts[: len(self._new_texts) - self.max_lines]
+            del self._new_times[: len(self._new_times) - self.max_lines]
+
+    def _whole_lines(self, data: bytes, now: float) -> list[str]:
+        """Complete lines with no carriage return, nothing held before them: decoded at once, then split,
+        kept, and returned. The same lines as decoding line by line: a newline byte is never part of a
+        UTF-8 sequence, so an invalid one before it is replaced the same either way."""
         if self._partial_shown:
             self._lines.pop()  # the provisional line is continued by these bytes
             self._partial_shown = False
         max_chars = self.max_line_chars
-        lines = data.decode("utf-8", errors="replace").split("\n")
-        lines.pop()  # after the last newline: nothing
-        for text in lines:
+        texts = data.decode("utf-8", errors="replace").split("\n")
+        texts.pop()  # after the last newline: nothing
+        for i, text in enumerate(texts):
             # All printable and short (most lines): sanitize_line would return it as it is.
             if not text.isprintable() or len(text) > max_chars:
-                text = sanitize_line(text, max_chars)
-            self._append_text(text, now)
+                texts[i] = sanitize_line(text, max_chars)
+        first = self.total_lines + 1
+        self.total_lines += len(texts)
+        self._lines.extend(first, now, texts)
         self._partial_since = None
+        return texts
 
     def _cut_of(self, segment: bytes) -> int:
         """Bytes dropped from the frame a terminal would show: 0 once a later frame replaced it."""
@@ -247,7 +266,7 @@ class LogBuffer:
 
     def _append_text(self, text: str, now: float) -> None:
         self.total_lines += 1
-        self._lines.append(self.total_lines, now, text)
+        self._lines.extend(self.total_lines, now, (text,))  # (as append does, one call less)
         texts = self._new_texts
         texts.append(text)
         self._new_times.append(now)
@@ -310,6 +329,16 @@ class LogBuffer:
     def feed_and_take(self, chunk: TailChunk, now: float, skew: float = 0.0) -> tuple[list[str], str]:
         """`feed`, `tick`, then (`take_new_texts()`, `live`): what the log wiring does with every chunk,
         in one call (a chunk of whole lines leaves no partial line: nothing to tick, no live line)."""
+        data = chunk.data
+        if (data and b"\r" not in data and data[-1:] == b"\n" and self.total_bytes and self.shortcuts
+                and not self._partial and not self._partial_cut and not self._dropping and not self._new_texts
+                and not (chunk.reset or chunk.skipped or chunk.cut)):
+            # Whole lines going on from those taken, none held nor left untaken (most chunks): `feed`'s
+            # shortcut, its lines handed on as they are kept (no list of untaken lines and times).
+            self._note(chunk, skew)
+            self.total_bytes += len(data)
+            self.last_growth = now
+            return self._whole_lines(data, now), ""
         self.feed(chunk, now, skew)
         live = ""
         if self._partial:

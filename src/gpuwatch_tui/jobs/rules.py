@@ -85,6 +85,9 @@ class RuleSet:
     def __init__(self, rules: list[Rule], desc_phases: dict[str, re.Pattern[str]] | None = None):
         self.rules = list(rules)
         self.desc_phases = desc_phases if desc_phases is not None else builtin_desc_phases()
+        # A bar's phase is read from its words (`phase_for_desc`): by patterns that treat every digit alike,
+        # it is the same on every line of the bar's shape, so such a shape gets a template too.
+        self._desc_blind = all(digit_blind(p) for p in self.desc_phases.values())
         # Every line meets every rule: a rule whose match needs some text (a bar's "%|" or "━", one
         # of "step" / "iter") is not searched on a line without it. The bar patterns cost ~40 us a
         # search otherwise. Each rule's needed text is a few alternatives (any one must be there);
@@ -135,7 +138,8 @@ class RuleSet:
             phase = rule.phase
             if phase == "auto":
                 phase = self.phase_for_desc(groups.get("desc", "").strip())
-                spans = None  # the phase is read from the bar's words: no template for this shape
+                if not self._desc_blind:
+                    spans = None  # the phase is read from the bar's words by digits: no template for this shape
             if spans is not None:
                 spans.append({k: m.span(k) for k in groups})
             found.append((rule, phase, groups))
