@@ -714,6 +714,19 @@ WALK_AT_LEAST_S = 60.0  # every process's stat is read again this often (new pid
 # does not hide, and quiet thresholds are minutes; compile detection reads new children (seen at the next
 # sample) and a worker's reaped-children CPU (a reap moves the tasks total: read at once).
 IDLE_CHILD_READ_S = 5.0
+# Decision (issue #7, round 9): a watched process's descendants are not walked again (no children list,
+# no parent link followed) while loadavg's mark (tasks total, last pid: PidCursor(tasks=True)) stands
+# since the last walk: the last walk's list stands, each one's stat read as IDLE_CHILD_READ_S says.
+# Exact: a fork or clone (a thread too) takes a pid and moves the last pid; a reaped task moves the tasks
+# total; a process changes its parent only when its parent exits. One gap: an exit moves the total only
+# at its reap, and the exited process's children go to a subreaper or init at the exit itself. So a
+# descendant that reads gone (or a zombie) while the mark stood has its tree walked again at once with
+# every children list read afresh (an adopting subreaper's list included); every descendant's stat is
+# read at least every IDLE_CHILD_READ_S, which bounds how late that is. A walk at least this often is the
+# safety net for what the mark cannot show at all: links the last /proc scan found (a child of a
+# non-main thread of a process with many threads is only found there) are walked at the scan's sample,
+# and any other case this reasoning missed is picked up within this interval.
+TREE_WALK_AT_LEAST_S = IDLE_CHILD_READ_S
 
 
 def read_vsize(pid, files=None):
@@ -1775,6 +1788,13 @@ class Probe(object):
         # sample's, and this one's (see IDLE_CHILD_READ_S)
         self.child_reads = {}
         self.child_reads_now = {}
+        # (pid, start ticks) of a watched process -> its last walk (see TREE_WALK_AT_LEAST_S): (descendant pids in
+        # walk order, the same as a set, {(pid, ticks): children list entry} of its processes, the ProcFiles keys
+        # its sample keeps open). The last sample's, and this one's.
+        self.trees = {}
+        self.trees_now = {}
+        self.walk_trees = True  # this sample walks every tree (the mark moved, a scan ran, or the safety net is due)
+        self.trees_walked_at = 0.0  # when every tree was last walked
         self.now = 0.0  # the sample's time
         self.watched_now = set()  # the sample's watched pids
         self.tree_marks = {}  # watched pid -> (start, descendants, reaped children's CPU) last sample
@@ -1889,18 +1909,20 @@ class Probe(object):
         self.scanned_procs = len(live)
         self.cache.forget_except(set(live.items()))
 
-    def live_children(self, s):
+    def live_children(self, s, fresh=False):
         """Children of one process right now, from /proc/PID/task/TID/children.
 
         The full /proc scan runs every few seconds; compiler runs (gcc, cc1, ptxas) last less than
         that, so each sample also asks the kernel directly. A process with many threads (the
         training process itself) is asked through its main thread only, to keep a sample cheap.
+        `fresh`: read its children files even where the last list could stand (an adoption).
         """
         key = (s.pid, s.ticks)
         known = self.child_lists.get(key)
         self.child_lists_used[key] = known
         new_parents = self.candidates.new_parents
-        if known is not None and (not self.pids_handed_out or (new_parents is not None and s.pid not in new_parents)):
+        if known is not None and not fresh and (not self.pids_handed_out or
+                                                (new_parents is not None and s.pid not in new_parents)):
             # No process was started since the last sample, or none by this one (the candidates' look
             # at the new pids found their parents): it has no new child. Its children files stay open
             # for the next sample that must read them (not closed and reopened).
@@ -1924,39 +1946,74 @@ class Probe(object):
         return out
 
     def descendants(self, root):
-        """Live descendants of `root` (a Stat): the last scan's links plus the kernel's now."""
+        """Live descendants of `root` (a Stat): the last scan's links plus the kernel's now; or the last
+        walk's list while loadavg's mark stands (TREE_WALK_AT_LEAST_S)."""
+        key = (root.pid, root.ticks)
+        last = self.trees.get(key)
+        walk = self.walk_trees or last is None
+        out = self._read_tree(root, last, walk, False)
+        if out is None:  # one of the last walk's processes is gone: its children may have a new parent
+            out = self._read_tree(root, last, True, True)
+        return out
+
+    def _read_tree(self, root, last, walk, fresh):
+        """`walk`: follow the parent links (else `last`'s list); `fresh`: every children list read again.
+        None where a process of `last` reads gone and `fresh` is not set."""
         out = []
-        seen = set([root.pid])
-        stack = list(self.children_of.get(root.pid, []))
-        stack.extend(self.live_children(root))
         files, kept, reads, now = self.files, self.child_reads, self.child_reads_now, self.now
-        quiet = not self.tasks_moved
+        quiet = not self.tasks_moved and not fresh  # (an adopted process's stat names its new parent)
+        watched = self.watched_now
+        gone_matters = last is not None and not fresh
+        if walk:
+            seen = set([root.pid])
+            stack = list(self.children_of.get(root.pid, []))
+            stack.extend(self.live_children(root, fresh))
+            lists = {(root.pid, root.ticks): self.child_lists_used[(root.pid, root.ticks)]}
+        else:
+            stack = last[0][::-1]
         while stack and len(out) < 512:
             child = stack.pop()
-            if child in seen:
-                continue
-            seen.add(child)
-            last = kept.get(child)
-            if (last is not None and last[2] and quiet and 0.0 <= now - last[1] < IDLE_CHILD_READ_S
-                    and child not in self.watched_now):
+            if walk:
+                if child in seen:
+                    continue
+                seen.add(child)
+            prev = kept.get(child)
+            if (prev is not None and prev[2] and quiet and 0.0 <= now - prev[1] < IDLE_CHILD_READ_S
+                    and child not in watched):
                 # idle, and no process started or reaped since: its last read stands (IDLE_CHILD_READ_S);
                 # not a watched process (a rank below its launcher): that one is read every sample
-                s = last[0]
-                files.keep(last[3])  # its descriptor stays open for the read to come
-                reads[child] = last
+                s = prev[0]
+                reads[child] = prev
+                files.used.add(prev[3])  # its descriptor stays open for the read to come
             else:
                 s = read_stat(child, files)
                 if s is None or s.state == "Z":
+                    if gone_matters and child in last[1]:
+                        return None
                     continue
-                if last is None:
-                    reads[child] = (s, now, False, (("/proc/%d/stat" % child), None))
+                if prev is None:
+                    reads[child] = (s, now, False, ("/proc/%d/stat" % child, None))
                 else:
-                    prev = last[0]
-                    idle = s.state == "S" and prev.state == "S" and s.cpu == prev.cpu and s.ticks == prev.ticks
-                    reads[child] = (s, now, idle, last[3])
+                    p = prev[0]
+                    idle = s.state == "S" and p.state == "S" and s.cpu == p.cpu and s.ticks == p.ticks
+                    reads[child] = (s, now, idle, prev[3])
             out.append(s)
-            stack.extend(self.children_of.get(s.pid, []))
-            stack.extend(self.live_children(s))
+            if walk:
+                stack.extend(self.children_of.get(s.pid, []))
+                stack.extend(self.live_children(s, fresh))
+                lists[(s.pid, s.ticks)] = self.child_lists_used[(s.pid, s.ticks)]
+        if walk:
+            pids = [s.pid for s in out]
+            keep = [reads[pid][3] for pid in pids]
+            for entry in lists.values():
+                if entry is not None:
+                    keep.extend(entry[1])
+            self.trees_now[(root.pid, root.ticks)] = (pids, set(pids), lists, keep)
+        else:
+            # the walk's children lists and descriptors (children files, idle ones' stat) stand for the next sample
+            self.trees_now[(root.pid, root.ticks)] = last
+            self.child_lists_used.update(last[2])
+            files.used.update(last[3])
         return out
 
     def sample(self):
@@ -1985,6 +2042,7 @@ class Probe(object):
         self.pids_handed_out = self.sample_pids.changed(loadavg)
         self.tasks_moved = self.tasks.changed(loadavg)
         self.now = now
+        self.walk_trees = self.tasks_moved or now - self.trees_walked_at >= TREE_WALK_AT_LEAST_S
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
         # A walk only finds something new when a pid was handed out since the last one (processes
@@ -1995,6 +2053,7 @@ class Probe(object):
             full = self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S
             if moved or full:
                 self.scan(now, full)
+                self.walk_trees = True  # the links it found are followed now
             else:
                 self.last_scan = now
         for pids in self.match_pids.values():
@@ -2025,6 +2084,9 @@ class Probe(object):
         self.tree_marks = marks
         self.child_lists, self.child_lists_used = self.child_lists_used, {}
         self.child_reads, self.child_reads_now = self.child_reads_now, {}
+        self.trees, self.trees_now = self.trees_now, {}
+        if self.walk_trees:
+            self.trees_walked_at = now
         self.compiler_watch.frame_done()
         # The polls between samples run only while a tree starts processes (see run): none to set up otherwise.
         if self.jobs_spawning(now):
