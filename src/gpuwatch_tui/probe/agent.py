@@ -797,8 +797,7 @@ class JobCandidates(object):
         self.seen = {}  # pid -> (ppid, start, comm) of every process known
         self.found = {}  # pid -> reason
         self.rechecked_at = 0.0
-        self.new_pids = PidCursor()  # /proc is listed again only when a pid was handed out
-        self.listed = None  # the pids of the last listing
+        self.listed = None  # the pids of the last listing (listed again only when a pid was handed out)
         # The parents of the processes started since the last poll (set by poll; None: not known).
         self.new_parents = None
         self.ancestors = probe_ancestors()
@@ -815,12 +814,13 @@ class JobCandidates(object):
         for pid in seen:
             self.consider(pid, now)
 
-    def poll(self, now, loadavg=None):
+    def poll(self, now, handed_out=True):
         """New pids since the last look, and young undecided ones again. Returns {pid: reason}.
-        `loadavg`: the sample's /proc/loadavg bytes (see PidCursor.changed)."""
+        `handed_out`: whether a pid was handed out since the last poll (the sample's PidCursor, which
+        reads the bytes of /proc/loadavg the sample read: one cursor for both)."""
         self.new_parents = None
         try:
-            listed = all_pids() if self.new_pids.changed(loadavg) else None
+            listed = all_pids() if handed_out else None
         except OSError:
             return self.found
         me = self.me
@@ -975,8 +975,9 @@ class CompilerWatch(object):
 def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=None):
     """A watched process's entry in a frame, its descendants' in it. `deltas` (FrameDeltas, begun for
     this frame): the facts the client has are left out, unbuilt; None: every fact, every frame."""
-    facts = cache.static_facts(stat.pid, stat.start)
-    slow = cache.slow_facts(stat.pid, stat.start, now, refresh)
+    facts = slow = cache.static_facts(stat.pid, stat.start)
+    if now - facts.get("slow_at", 0.0) >= refresh:  # (slow_facts keeps them in the static facts' dict)
+        cache.slow_facts(stat.pid, stat.start, now, refresh)
     # The last sample's entry, where it was built from these very Stats and slow facts and left every fact
     # out: while the client still has them all, it is this sample's entry too, not built again (an idle
     # job's stat and its children's read the same sample after sample). Treat a frame as read-only.
@@ -996,10 +997,11 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
     child_known = []
     bare = deltas is not None  # every fact left out (the entry can stand for the next sample's)
     child_cpu = stat.ccpu
+    static = cache.static
     for d in descendants:
         # d.ccpu: a worker's reaped children (short compiler runs) count too
         child_cpu += d.cpu + d.ccpu
-        dfacts = cache.static_facts(d.pid, d.start)
+        dfacts = static.get((d.pid, d.start)) or cache.static_facts(d.pid, d.start)
         child = {"pid": d.pid, "state": d.state, "cpu_s": d.cpu_s, "start_ticks": d.ticks}
         kept = d.child_facts
         if kept is not None and kept[0] is dfacts:
@@ -2058,7 +2060,7 @@ class Probe(object):
                 self.last_scan = now
         for pids in self.match_pids.values():
             watched |= set(pids)
-        self.candidate_pids = self.candidates.poll(now, loadavg)
+        self.candidate_pids = self.candidates.poll(now, self.pids_handed_out)
         watched |= set(self.candidate_pids)
         self.watched_now = watched
         procs = []
@@ -2078,7 +2080,8 @@ class Probe(object):
             # A child that came or went since the last sample, or one reaped (its CPU added to
             # its parent's children CPU): this tree is starting processes.
             # (A tree seen for the first time is not: that is the probe starting, or a job found.)
-            marks[pid] = (s.ticks, [d.pid for d in below], s.ccpu + sum(d.ccpu for d in below))
+            # (the pids are the tree's list as descendants keeps it: the same list while the walk is skipped)
+            marks[pid] = (s.ticks, self.trees_now[(pid, s.ticks)][0], s.ccpu + sum([d.ccpu for d in below]))
             if seen_between or (pid in self.tree_marks and marks[pid] != self.tree_marks[pid]):
                 self.trees_moved_at = now
         self.tree_marks = marks
