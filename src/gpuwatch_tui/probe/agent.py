@@ -1947,20 +1947,13 @@ class Probe(object):
         self.child_lists_used[key] = (out, [(path, s.ticks) for path in paths])
         return out
 
-    def descendants(self, root):
+    def descendants(self, root, fresh=False):
         """Live descendants of `root` (a Stat): the last scan's links plus the kernel's now; or the last
-        walk's list while loadavg's mark stands (TREE_WALK_AT_LEAST_S)."""
+        walk's list while loadavg's mark stands (TREE_WALK_AT_LEAST_S). `fresh`: every children list read
+        again (one of the last walk's processes is gone: its children may have a new parent)."""
         key = (root.pid, root.ticks)
         last = self.trees.get(key)
-        walk = self.walk_trees or last is None
-        out = self._read_tree(root, last, walk, False)
-        if out is None:  # one of the last walk's processes is gone: its children may have a new parent
-            out = self._read_tree(root, last, True, True)
-        return out
-
-    def _read_tree(self, root, last, walk, fresh):
-        """`walk`: follow the parent links (else `last`'s list); `fresh`: every children list read again.
-        None where a process of `last` reads gone and `fresh` is not set."""
+        walk = fresh or self.walk_trees or last is None
         out = []
         files, kept, reads, now = self.files, self.child_reads, self.child_reads_now, self.now
         quiet = not self.tasks_moved and not fresh  # (an adopted process's stat names its new parent)
@@ -1970,7 +1963,7 @@ class Probe(object):
             seen = set([root.pid])
             stack = list(self.children_of.get(root.pid, []))
             stack.extend(self.live_children(root, fresh))
-            lists = {(root.pid, root.ticks): self.child_lists_used[(root.pid, root.ticks)]}
+            lists = {key: self.child_lists_used[key]}
         else:
             stack = last[0][::-1]
         while stack and len(out) < 512:
@@ -1991,7 +1984,7 @@ class Probe(object):
                 s = read_stat(child, files)
                 if s is None or s.state == "Z":
                     if gone_matters and child in last[1]:
-                        return None
+                        return self.descendants(root, True)
                     continue
                 if prev is None:
                     reads[child] = (s, now, False, ("/proc/%d/stat" % child, None))
@@ -2010,10 +2003,10 @@ class Probe(object):
             for entry in lists.values():
                 if entry is not None:
                     keep.extend(entry[1])
-            self.trees_now[(root.pid, root.ticks)] = (pids, set(pids), lists, keep)
+            self.trees_now[key] = (pids, set(pids), lists, keep)
         else:
             # the walk's children lists and descriptors (children files, idle ones' stat) stand for the next sample
-            self.trees_now[(root.pid, root.ticks)] = last
+            self.trees_now[key] = last
             self.child_lists_used.update(last[2])
             files.used.update(last[3])
         return out
