@@ -265,7 +265,11 @@ class ProcFiles(object):
             if key in self.fds:
                 self.used.add(key)
 
-    def end_sample(self):
+    def end_sample(self, close=True):
+        """Close the descriptors not read during the sample (`close`: else keep them all for the next)."""
+        if not close:
+            self.used = set()
+            return
         if not self.used.issuperset(self.fds):  # (every descriptor read: nothing to close, the usual case)
             for key in [k for k in self.fds if k not in self.used]:
                 os.close(self.fds.pop(key))
@@ -1790,9 +1794,8 @@ class Probe(object):
         # sample's, and this one's (see IDLE_CHILD_READ_S)
         self.child_reads = {}
         self.child_reads_now = {}
-        # (pid, start ticks) of a watched process -> its last walk (see TREE_WALK_AT_LEAST_S): (descendant pids in
-        # walk order, the same as a set, {(pid, ticks): children list entry} of its processes, the ProcFiles keys
-        # its sample keeps open). The last sample's, and this one's.
+        # (pid, start ticks) of a watched process -> its descendants' pids in walk order as the last walk found
+        # them (see TREE_WALK_AT_LEAST_S). The last sample's, and this one's.
         self.trees = {}
         self.trees_now = {}
         self.walk_trees = True  # this sample walks every tree (the mark moved, a scan ran, or the safety net is due)
@@ -1963,9 +1966,8 @@ class Probe(object):
             seen = set([root.pid])
             stack = list(self.children_of.get(root.pid, []))
             stack.extend(self.live_children(root, fresh))
-            lists = {key: self.child_lists_used[key]}
         else:
-            stack = last[0][::-1]
+            stack = last[::-1]
         while stack and len(out) < 512:
             child = stack.pop()
             if walk:
@@ -1983,7 +1985,7 @@ class Probe(object):
             else:
                 s = read_stat(child, files)
                 if s is None or s.state == "Z":
-                    if gone_matters and child in last[1]:
+                    if gone_matters and child in last:
                         return self.descendants(root, True)
                     continue
                 if prev is None:
@@ -1996,19 +1998,8 @@ class Probe(object):
             if walk:
                 stack.extend(self.children_of.get(s.pid, []))
                 stack.extend(self.live_children(s, fresh))
-                lists[(s.pid, s.ticks)] = self.child_lists_used[(s.pid, s.ticks)]
-        if walk:
-            pids = [s.pid for s in out]
-            keep = [reads[pid][3] for pid in pids]
-            for entry in lists.values():
-                if entry is not None:
-                    keep.extend(entry[1])
-            self.trees_now[key] = (pids, set(pids), lists, keep)
-        else:
-            # the walk's children lists and descriptors (children files, idle ones' stat) stand for the next sample
-            self.trees_now[key] = last
-            self.child_lists_used.update(last[2])
-            files.used.update(last[3])
+        # (a sample that walks no tree keeps every children list and descriptor for the next: see sample)
+        self.trees_now[key] = [s.pid for s in out] if walk else last
         return out
 
     def sample(self):
@@ -2074,15 +2065,18 @@ class Probe(object):
             # its parent's children CPU): this tree is starting processes.
             # (A tree seen for the first time is not: that is the probe starting, or a job found.)
             # (the pids are the tree's list as descendants keeps it: the same list while the walk is skipped)
-            marks[pid] = (s.ticks, self.trees_now[(pid, s.ticks)][0], s.ccpu + sum([d.ccpu for d in below]))
+            marks[pid] = (s.ticks, self.trees_now[(pid, s.ticks)], s.ccpu + sum([d.ccpu for d in below]))
             if seen_between or (pid in self.tree_marks and marks[pid] != self.tree_marks[pid]):
                 self.trees_moved_at = now
         self.tree_marks = marks
-        self.child_lists, self.child_lists_used = self.child_lists_used, {}
+        if self.walk_trees:
+            self.child_lists, self.child_lists_used = self.child_lists_used, {}
+            self.trees_walked_at = now
+        else:  # the walk's lists stand, with those of trees walked for the first time (none is dropped till a walk)
+            self.child_lists.update(self.child_lists_used)
+            self.child_lists_used = {}
         self.child_reads, self.child_reads_now = self.child_reads_now, {}
         self.trees, self.trees_now = self.trees_now, {}
-        if self.walk_trees:
-            self.trees_walked_at = now
         self.compiler_watch.frame_done()
         # The polls between samples run only while a tree starts processes (see run): none to set up otherwise.
         if self.jobs_spawning(now):
@@ -2097,7 +2091,9 @@ class Probe(object):
         frame["procs"] = procs
         frame["gone"] = gone
         frame["matches"] = self.match_pids
-        self.files.end_sample()
+        # A sample that walks no tree closes nothing: the walk's descriptors (children files, idle descendants'
+        # stat) stand for the samples to come. A watched process's own stat that fails is closed as it fails.
+        self.files.end_sample(close=self.walk_trees)
         known = self.candidates.seen
         frame["candidates"] = dict((str(pid), why) for pid, why in self.candidate_pids.items()
                                    if pid in current and known.get(pid, (0, None))[1] == current[pid])
