@@ -108,7 +108,7 @@ def test_an_idle_child_that_turns_busy_is_seen_within_the_idle_read_interval(pro
 
 def test_a_new_child_of_an_idle_child_is_seen_at_the_next_sample(probe_ns, spawn):
     """The walk goes on below an idle child whose own stat is not read: a process it starts is in the next
-    frame (its children list is read when a pid was handed out, whatever the tasks mark says)."""
+    frame (the pid it took moves loadavg's mark: the tree is walked and its children list read)."""
     middle = ("import signal, subprocess\n"
               "def start(*_): print(subprocess.Popen(['sleep', '60']).pid, flush=True)\n"
               "signal.signal(signal.SIGUSR1, start)\n"
@@ -125,6 +125,8 @@ def test_a_new_child_of_an_idle_child_is_seen_at_the_next_sample(probe_ns, spawn
         probe.sample()
     reads = stat_reads.count("/proc/%d/stat" % child)
     assert reads == 2  # the third sample did not read the idle child
+    del probe.tasks.changed  # the real loadavg from here: the new process moves its last pid
+    probe.tasks.changed(None)
     os.kill(child, signal.SIGUSR1)
     grandchild = int(parent.stdout.readline())  # the child writes to the parent's stdout, which it shares
     try:

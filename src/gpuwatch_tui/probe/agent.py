@@ -265,7 +265,11 @@ class ProcFiles(object):
             if key in self.fds:
                 self.used.add(key)
 
-    def end_sample(self):
+    def end_sample(self, close=True):
+        """Close the descriptors not read during the sample (`close`: else keep them all for the next)."""
+        if not close:
+            self.used = set()
+            return
         if not self.used.issuperset(self.fds):  # (every descriptor read: nothing to close, the usual case)
             for key in [k for k in self.fds if k not in self.used]:
                 os.close(self.fds.pop(key))
@@ -714,6 +718,19 @@ WALK_AT_LEAST_S = 60.0  # every process's stat is read again this often (new pid
 # does not hide, and quiet thresholds are minutes; compile detection reads new children (seen at the next
 # sample) and a worker's reaped-children CPU (a reap moves the tasks total: read at once).
 IDLE_CHILD_READ_S = 5.0
+# Decision (issue #7, round 9): a watched process's descendants are not walked again (no children list,
+# no parent link followed) while loadavg's mark (tasks total, last pid: PidCursor(tasks=True)) stands
+# since the last walk: the last walk's list stands, each one's stat read as IDLE_CHILD_READ_S says.
+# Exact: a fork or clone (a thread too) takes a pid and moves the last pid; a reaped task moves the tasks
+# total; a process changes its parent only when its parent exits. One gap: an exit moves the total only
+# at its reap, and the exited process's children go to a subreaper or init at the exit itself. So a
+# descendant that reads gone (or a zombie) while the mark stood has its tree walked again at once with
+# every children list read afresh (an adopting subreaper's list included); every descendant's stat is
+# read at least every IDLE_CHILD_READ_S, which bounds how late that is. A walk at least this often is the
+# safety net for what the mark cannot show at all: links the last /proc scan found (a child of a
+# non-main thread of a process with many threads is only found there) are walked at the scan's sample,
+# and any other case this reasoning missed is picked up within this interval.
+TREE_WALK_AT_LEAST_S = IDLE_CHILD_READ_S
 
 
 def read_vsize(pid, files=None):
@@ -784,8 +801,7 @@ class JobCandidates(object):
         self.seen = {}  # pid -> (ppid, start, comm) of every process known
         self.found = {}  # pid -> reason
         self.rechecked_at = 0.0
-        self.new_pids = PidCursor()  # /proc is listed again only when a pid was handed out
-        self.listed = None  # the pids of the last listing
+        self.listed = None  # the pids of the last listing (listed again only when a pid was handed out)
         # The parents of the processes started since the last poll (set by poll; None: not known).
         self.new_parents = None
         self.ancestors = probe_ancestors()
@@ -802,12 +818,13 @@ class JobCandidates(object):
         for pid in seen:
             self.consider(pid, now)
 
-    def poll(self, now, loadavg=None):
+    def poll(self, now, handed_out=True):
         """New pids since the last look, and young undecided ones again. Returns {pid: reason}.
-        `loadavg`: the sample's /proc/loadavg bytes (see PidCursor.changed)."""
+        `handed_out`: whether a pid was handed out since the last poll (the sample's PidCursor, which
+        reads the bytes of /proc/loadavg the sample read: one cursor for both)."""
         self.new_parents = None
         try:
-            listed = all_pids() if self.new_pids.changed(loadavg) else None
+            listed = all_pids() if handed_out else None
         except OSError:
             return self.found
         me = self.me
@@ -962,8 +979,9 @@ class CompilerWatch(object):
 def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=None):
     """A watched process's entry in a frame, its descendants' in it. `deltas` (FrameDeltas, begun for
     this frame): the facts the client has are left out, unbuilt; None: every fact, every frame."""
-    facts = cache.static_facts(stat.pid, stat.start)
-    slow = cache.slow_facts(stat.pid, stat.start, now, refresh)
+    facts = slow = cache.static_facts(stat.pid, stat.start)
+    if now - facts.get("slow_at", 0.0) >= refresh:  # (slow_facts keeps them in the static facts' dict)
+        cache.slow_facts(stat.pid, stat.start, now, refresh)
     # The last sample's entry, where it was built from these very Stats and slow facts and left every fact
     # out: while the client still has them all, it is this sample's entry too, not built again (an idle
     # job's stat and its children's read the same sample after sample). Treat a frame as read-only.
@@ -983,10 +1001,11 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
     child_known = []
     bare = deltas is not None  # every fact left out (the entry can stand for the next sample's)
     child_cpu = stat.ccpu
+    static = cache.static
     for d in descendants:
         # d.ccpu: a worker's reaped children (short compiler runs) count too
         child_cpu += d.cpu + d.ccpu
-        dfacts = cache.static_facts(d.pid, d.start)
+        dfacts = static.get((d.pid, d.start)) or cache.static_facts(d.pid, d.start)
         child = {"pid": d.pid, "state": d.state, "cpu_s": d.cpu_s, "start_ticks": d.ticks}
         kept = d.child_facts
         if kept is not None and kept[0] is dfacts:
@@ -1775,6 +1794,12 @@ class Probe(object):
         # sample's, and this one's (see IDLE_CHILD_READ_S)
         self.child_reads = {}
         self.child_reads_now = {}
+        # (pid, start ticks) of a watched process -> its descendants' pids in walk order as the last walk found
+        # them (see TREE_WALK_AT_LEAST_S). The last sample's, and this one's.
+        self.trees = {}
+        self.trees_now = {}
+        self.walk_trees = True  # this sample walks every tree (the mark moved, a scan ran, or the safety net is due)
+        self.trees_walked_at = 0.0  # when every tree was last walked
         self.now = 0.0  # the sample's time
         self.watched_now = set()  # the sample's watched pids
         self.tree_marks = {}  # watched pid -> (start, descendants, reaped children's CPU) last sample
@@ -1889,18 +1914,20 @@ class Probe(object):
         self.scanned_procs = len(live)
         self.cache.forget_except(set(live.items()))
 
-    def live_children(self, s):
+    def live_children(self, s, fresh=False):
         """Children of one process right now, from /proc/PID/task/TID/children.
 
         The full /proc scan runs every few seconds; compiler runs (gcc, cc1, ptxas) last less than
         that, so each sample also asks the kernel directly. A process with many threads (the
         training process itself) is asked through its main thread only, to keep a sample cheap.
+        `fresh`: read its children files even where the last list could stand (an adoption).
         """
         key = (s.pid, s.ticks)
         known = self.child_lists.get(key)
         self.child_lists_used[key] = known
         new_parents = self.candidates.new_parents
-        if known is not None and (not self.pids_handed_out or (new_parents is not None and s.pid not in new_parents)):
+        if known is not None and not fresh and (not self.pids_handed_out or
+                                                (new_parents is not None and s.pid not in new_parents)):
             # No process was started since the last sample, or none by this one (the candidates' look
             # at the new pids found their parents): it has no new child. Its children files stay open
             # for the next sample that must read them (not closed and reopened).
@@ -1923,40 +1950,56 @@ class Probe(object):
         self.child_lists_used[key] = (out, [(path, s.ticks) for path in paths])
         return out
 
-    def descendants(self, root):
-        """Live descendants of `root` (a Stat): the last scan's links plus the kernel's now."""
+    def descendants(self, root, fresh=False):
+        """Live descendants of `root` (a Stat): the last scan's links plus the kernel's now; or the last
+        walk's list while loadavg's mark stands (TREE_WALK_AT_LEAST_S). `fresh`: every children list read
+        again (one of the last walk's processes is gone: its children may have a new parent)."""
+        key = (root.pid, root.ticks)
+        last = self.trees.get(key)
+        walk = fresh or self.walk_trees or last is None
         out = []
-        seen = set([root.pid])
-        stack = list(self.children_of.get(root.pid, []))
-        stack.extend(self.live_children(root))
         files, kept, reads, now = self.files, self.child_reads, self.child_reads_now, self.now
-        quiet = not self.tasks_moved
+        quiet = not self.tasks_moved and not fresh  # (an adopted process's stat names its new parent)
+        watched = self.watched_now
+        gone_matters = last is not None and not fresh
+        if walk:
+            seen = set([root.pid])
+            stack = list(self.children_of.get(root.pid, []))
+            stack.extend(self.live_children(root, fresh))
+        else:
+            stack = last[::-1]
         while stack and len(out) < 512:
             child = stack.pop()
-            if child in seen:
-                continue
-            seen.add(child)
-            last = kept.get(child)
-            if (last is not None and last[2] and quiet and 0.0 <= now - last[1] < IDLE_CHILD_READ_S
-                    and child not in self.watched_now):
+            if walk:
+                if child in seen:
+                    continue
+                seen.add(child)
+            prev = kept.get(child)
+            if (prev is not None and prev[2] and quiet and 0.0 <= now - prev[1] < IDLE_CHILD_READ_S
+                    and child not in watched):
                 # idle, and no process started or reaped since: its last read stands (IDLE_CHILD_READ_S);
                 # not a watched process (a rank below its launcher): that one is read every sample
-                s = last[0]
-                files.keep(last[3])  # its descriptor stays open for the read to come
-                reads[child] = last
+                s = prev[0]
+                reads[child] = prev
+                files.used.add(prev[3])  # its descriptor stays open for the read to come
             else:
                 s = read_stat(child, files)
                 if s is None or s.state == "Z":
+                    if gone_matters and child in last:
+                        return self.descendants(root, True)
                     continue
-                if last is None:
-                    reads[child] = (s, now, False, (("/proc/%d/stat" % child), None))
+                if prev is None:
+                    reads[child] = (s, now, False, ("/proc/%d/stat" % child, None))
                 else:
-                    prev = last[0]
-                    idle = s.state == "S" and prev.state == "S" and s.cpu == prev.cpu and s.ticks == prev.ticks
-                    reads[child] = (s, now, idle, last[3])
+                    p = prev[0]
+                    idle = s.state == "S" and p.state == "S" and s.cpu == p.cpu and s.ticks == p.ticks
+                    reads[child] = (s, now, idle, prev[3])
             out.append(s)
-            stack.extend(self.children_of.get(s.pid, []))
-            stack.extend(self.live_children(s))
+            if walk:
+                stack.extend(self.children_of.get(s.pid, []))
+                stack.extend(self.live_children(s, fresh))
+        # (a sample that walks no tree keeps every children list and descriptor for the next: see sample)
+        self.trees_now[key] = [s.pid for s in out] if walk else last
         return out
 
     def sample(self):
@@ -1985,6 +2028,7 @@ class Probe(object):
         self.pids_handed_out = self.sample_pids.changed(loadavg)
         self.tasks_moved = self.tasks.changed(loadavg)
         self.now = now
+        self.walk_trees = self.tasks_moved or now - self.trees_walked_at >= TREE_WALK_AT_LEAST_S
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
         # A walk only finds something new when a pid was handed out since the last one (processes
@@ -1995,11 +2039,12 @@ class Probe(object):
             full = self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S
             if moved or full:
                 self.scan(now, full)
+                self.walk_trees = True  # the links it found are followed now
             else:
                 self.last_scan = now
         for pids in self.match_pids.values():
             watched |= set(pids)
-        self.candidate_pids = self.candidates.poll(now, loadavg)
+        self.candidate_pids = self.candidates.poll(now, self.pids_handed_out)
         watched |= set(self.candidate_pids)
         self.watched_now = watched
         procs = []
@@ -2019,12 +2064,19 @@ class Probe(object):
             # A child that came or went since the last sample, or one reaped (its CPU added to
             # its parent's children CPU): this tree is starting processes.
             # (A tree seen for the first time is not: that is the probe starting, or a job found.)
-            marks[pid] = (s.ticks, [d.pid for d in below], s.ccpu + sum(d.ccpu for d in below))
+            # (the pids are the tree's list as descendants keeps it: the same list while the walk is skipped)
+            marks[pid] = (s.ticks, self.trees_now[(pid, s.ticks)], s.ccpu + sum([d.ccpu for d in below]))
             if seen_between or (pid in self.tree_marks and marks[pid] != self.tree_marks[pid]):
                 self.trees_moved_at = now
         self.tree_marks = marks
-        self.child_lists, self.child_lists_used = self.child_lists_used, {}
+        if self.walk_trees:
+            self.child_lists, self.child_lists_used = self.child_lists_used, {}
+            self.trees_walked_at = now
+        else:  # the walk's lists stand, with those of trees walked for the first time (none is dropped till a walk)
+            self.child_lists.update(self.child_lists_used)
+            self.child_lists_used = {}
         self.child_reads, self.child_reads_now = self.child_reads_now, {}
+        self.trees, self.trees_now = self.trees_now, {}
         self.compiler_watch.frame_done()
         # The polls between samples run only while a tree starts processes (see run): none to set up otherwise.
         if self.jobs_spawning(now):
@@ -2039,7 +2091,9 @@ class Probe(object):
         frame["procs"] = procs
         frame["gone"] = gone
         frame["matches"] = self.match_pids
-        self.files.end_sample()
+        # A sample that walks no tree closes nothing: the walk's descriptors (children files, idle descendants'
+        # stat) stand for the samples to come. A watched process's own stat that fails is closed as it fails.
+        self.files.end_sample(close=self.walk_trees)
         known = self.candidates.seen
         frame["candidates"] = dict((str(pid), why) for pid, why in self.candidate_pids.items()
                                    if pid in current and known.get(pid, (0, None))[1] == current[pid])
