@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from math import isfinite
-from operator import attrgetter
 
 from ..model import ProcessRef
 from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView
@@ -16,59 +15,64 @@ from .phase import format_history
 from .progress import Progress, ProgressPoint, json_number
 
 PROGRESS_POINTS = 100  # progress history points a view carries (enough for a chart)
+_set = object.__setattr__
+_new_object = object.__new__
 
 
 def progress_view(progress: Progress) -> ProgressView:
-    # The numbers JSON-ready (ints, None for non-finite) by Progress.to_json's own rule: one rounding
-    # rule, not two (built directly rather than through its dict: this runs for every job's frame).
-    num = json_number
-    loss = progress.loss
-    return ProgressView(
-        step=num(progress.step), total=num(progress.total), rate=num(progress.rate), unit=progress.unit,
-        loss=num(loss), epoch=num(progress.epoch), eta_s=num(progress.eta_s), epochs=num(progress.epochs),
-        lr=num(progress.lr), desc=progress.desc, updated_at=progress.updated_at,
-        loss_text=str(loss) if loss is not None and not math.isfinite(loss) else None,
-    )
+    """The progress as a view: its numbers JSON-ready (ints, None for non-finite) by Progress.to_json's
+    own rule, json_number (one rounding rule, not two)."""
+    return _next_progress_view(_progress_values(progress), None, None)
 
 
-def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, old: ProgressView) -> ProgressView:
-    """`progress_view(progress)`, made from `old` (the view of the values `old_raw`): only what changed
-    is converted again (a training line moves the step, loss, rate and ETA; the rest holds)."""
-    if old_raw is None or _RAW_LEN < 0:  # (both made by `_progress_values`: the same length)
-        return progress_view(progress)
-    fields = old.__dict__.copy()  # ProgressView's fields, in its order; those that moved replaced
-    for name, i in _NUMBERS:
-        if raw[i] != old_raw[i]:
-            fields[name] = json_number(raw[i])
-    loss = raw[_LOSS]
-    if loss != old_raw[_LOSS]:
-        fields["loss_text"] = str(loss) if loss is not None and not isfinite(loss) else None
-    fields["unit"], fields["desc"], fields["updated_at"] = raw[_UNIT], raw[_DESC], raw[_UPDATED_AT]
-    view = _new_object(ProgressView)
-    _set(view, "__dict__", fields)
-    return view
-
-
-# The order of a Progress's values (`_progress_values`, as KeptView keeps them) that
-# `_next_progress_view` unpacks; another order (a field added) takes the long way, never a wrong one.
+# The order of a Progress's values as `_progress_values` reads them (KeptView keeps them so).
 _RAW_ORDER = ("step", "total", "rate", "unit", "loss", "epoch", "epochs", "eta_s", "lr", "desc", "updated_at")
-_PROGRESS_FIELDS = tuple(f.name for f in dataclasses.fields(Progress))
-_RAW_LEN = len(_RAW_ORDER) if _PROGRESS_FIELDS == _RAW_ORDER else -1
-# (view field, position in the raw values) of the values a view holds as json_number makes them
-_NUMBERS = tuple((name, _RAW_ORDER.index(name)) for name in
-                 ("step", "total", "rate", "loss", "epoch", "eta_s", "epochs", "lr"))
-_LOSS, _UNIT, _DESC, _UPDATED_AT = (_RAW_ORDER.index(n) for n in ("loss", "unit", "desc", "updated_at"))
+assert set(_RAW_ORDER) <= {f.name for f in dataclasses.fields(Progress)}
 
 
 def _progress_values(p: Progress) -> tuple:
-    """Every value of a Progress, in its fields' order (_RAW_ORDER), read by name. Not `vars(p)`: that
+    """The values of a Progress that its view shows, in _RAW_ORDER, read by name. Not `vars(p)`: that
     makes CPython build the instance's dict, after which every attribute the log reader sets on it each
     line (ProgressTracker.merge) takes the slow generic way (~75k instructions per host-sample at 8 jobs)."""
     return (p.step, p.total, p.rate, p.unit, p.loss, p.epoch, p.epochs, p.eta_s, p.lr, p.desc, p.updated_at)
 
 
-if _RAW_LEN < 0:  # Progress's fields are no longer _RAW_ORDER: read them all, in their order, the slower way
-    _progress_values = attrgetter(*_PROGRESS_FIELDS)  # noqa: F811
+_NEVER_EQUAL = (object(),) * len(_RAW_ORDER)  # old values no value equals: every field made
+
+
+def _next_progress_view(raw: tuple, old_raw: tuple | None, old: ProgressView | None) -> ProgressView:
+    """The view of the progress values `raw`, made from `old` (the view of the values `old_raw`; None:
+    none before): only the numbers that moved are converted again (a training line moves the step,
+    loss, rate and ETA; the rest holds). One dict display, no loop over the fields: this runs for
+    every job on every frame."""
+    if old_raw is None:
+        old_raw = _NEVER_EQUAL
+    step, total, rate, unit, loss, epoch, epochs, eta_s, lr, desc, updated_at = raw
+    was_step, was_total, was_rate, _, was_loss, was_epoch, was_epochs, was_eta_s, was_lr, _, _ = old_raw
+    f = old.__dict__ if old is not None else None
+    num = json_number
+    fields = {
+        "step": f["step"] if step == was_step else num(step),
+        "total": f["total"] if total == was_total else num(total),
+        "rate": f["rate"] if rate == was_rate else num(rate),
+        "unit": unit,
+        "loss": f["loss"] if loss == was_loss else num(loss),
+        "epoch": f["epoch"] if epoch == was_epoch else num(epoch),
+        "eta_s": f["eta_s"] if eta_s == was_eta_s else num(eta_s),
+        "epochs": f["epochs"] if epochs == was_epochs else num(epochs),
+        "lr": f["lr"] if lr == was_lr else num(lr),
+        "desc": desc,
+        "updated_at": updated_at,
+        "loss_text": f["loss_text"] if loss == was_loss else (
+            str(loss) if loss is not None and not isfinite(loss) else None),
+    }
+    view = _new_object(ProgressView)
+    _set(view, "__dict__", fields)  # the instance dict ProgressView(**fields) would fill, in one step
+    return view
+
+
+# A view made by _next_progress_view holds ProgressView's fields, in its order, and no other.
+assert tuple(progress_view(Progress()).__dict__) == tuple(f.name for f in dataclasses.fields(ProgressView))
 
 
 def current_view(job: JobState, now: float | None = None) -> JobView:
@@ -206,10 +210,6 @@ def _point_view(p: ProgressPoint) -> ProgressPointView:
 def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
     """The last PROGRESS_POINTS points of the job's progress history, as in its view."""
     return _progress_points(job.interp.progress.history, None, ())[1] if job.interp else ()
-
-
-_set = object.__setattr__
-_new_object = object.__new__
 
 
 class KeptView:
@@ -353,7 +353,7 @@ class KeptView:
             raw = _progress_values(current)
             if raw != self.progress:
                 changed = True
-                fields["progress"] = _next_progress_view(current, raw, self.progress, fields["progress"])
+                fields["progress"] = _next_progress_view(raw, self.progress, fields["progress"])
                 self.progress = raw
             points = tracker.history
             last = points[-1] if points else None
