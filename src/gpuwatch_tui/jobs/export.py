@@ -212,12 +212,32 @@ def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
     return _progress_points(job.interp.progress.history, None, ())[1] if job.interp else ()
 
 
+# The job's fields the view's rarely changing parts (its scalars, processes, GPUs, exit, phase history
+# and events) are made of, in the order `_settled` reads them.
+_SETTLED = ("id", "name", "host", "spec", "launcher", "output_dir", "stall_after_s", "members", "start_ticks",
+            "root", "gpus", "exit", "history", "actions")
+
+
+def _settled(job: JobState) -> tuple:
+    """The `_SETTLED` fields of the job, its own containers as they are: compared in one C call per
+    frame against `_settled_copy`'s (a steady job's frame changes none of them)."""
+    return (job.id, job.name, job.host, job.spec, job.launcher, job.output_dir, job.stall_after_s, job.members,
+            job.start_ticks, job.root, job.gpus, job.exit, job.history, job.actions)
+
+
+def _settled_copy(job: JobState) -> tuple:
+    """`_settled(job)` with the containers the tracker changes in place copied (kept by KeptView)."""
+    return (job.id, job.name, job.host, job.spec, job.launcher, job.output_dir, job.stall_after_s,
+            dict(job.members), dict(job.start_ticks), job.root, tuple(job.gpus), job.exit, list(job.history),
+            list(job.actions))
+
+
 class KeptView:
     """A job's last view and what each of its parts was made from (`current_view`)."""
 
-    __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "scalars", "members",
-                 "ticks", "root", "gpus", "log_keys", "log_total", "exit", "exit_code", "alive", "progress",
-                 "points_last", "history", "history_head", "history_last", "text_span", "actions", "facts")
+    __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "settled", "log_keys",
+                 "log_total", "exit", "exit_code", "progress", "points_last", "history_head", "history_last", "text_span",
+                 "facts")
 
     def __init__(self, job: JobState, at: float) -> None:
         self.view = job_view(job, at)
@@ -227,26 +247,19 @@ class KeptView:
         self.verdict = job.verdict
         self.confidence = job.verdict.confidence if job.verdict else None  # as judged (the view's is rounded)
         self.first_seen = job.first_seen
-        self.scalars = _scalars(job)
-        self.members = dict(job.members)
-        self.ticks = dict(job.start_ticks)
-        self.root = job.root
-        self.gpus = tuple(job.gpus)
+        self.settled = _settled_copy(job)
         self.log_keys = tuple(job.logs)
         log = job.primary_log
         self.log_total = log.total_lines if log else 0
-        self.exit = job.exit
+        self.exit = job.exit  # (current_view's quick test; the view's exit fields are made from `settled`)
         self.exit_code = _exit_code(job)
-        self.alive = job.alive
         interp = job.interp
         self.progress = _progress_values(interp.progress.current) if interp else None
         history = interp.progress.history if interp else ()
         self.points_last = history[-1] if history else None
-        self.history = list(job.history)
         self.history_head = _history_head(job.history)
         self.history_last = job.history[-1] if job.history else None
         self.text_span = _NO_SPAN  # (made at the next age asked)
-        self.actions = list(job.actions)
         self.facts = None  # the multi-host join's run facts, asked by `current_views` (per view made)
 
     def aged(self, at: float) -> JobView:
@@ -305,21 +318,24 @@ class KeptView:
                 fields["evidence"] = evidence if evidence.__class__ is tuple else tuple(evidence)
             self.verdict = v
             self.first_seen = job.first_seen
-        scalars = (job.id, job.name, job.host, job.spec is not None, job.launcher, job.output_dir, job.stall_after_s)
-        if scalars != self.scalars:
+        if _settled(job) != self.settled:  # (the usual frame: equal, each part made as it was)
             changed = True
-            fields.update(zip(_SCALARS, scalars))
-            self.scalars = scalars
-        members = job.members
-        if members != self.members or job.start_ticks != self.ticks or job.root != self.root:
-            changed = True
+            fields.update(zip(_SCALARS, _scalars(job)))
             fields.update(_process_fields(job))
-            self.members = dict(members)
-            self.ticks = dict(job.start_ticks)
-            self.root = job.root
-        if job.gpus != self.gpus:
+            fields["gpus"] = tuple(job.gpus)
+            fields.update(_exit_fields(job))
+            self.exit_code = fields["exit_code"]
+            history = job.history
+            fields["history"] = tuple(PhaseEntry(phase, since) for phase, since in history)
+            self.history_head = _history_head(history)
+            self.history_last = history[-1] if history else None
+            self.text_span = _NO_SPAN
+            fields["events"] = events_text(job.actions)
+            self.settled = _settled_copy(job)
+        elif job.exit is not None and _exit_code(job) != self.exit_code:  # (the log can name it later)
             changed = True
-            fields["gpus"] = self.gpus = tuple(job.gpus)
+            fields.update(_exit_fields(job))
+            self.exit_code = fields["exit_code"]
         logs = job.logs
         log_keys = tuple(logs)
         if log_keys != self.log_keys:
@@ -332,14 +348,6 @@ class KeptView:
             if total != self.log_total:
                 changed = True
                 fields["log_lines"] = self.log_total = total
-        ex = job.exit
-        alive = ex is None and bool(members)  # (job.alive, inline)
-        if ex is not self.exit or alive != self.alive or (ex is not None and _exit_code(job) != self.exit_code):
-            changed = True
-            fields.update(_exit_fields(job))
-            self.exit = ex
-            self.exit_code = fields["exit_code"]
-            self.alive = alive
         interp = job.interp
         if interp is None:
             if self.progress is not None:
@@ -362,13 +370,6 @@ class KeptView:
                 self.points_last, fields["progress_history"] = _progress_points(
                     points, self.points_last, fields["progress_history"])
         history = job.history
-        if history != self.history:
-            changed = True
-            fields["history"] = tuple(PhaseEntry(phase, since) for phase, since in history)
-            self.history = list(history)
-            self.history_head = _history_head(history)
-            self.history_last = history[-1] if history else None
-            self.text_span = _NO_SPAN
         if history:
             text = self._aged_text(at)  # (a new history left no span: made at once)
             if text is not None:
@@ -377,11 +378,8 @@ class KeptView:
         elif fields["history_text"]:
             changed = True
             fields["history_text"] = ""
-        if job.actions != self.actions:
-            changed = True
-            fields["events"] = events_text(job.actions)
-            self.actions = list(job.actions)
         self.revision = job.revision
+        self.exit = job.exit
         self.at = at
         self.facts = None  # (asked again for the new revision)
         if not changed:
