@@ -97,7 +97,8 @@ def current_view(job: JobState, now: float | None = None) -> JobView:
 def current_views(jobs, now: float | None, facts_of) -> tuple[list[JobView], list]:
     """(`current_view` of each job, `facts_of(job)` of each): the tracker's views and the multi-host
     join's run facts, in one pass. A job asked again with no frame since gets the facts kept with its
-    view, asked once per view made (they hold while the revision does, as `multinode.run_facts` says)."""
+    view, asked once per view made (they hold while the revision does: no frame of its host, the same
+    processes)."""
     views = []
     facts = []
     for job in jobs:
