@@ -237,8 +237,8 @@ class KeptView:
     """A job's last view and what each of its parts was made from (`current_view`)."""
 
     __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "settled", "log_keys",
-                 "log_total", "exit", "exit_code", "progress", "points_last", "history_head", "history_last", "text_span",
-                 "facts")
+                 "log_total", "exit", "exit_code", "progress", "points_last", "history_head", "history_last",
+                 "text_span", "facts")
 
     def __init__(self, job: JobState, at: float) -> None:
         self.view = job_view(job, at)
