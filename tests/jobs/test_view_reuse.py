@@ -117,18 +117,28 @@ def test_the_runs_change_every_part_of_a_view():
 
 # Each way the kept view could miss a change: its record of what a part was made from is brought up to
 # date before it looks, so that part is never made again.
+def _settled_as_now(*names):
+    """Blind to the job's fields `names` (of export._SETTLED): the kept copy of them brought up to date."""
+    def blind(kept, job, at):
+        now = export._settled_copy(job)
+        kept.settled = tuple(now[i] if name in names else was
+                             for i, (name, was) in enumerate(zip(export._SETTLED, kept.settled)))
+    return blind
+
+
 BLIND = {
     "verdict": lambda kept, job, at: setattr(kept, "verdict", job.verdict),
-    "processes": lambda kept, job, at: (setattr(kept, "members", dict(job.members)),
-                                    setattr(kept, "ticks", dict(job.start_ticks)), setattr(kept, "root", job.root)),
-    "exit": lambda kept, job, at: (setattr(kept, "exit", job.exit), setattr(kept, "alive", job.alive),
-                               setattr(kept, "exit_code", export._exit_code(job))),
+    # (a tree that changes changes its launcher or GPUs too, on these runs: any one of them remakes all)
+    "processes": _settled_as_now("members", "start_ticks", "root", "launcher", "gpus"),
+    "every settled part": _settled_as_now(*export._SETTLED),
+    "exit": lambda kept, job, at: (_settled_as_now("exit")(kept, job, at),
+                                   setattr(kept, "exit_code", export._exit_code(job))),
     "log lines": lambda kept, job, at: setattr(kept, "log_total", job.primary_log.total_lines if job.logs else 0),
     "progress": lambda kept, job, at: setattr(kept, "progress", export._progress_values(job.interp.progress.current)),
     "progress points": lambda kept, job, at: (
         setattr(kept, "points_last", job.interp.progress.history[-1] if job.interp.progress.history else None)),
-    "phase history": lambda kept, job, at: setattr(kept, "history", list(job.history)),
-    "events": lambda kept, job, at: setattr(kept, "actions", list(job.actions)),
+    "phase history": _settled_as_now("history"),
+    "events": _settled_as_now("actions"),
     "history text ages": lambda kept, job, at: setattr(kept, "text_span", (-math.inf, math.inf)),
 }
 
@@ -199,3 +209,13 @@ def test_a_phase_age_reads_the_same_across_the_span_kept_for_it():
         inside = [low if math.isfinite(low) else -1e9, math.nextafter(high, -math.inf), (max(low, 0) + high) / 2]
         assert all(fmt_duration(a) == text for a in inside), (age, low, high)
         assert fmt_duration(high) != text, (age, high)
+
+
+def test_the_settled_parts_are_the_named_fields_in_order():
+    """The kept view compares these fields as `_settled` reads them (the blind checks above name them)."""
+    from gpuwatch_tui.jobs.job_state import JobState
+
+    job = JobState(id="j1", host="h", name="train", serial=1, members={7: 1.0}, start_ticks={7: 100},
+                   root=(7, 1.0), gpus=(0, 1), history=[("training", 5.0)])
+    named = tuple(getattr(job, name) for name in export._SETTLED)
+    assert export._settled(job) == named == export._settled_copy(job)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from math import isfinite
-from operator import attrgetter
 
 from ..model import ProcessRef
 from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView
@@ -16,59 +15,64 @@ from .phase import format_history
 from .progress import Progress, ProgressPoint, json_number
 
 PROGRESS_POINTS = 100  # progress history points a view carries (enough for a chart)
+_set = object.__setattr__
+_new_object = object.__new__
 
 
 def progress_view(progress: Progress) -> ProgressView:
-    # The numbers JSON-ready (ints, None for non-finite) by Progress.to_json's own rule: one rounding
-    # rule, not two (built directly rather than through its dict: this runs for every job's frame).
-    num = json_number
-    loss = progress.loss
-    return ProgressView(
-        step=num(progress.step), total=num(progress.total), rate=num(progress.rate), unit=progress.unit,
-        loss=num(loss), epoch=num(progress.epoch), eta_s=num(progress.eta_s), epochs=num(progress.epochs),
-        lr=num(progress.lr), desc=progress.desc, updated_at=progress.updated_at,
-        loss_text=str(loss) if loss is not None and not math.isfinite(loss) else None,
-    )
+    """The progress as a view: its numbers JSON-ready (ints, None for non-finite) by Progress.to_json's
+    own rule, json_number (one rounding rule, not two)."""
+    return _next_progress_view(_progress_values(progress), None, None)
 
 
-def _next_progress_view(progress: Progress, raw: tuple, old_raw: tuple | None, old: ProgressView) -> ProgressView:
-    """`progress_view(progress)`, made from `old` (the view of the values `old_raw`): only what changed
-    is converted again (a training line moves the step, loss, rate and ETA; the rest holds)."""
-    if old_raw is None or _RAW_LEN < 0:  # (both made by `_progress_values`: the same length)
-        return progress_view(progress)
-    fields = old.__dict__.copy()  # ProgressView's fields, in its order; those that moved replaced
-    for name, i in _NUMBERS:
-        if raw[i] != old_raw[i]:
-            fields[name] = json_number(raw[i])
-    loss = raw[_LOSS]
-    if loss != old_raw[_LOSS]:
-        fields["loss_text"] = str(loss) if loss is not None and not isfinite(loss) else None
-    fields["unit"], fields["desc"], fields["updated_at"] = raw[_UNIT], raw[_DESC], raw[_UPDATED_AT]
-    view = _new_object(ProgressView)
-    _set(view, "__dict__", fields)
-    return view
-
-
-# The order of a Progress's values (`_progress_values`, as KeptView keeps them) that
-# `_next_progress_view` unpacks; another order (a field added) takes the long way, never a wrong one.
+# The order of a Progress's values as `_progress_values` reads them (KeptView keeps them so).
 _RAW_ORDER = ("step", "total", "rate", "unit", "loss", "epoch", "epochs", "eta_s", "lr", "desc", "updated_at")
-_PROGRESS_FIELDS = tuple(f.name for f in dataclasses.fields(Progress))
-_RAW_LEN = len(_RAW_ORDER) if _PROGRESS_FIELDS == _RAW_ORDER else -1
-# (view field, position in the raw values) of the values a view holds as json_number makes them
-_NUMBERS = tuple((name, _RAW_ORDER.index(name)) for name in
-                 ("step", "total", "rate", "loss", "epoch", "eta_s", "epochs", "lr"))
-_LOSS, _UNIT, _DESC, _UPDATED_AT = (_RAW_ORDER.index(n) for n in ("loss", "unit", "desc", "updated_at"))
+assert set(_RAW_ORDER) <= {f.name for f in dataclasses.fields(Progress)}
 
 
 def _progress_values(p: Progress) -> tuple:
-    """Every value of a Progress, in its fields' order (_RAW_ORDER), read by name. Not `vars(p)`: that
+    """The values of a Progress that its view shows, in _RAW_ORDER, read by name. Not `vars(p)`: that
     makes CPython build the instance's dict, after which every attribute the log reader sets on it each
     line (ProgressTracker.merge) takes the slow generic way (~75k instructions per host-sample at 8 jobs)."""
     return (p.step, p.total, p.rate, p.unit, p.loss, p.epoch, p.epochs, p.eta_s, p.lr, p.desc, p.updated_at)
 
 
-if _RAW_LEN < 0:  # Progress's fields are no longer _RAW_ORDER: read them all, in their order, the slower way
-    _progress_values = attrgetter(*_PROGRESS_FIELDS)  # noqa: F811
+_NEVER_EQUAL = (object(),) * len(_RAW_ORDER)  # old values no value equals: every field made
+
+
+def _next_progress_view(raw: tuple, old_raw: tuple | None, old: ProgressView | None) -> ProgressView:
+    """The view of the progress values `raw`, made from `old` (the view of the values `old_raw`; None:
+    none before): only the numbers that moved are converted again (a training line moves the step,
+    loss, rate and ETA; the rest holds). One dict display, no loop over the fields: this runs for
+    every job on every frame."""
+    if old_raw is None:
+        old_raw = _NEVER_EQUAL
+    step, total, rate, unit, loss, epoch, epochs, eta_s, lr, desc, updated_at = raw
+    was_step, was_total, was_rate, _, was_loss, was_epoch, was_epochs, was_eta_s, was_lr, _, _ = old_raw
+    f = old.__dict__ if old is not None else None
+    num = json_number
+    fields = {
+        "step": f["step"] if step == was_step else num(step),
+        "total": f["total"] if total == was_total else num(total),
+        "rate": f["rate"] if rate == was_rate else num(rate),
+        "unit": unit,
+        "loss": f["loss"] if loss == was_loss else num(loss),
+        "epoch": f["epoch"] if epoch == was_epoch else num(epoch),
+        "eta_s": f["eta_s"] if eta_s == was_eta_s else num(eta_s),
+        "epochs": f["epochs"] if epochs == was_epochs else num(epochs),
+        "lr": f["lr"] if lr == was_lr else num(lr),
+        "desc": desc,
+        "updated_at": updated_at,
+        "loss_text": f["loss_text"] if loss == was_loss else (
+            str(loss) if loss is not None and not isfinite(loss) else None),
+    }
+    view = _new_object(ProgressView)
+    _set(view, "__dict__", fields)  # the instance dict ProgressView(**fields) would fill, in one step
+    return view
+
+
+# A view made by _next_progress_view holds ProgressView's fields, in its order, and no other.
+assert tuple(progress_view(Progress()).__dict__) == tuple(f.name for f in dataclasses.fields(ProgressView))
 
 
 def current_view(job: JobState, now: float | None = None) -> JobView:
@@ -93,7 +97,8 @@ def current_view(job: JobState, now: float | None = None) -> JobView:
 def current_views(jobs, now: float | None, facts_of) -> tuple[list[JobView], list]:
     """(`current_view` of each job, `facts_of(job)` of each): the tracker's views and the multi-host
     join's run facts, in one pass. A job asked again with no frame since gets the facts kept with its
-    view, asked once per view made (they hold while the revision does, as `multinode.run_facts` says)."""
+    view, asked once per view made (they hold while the revision does: no frame of its host, the same
+    processes)."""
     views = []
     facts = []
     for job in jobs:
@@ -208,16 +213,32 @@ def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
     return _progress_points(job.interp.progress.history, None, ())[1] if job.interp else ()
 
 
-_set = object.__setattr__
-_new_object = object.__new__
+# The job's fields the view's rarely changing parts (its scalars, processes, GPUs, exit, phase history
+# and events) are made of, in the order `_settled` reads them.
+_SETTLED = ("id", "name", "host", "spec", "launcher", "output_dir", "stall_after_s", "members", "start_ticks",
+            "root", "gpus", "exit", "history", "actions")
+
+
+def _settled(job: JobState) -> tuple:
+    """The `_SETTLED` fields of the job, its own containers as they are: compared in one C call per
+    frame against `_settled_copy`'s (a steady job's frame changes none of them)."""
+    return (job.id, job.name, job.host, job.spec, job.launcher, job.output_dir, job.stall_after_s, job.members,
+            job.start_ticks, job.root, job.gpus, job.exit, job.history, job.actions)
+
+
+def _settled_copy(job: JobState) -> tuple:
+    """`_settled(job)` with the containers the tracker changes in place copied (kept by KeptView)."""
+    return (job.id, job.name, job.host, job.spec, job.launcher, job.output_dir, job.stall_after_s,
+            dict(job.members), dict(job.start_ticks), job.root, tuple(job.gpus), job.exit, list(job.history),
+            list(job.actions))
 
 
 class KeptView:
     """A job's last view and what each of its parts was made from (`current_view`)."""
 
-    __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "scalars", "members",
-                 "ticks", "root", "gpus", "log_keys", "log_total", "exit", "exit_code", "alive", "progress",
-                 "points_last", "history", "history_head", "history_last", "text_span", "actions", "facts")
+    __slots__ = ("view", "fields", "at", "revision", "verdict", "confidence", "first_seen", "settled", "log_keys",
+                 "log_total", "exit", "exit_code", "progress", "points_last", "history_head", "history_last",
+                 "text_span", "facts")
 
     def __init__(self, job: JobState, at: float) -> None:
         self.view = job_view(job, at)
@@ -227,26 +248,19 @@ class KeptView:
         self.verdict = job.verdict
         self.confidence = job.verdict.confidence if job.verdict else None  # as judged (the view's is rounded)
         self.first_seen = job.first_seen
-        self.scalars = _scalars(job)
-        self.members = dict(job.members)
-        self.ticks = dict(job.start_ticks)
-        self.root = job.root
-        self.gpus = tuple(job.gpus)
+        self.settled = _settled_copy(job)
         self.log_keys = tuple(job.logs)
         log = job.primary_log
         self.log_total = log.total_lines if log else 0
-        self.exit = job.exit
+        self.exit = job.exit  # (current_view's quick test; the view's exit fields are made from `settled`)
         self.exit_code = _exit_code(job)
-        self.alive = job.alive
         interp = job.interp
         self.progress = _progress_values(interp.progress.current) if interp else None
         history = interp.progress.history if interp else ()
         self.points_last = history[-1] if history else None
-        self.history = list(job.history)
         self.history_head = _history_head(job.history)
         self.history_last = job.history[-1] if job.history else None
         self.text_span = _NO_SPAN  # (made at the next age asked)
-        self.actions = list(job.actions)
         self.facts = None  # the multi-host join's run facts, asked by `current_views` (per view made)
 
     def aged(self, at: float) -> JobView:
@@ -305,21 +319,24 @@ class KeptView:
                 fields["evidence"] = evidence if evidence.__class__ is tuple else tuple(evidence)
             self.verdict = v
             self.first_seen = job.first_seen
-        scalars = (job.id, job.name, job.host, job.spec is not None, job.launcher, job.output_dir, job.stall_after_s)
-        if scalars != self.scalars:
+        if _settled(job) != self.settled:  # (the usual frame: equal, each part made as it was)
             changed = True
-            fields.update(zip(_SCALARS, scalars))
-            self.scalars = scalars
-        members = job.members
-        if members != self.members or job.start_ticks != self.ticks or job.root != self.root:
-            changed = True
+            fields.update(zip(_SCALARS, _scalars(job)))
             fields.update(_process_fields(job))
-            self.members = dict(members)
-            self.ticks = dict(job.start_ticks)
-            self.root = job.root
-        if job.gpus != self.gpus:
+            fields["gpus"] = tuple(job.gpus)
+            fields.update(_exit_fields(job))
+            self.exit_code = fields["exit_code"]
+            history = job.history
+            fields["history"] = tuple(PhaseEntry(phase, since) for phase, since in history)
+            self.history_head = _history_head(history)
+            self.history_last = history[-1] if history else None
+            self.text_span = _NO_SPAN
+            fields["events"] = events_text(job.actions)
+            self.settled = _settled_copy(job)
+        elif job.exit is not None and _exit_code(job) != self.exit_code:  # (the log can name it later)
             changed = True
-            fields["gpus"] = self.gpus = tuple(job.gpus)
+            fields.update(_exit_fields(job))
+            self.exit_code = fields["exit_code"]
         logs = job.logs
         log_keys = tuple(logs)
         if log_keys != self.log_keys:
@@ -332,14 +349,6 @@ class KeptView:
             if total != self.log_total:
                 changed = True
                 fields["log_lines"] = self.log_total = total
-        ex = job.exit
-        alive = ex is None and bool(members)  # (job.alive, inline)
-        if ex is not self.exit or alive != self.alive or (ex is not None and _exit_code(job) != self.exit_code):
-            changed = True
-            fields.update(_exit_fields(job))
-            self.exit = ex
-            self.exit_code = fields["exit_code"]
-            self.alive = alive
         interp = job.interp
         if interp is None:
             if self.progress is not None:
@@ -353,7 +362,7 @@ class KeptView:
             raw = _progress_values(current)
             if raw != self.progress:
                 changed = True
-                fields["progress"] = _next_progress_view(current, raw, self.progress, fields["progress"])
+                fields["progress"] = _next_progress_view(raw, self.progress, fields["progress"])
                 self.progress = raw
             points = tracker.history
             last = points[-1] if points else None
@@ -362,13 +371,6 @@ class KeptView:
                 self.points_last, fields["progress_history"] = _progress_points(
                     points, self.points_last, fields["progress_history"])
         history = job.history
-        if history != self.history:
-            changed = True
-            fields["history"] = tuple(PhaseEntry(phase, since) for phase, since in history)
-            self.history = list(history)
-            self.history_head = _history_head(history)
-            self.history_last = history[-1] if history else None
-            self.text_span = _NO_SPAN
         if history:
             text = self._aged_text(at)  # (a new history left no span: made at once)
             if text is not None:
@@ -377,11 +379,8 @@ class KeptView:
         elif fields["history_text"]:
             changed = True
             fields["history_text"] = ""
-        if job.actions != self.actions:
-            changed = True
-            fields["events"] = events_text(job.actions)
-            self.actions = list(job.actions)
         self.revision = job.revision
+        self.exit = job.exit
         self.at = at
         self.facts = None  # (asked again for the new revision)
         if not changed:

@@ -99,29 +99,20 @@ _NO_FACTS = ((), frozenset(), False)
 
 def run_facts(job) -> tuple[list[ProcInfo], frozenset[str], bool]:
     """(its processes as last seen, its run keys, whether it has several ranks) of one per-host job.
-    Kept with the job (`job.view_parts`) while its revision holds (no frame of its host since: the same
-    processes), and its keys while its processes' run variables hold (compared as they are, not made
-    again from a new list each frame)."""
+    The keys and the rank flag are kept with the job (`job.view_parts`) while its processes' run
+    variables hold (compared as they are: a process's are read once, the same tuple every frame), not
+    made again from a new list each frame. (`tracker.views` asks once per view made: per frame.)"""
     if job is None:
         return _NO_FACTS
-    parts = job.view_parts
-    kept = parts.get("run_facts")  # (revision, processes, their run variables, the facts)
-    revision = job.revision
     procs_list = job.procs or job.last_procs
-    if kept is not None:
-        if kept[0] == revision:
-            return kept[3]
-        dists = tuple(map(_dist, procs_list))
-        if kept[2] == dists:  # (the usual frame: the same run variables)
-            was = kept[3]
-            facts = (procs_list, was[1], was[2])
-            parts["run_facts"] = (revision, procs_list, dists, facts)
-            return facts
-    else:
-        dists = tuple(map(_dist, procs_list))
-    facts = (procs_list, frozenset(part_keys(procs_list)), bool(any(dists) and len(rank_processes(procs_list)) > 1))
-    parts["run_facts"] = (revision, procs_list, dists, facts)
-    return facts
+    dists = tuple(map(_dist, procs_list))
+    kept = job.view_parts.get("run_facts")  # (the run variables, the keys, the rank flag)
+    if kept is not None and kept[0] == dists:  # (the usual frame: the same run variables)
+        return procs_list, kept[1], kept[2]
+    keys = frozenset(part_keys(procs_list))
+    ranked = bool(any(dists) and len(rank_processes(procs_list)) > 1)
+    job.view_parts["run_facts"] = (dists, keys, ranked)
+    return procs_list, keys, ranked
 
 
 def ranks_of(part: PartFacts) -> list[RankView]:
