@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+from .proc_facts import children, settle, stat_of
+
 # A parent that starts one child (`sleep`, or Python code) and, on SIGUSR1, kills and reaps it.
 PARENT = ("import signal, subprocess, sys\n"
           "p = subprocess.Popen(%r)\n"
@@ -18,10 +20,6 @@ PARENT = ("import signal, subprocess, sys\n"
           "    p.kill(); p.wait(); print('reaped', flush=True)\n"
           "signal.signal(signal.SIGUSR1, stop)\n"
           "while True: signal.pause()\n")
-
-
-def children(frame, parent):
-    return {c["pid"]: c for p in frame["procs"] if p["pid"] == parent for c in p["children"]}
 
 
 def watching(probe_ns, pid):
@@ -45,23 +43,10 @@ def wait_until(cond, what, timeout=10.0):
         time.sleep(0.02)
 
 
-def stat_of(pid):
-    """(state, utime + stime) from /proc/PID/stat."""
-    fields = open("/proc/%d/stat" % pid).read().rsplit(") ", 1)[1].split()
-    return fields[0], int(fields[11]) + int(fields[12])
-
-
-def settled(pid):
-    """Asleep with no CPU spent over 0.1 s (a Python past its start-up, waiting for a signal)."""
-    before = stat_of(pid)
-    time.sleep(0.1)
-    return before[0] == "S" and stat_of(pid) == before
-
-
 def test_an_idle_child_is_not_read_every_sample_and_is_gone_the_sample_after_it_is_reaped(probe_ns, spawn):
     parent = spawn(PARENT % (["sleep", "60"],), stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
-    wait_until(lambda: settled(child), "the child sleeps")
+    settle([child])
     probe, stat_reads = watching(probe_ns, parent.pid)
     quiet(probe)
     path = "/proc/%d/stat" % child
@@ -92,7 +77,7 @@ def test_an_idle_child_that_turns_busy_is_seen_within_the_idle_read_interval(pro
             "while True: sum(range(10000))\n")
     parent = spawn(PARENT % ([sys.executable, "-c", busy],), stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
-    wait_until(lambda: settled(child), "the child waits for a signal")
+    settle([child])
     probe, stat_reads = watching(probe_ns, parent.pid)
     quiet(probe)
     cpu = [children(probe.sample(), parent.pid)[child]["cpu_s"] for _ in range(2)]
@@ -118,7 +103,7 @@ def test_a_new_child_of_an_idle_child_is_seen_at_the_next_sample(probe_ns, spawn
                    "print(p.pid, flush=True)\n"
                    "p.wait()\n" % middle, stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
-    wait_until(lambda: settled(child), "the child waits for a signal")
+    settle([child])
     probe, stat_reads = watching(probe_ns, parent.pid)
     quiet(probe)
     for _ in range(3):
@@ -142,7 +127,7 @@ def test_a_watched_process_below_another_is_read_every_sample_in_both_places(pro
     """A rank below its launcher is watched itself: its state is fresh in the launcher's children too."""
     parent = spawn(PARENT % (["sleep", "60"],), stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
-    wait_until(lambda: settled(child), "the child sleeps")
+    settle([child])
     probe, _ = watching(probe_ns, parent.pid)
     probe.want_pids = {parent.pid, child}
     quiet(probe)

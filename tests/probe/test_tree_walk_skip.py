@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from .proc_facts import children, settle, stat_of
+
 # Prints "NAME PID" for each process started (they share its stdout), so the test knows them all.
 # CHILD: starts a `sleep` grandchild and waits for a signal (SIGTERM ends it); MIDDLE: starts CHILD, reaps it.
 CHILD = ("import signal, subprocess\n"
@@ -37,10 +39,6 @@ STARTER = ("import signal, subprocess\n"
            "while True: signal.pause()\n")
 
 
-def children(frame, parent):
-    return {c["pid"]: c for p in frame["procs"] if p["pid"] == parent for c in p["children"]}
-
-
 def read_names(proc, names):
     out = {}
     while not set(names) <= set(out):
@@ -49,22 +47,6 @@ def read_names(proc, names):
         if len(line) == 2:
             out[line[0]] = int(line[1])
     return out
-
-
-def stat_of(pid):
-    fields = open("/proc/%d/stat" % pid).read().rsplit(") ", 1)[1].split()
-    return fields[0], int(fields[11]) + int(fields[12])
-
-
-def settle(pids, timeout=10.0):
-    """Until each is asleep with no CPU spent over 0.1 s (past its start-up)."""
-    deadline = time.time() + timeout
-    while True:
-        before = [stat_of(p) for p in pids]
-        time.sleep(0.1)
-        if all(b[0] == "S" for b in before) and [stat_of(p) for p in pids] == before:
-            return
-        assert time.time() < deadline, "the test's processes settle"
 
 
 def end(proc, pids):
