@@ -1,5 +1,5 @@
 """The phase engine's shortcuts answer as the plain computation does: the window of samples found by
-bisection (phase._recent, _activity), the kept progress text (phase._progress_evidence, updated in place
+bisection (phase._recent, _activity), the kept progress text (phase.progress_evidence, updated in place
 between calls), the kept verdict's refreshed evidence lines (judging._refresh_log_lines)."""
 
 from __future__ import annotations
@@ -62,16 +62,16 @@ def test_kept_progress_text_follows_a_progress_updated_in_place():
         m = rules.match(f"step {i}/1000 loss {3.0 / i:.4f} tokens/s {90000 + 13 * i}")
         tracker.update(m.progress, 1000.0 + i)
         p = tracker.current  # the same object, updated in place
-        first = phase._progress_evidence(p)
-        again = phase._progress_evidence(p)
-        fresh = phase._progress_evidence(dataclasses.replace(p))  # another object: made anew
+        first = phase.progress_evidence(p)
+        again = phase.progress_evidence(p)
+        fresh = phase.progress_evidence(dataclasses.replace(p))  # another object: made anew
         assert first == again == fresh, (i, first, fresh)
         assert again is first  # the kept text
-        assert phase._progress_evidence(p, with_eta=False) == phase._progress_evidence(
+        assert phase.progress_evidence(p, with_eta=False) == phase.progress_evidence(
             dataclasses.replace(p), with_eta=False)
         texts.append(first)
     assert len(set(texts)) == len(texts)  # every update shows (a text kept by identity alone would not)
-    assert phase._progress_evidence(Progress()) is None
+    assert phase.progress_evidence(Progress()) is None
 
 
 def test_per_frame_records_compare_and_hash_by_value_without_an_instance_dict():

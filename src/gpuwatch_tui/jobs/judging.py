@@ -37,12 +37,12 @@ from .phase import (
     ResourceSample,
     Verdict,
     infer_phase,
-    _progress_evidence,
     log_age_line,
     log_evidence,
     log_hint_line,
     log_phase_evidence,
     log_quiet_s,
+    progress_evidence,
 )
 
 WINDOW_S = 900.0  # resource samples kept per job (the engine looks back at most this far)
@@ -709,7 +709,7 @@ def _refresh_log_lines(job: JobState, kept: Judged, now: float) -> None:
     ETA) as of now: what judging this frame would write there. (Called where none of the kept lines
     is None.) Each line is made again only where what it is made of moved: the phase line with a new
     hint, the age line when the quiet time leaves the span its text holds for, the progress line
-    with new values (`_progress_evidence` keeps its last text); each new one takes the place of the
+    with new values (`progress_evidence` keeps its last text); each new one takes the place of the
     old one in the evidence."""
     interp = job.interp
     hint = interp.hint
@@ -727,7 +727,7 @@ def _refresh_log_lines(job: JobState, kept: Judged, now: float) -> None:
         if not lo <= quiet < hi:
             age_line = log_age_line(quiet)
             kept.age_span = fmt_duration_span(quiet)
-    progress_line = _progress_evidence(progress if progress.updated_at is not None else None)
+    progress_line = progress_evidence(progress if progress.updated_at is not None else None)
     fresh = (hint_line, age_line, progress_line)
     kept.lines_hint = hint
     if fresh == old:

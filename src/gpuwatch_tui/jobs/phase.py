@@ -420,7 +420,7 @@ def _buffering(obs: JobObservation) -> tuple[bool, str | None]:
     return False, f"stdout -> {target} ({out.kind})"
 
 
-def _progress_evidence(p: Progress | None, with_eta: bool = True) -> str | None:
+def progress_evidence(p: Progress | None, with_eta: bool = True) -> str | None:
     if p is None:
         return None
     # The same progress is written twice per judgment (the context, the judged log lines): the last
@@ -447,7 +447,7 @@ def _progress_evidence(p: Progress | None, with_eta: bool = True) -> str | None:
     return text
 
 
-_progress_memo: tuple = (None, None, None)  # (progress, its values, text) of the last _progress_evidence
+_progress_memo: tuple = (None, None, None)  # (progress, its values, text) of the last progress_evidence
 
 
 def log_evidence(hint, last_growth_at: float | None, observed: bool, progress: Progress | None,
@@ -457,7 +457,7 @@ def log_evidence(hint, last_growth_at: float | None, observed: bool, progress: P
     return (
         log_hint_line(hint) if hint is not None else None,
         log_age_line(log_quiet_s(last_growth_at, observed, now)) if last_growth_at is not None else None,
-        _progress_evidence(progress),
+        progress_evidence(progress),
     )
 
 
@@ -609,7 +609,7 @@ def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> 
     gpu_busy, gpu_idle, gpu_spin, spin_idx = _gpu_facts(act, quiet_act)
     gpu_lines = _gpu_evidence(act)
     cpu_line = _cpu_evidence(act)
-    progress_line = _progress_evidence(log.progress)
+    progress_line = progress_evidence(log.progress)
     log_name = f" ({log.path.rsplit('/', 1)[-1]})" if log.path else ""
     if not log_known:
         log_line = f"log not read yet{log_name}"
@@ -696,7 +696,7 @@ def _decide(ctx: DecisionContext) -> Decision:
 
     # ---- the log has been quiet past the threshold
     quiet_since = ctx.quiet_from
-    progress_line = _progress_evidence(log.progress, with_eta=False)  # an ETA from before the silence is stale
+    progress_line = progress_evidence(log.progress, with_eta=False)  # an ETA from before the silence is stale
     out = obs.output
     if ctx.gpu_spin:
         spin_gpus = ", ".join(f"GPU{i}" for i in ctx.spin_idx)
@@ -823,7 +823,7 @@ def log_phase_evidence(log_lines: tuple, samples: Sequence[ResourceSample], now:
 def _ended(ctx: DecisionContext) -> Decision:
     """Every main process is gone: how it ended, from the exit status where known, else from the log."""
     obs, log = ctx.obs, ctx.log
-    progress_line = _progress_evidence(log.progress, with_eta=False)  # no ETA for a job that has ended
+    progress_line = progress_evidence(log.progress, with_eta=False)  # no ETA for a job that has ended
     ex = obs.exit
     assert ex is not None
     ended = ex.ended_at
