@@ -12,14 +12,20 @@ import signal
 import subprocess
 import time
 
-# Writes a line to its (appended) stdout every 10 ms and burns CPU between; its `sleep` child idles.
+# Burns CPU 10 ms in every 20.
+BURN = ("import time\n"
+        "while True:\n"
+        "    t = time.time() + 0.01\n"
+        "    while time.time() < t: pass\n"
+        "    time.sleep(0.01)\n")
+# Writes a line to its (appended) stdout every 10 ms and burns CPU between; so does its child.
 BUSY = ("import subprocess, sys, time\n"
-        "c = subprocess.Popen(['sleep', '120'])\n"
+        "c = subprocess.Popen([sys.executable, '-c', %r])\n"
         "print('C', c.pid, flush=True)\n"
         "while True:\n"
         "    t = time.time() + 0.01\n"
         "    while time.time() < t: pass\n"
-        "    print('step', time.time(), flush=True)\n")
+        "    print('step', time.time(), flush=True)\n" % BURN)
 # Starts a `sleep` on SIGUSR1 (and never reaps it: one that exits stays a zombie below it).
 STARTER = ("import signal, subprocess\n"
            "def start(*_): print('N', subprocess.Popen(['sleep', '120']).pid, flush=True)\n"
@@ -83,7 +89,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
     move_mark(0)
     log, out_log = tmp_path / "busy.log", tmp_path / "starter.out"
     with open(log, "a") as append:
-        busy = spawn(BUSY, stdout=append, stderr=subprocess.STDOUT)
+        busy = spawn(BUSY, stdout=append, stderr=subprocess.STDOUT, start_new_session=True)
     starter = spawn(STARTER, stdout=subprocess.PIPE, text=True)
     assert first_line(starter, "ready") is None
     idle = spawn(IDLE)
@@ -130,15 +136,15 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
                 idle.wait()
                 move_mark(-1)
             time.sleep(0.03)  # CPU moves, the log grows
-            os.kill(busy.pid, signal.SIGSTOP)  # still while both probes read it (a stopped process: state T)
-            while state(busy.pid) != "T":
+            os.killpg(busy.pid, signal.SIGSTOP)  # still while both probes read them (stopped: state T)
+            while state(busy.pid) != "T" or state(busy_child) != "T":
                 time.sleep(0.001)
             try:
                 before = lean_probe.lean_samples
                 lean_frame = wire(lean_probe.sample(), ours)
                 full_frame = wire(full_probe.sample(), ours)
             finally:
-                os.kill(busy.pid, signal.SIGCONT)
+                os.killpg(busy.pid, signal.SIGCONT)
             assert lean_frame == full_frame, "step %d" % step
             if lean_probe.lean_samples > before:
                 lean_at.append(step)
@@ -150,7 +156,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-        os.kill(busy.pid, signal.SIGCONT)
+        os.killpg(busy.pid, signal.SIGCONT)
     assert full_probe.lean_samples == 0
     # The lean path ran where nothing was due and stood aside where something was due or unusual.
     # Full: the first two samples (no tree marks yet); a child started, and COMPILER_POLL_QUIET_S after (its
