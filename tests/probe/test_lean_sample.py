@@ -41,7 +41,7 @@ class Clock(object):
     """The probes' time module: one clock for both, so each due time falls on the same sample. It starts past
     CANDIDATE_YOUNG_S: the test's Python jobs are judged for good, not asked again every second while young."""
 
-    now = time.time() + 60.0
+    now = 0.0  # set by the test
     sleep = staticmethod(time.sleep)
 
     @classmethod
@@ -87,7 +87,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
         loadavg.write_bytes(b"0.50 0.40 0.30 1/%d %d\n" % (total, last_pid))
 
     move_mark(0)
-    log, out_log = tmp_path / "busy.log", tmp_path / "starter.out"
+    log = tmp_path / "busy.log"
     with open(log, "a") as append:
         busy = spawn(BUSY, stdout=append, stderr=subprocess.STDOUT, start_new_session=True)
     starter = spawn(STARTER, stdout=subprocess.PIPE, text=True)
@@ -99,6 +99,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
         time.sleep(0.02)
     busy_child = int(log.read_bytes().split(b"C ", 1)[1].split()[0])
     ours = {busy.pid, starter.pid, idle.pid}
+    Clock.now = time.time() + 60.0
     probe_ns["time"] = Clock
     probes = []
     for lean in (True, False):
