@@ -1766,6 +1766,23 @@ def dir_stat(key, path):
 
 # ---------------------------------------------------------------- the loop
 
+class LeanPlan(object):
+    """What a full sample leaves for the lean ones after it (Probe.lean_sample): the watched processes'
+    stat descriptor keys and the facts a change of which the full path must see, in the frame's order."""
+
+    __slots__ = ("gen", "gpu_pids", "roots", "candidates", "tails", "dirs", "slow_at", "sent_at")
+
+    def __init__(self, gen, gpu_pids, roots, candidates, tails, dirs, slow_at, sent_at):
+        self.gen = gen  # the wants it was made for (Probe.wants_gen)
+        self.gpu_pids = gpu_pids
+        self.roots = roots  # [(pid, its ProcFiles key, (ppid, start ticks, comm, sid, pgid))]
+        self.candidates = candidates  # the frame's (the same while no pid is handed out or scan runs)
+        self.tails = tails
+        self.dirs = dirs
+        self.slow_at = slow_at  # the oldest slow facts' read (ProcCache.slow_facts)
+        self.sent_at = sent_at  # the oldest full send of a process's facts (FrameDeltas, FACT_RESEND_S)
+
+
 class Probe(object):
     def __init__(self, options):
         self.interval = float(options.get("interval", 1.0))
@@ -1830,6 +1847,10 @@ class Probe(object):
         # missing pings: we then exit rather than linger on the host.
         self.idle_exit = float(options.get("idle_exit_s", 0) or 0)
         self.last_input = time.time()
+        # The lean steady sample (lean_sample): allowed unless the options say not (a test compares both paths).
+        self.lean_allowed = bool(options.get("lean_sample", True))
+        self.lean = None  # LeanPlan, made by each full sample
+        self.lean_samples = 0
 
     # settings, changed by requests (the dispatcher calls these on its reading thread) --------
     def set_wants(self, req):
@@ -2021,10 +2042,15 @@ class Probe(object):
             gpu_pids = set()
             frame["gpu_error"] = "%s: %s" % (self.gpu.name, exc)
         frame["gpus"] = gpus
+        if self.lean is not None and self.lean_allowed:
+            lean = self.lean_sample(frame, now, loadavg, gpu_pids)
+            if lean is not None:
+                return lean
         with self.lock:
             want = set(self.want_pids)
             tails = list(self.tails.values())
-            dirs = dict(self.dirs)
+            dirs = sorted(self.dirs.items())
+            gen = self.wants_gen
         self.pids_handed_out = self.sample_pids.changed(loadavg)
         self.tasks_moved = self.tasks.changed(loadavg)
         self.now = now
@@ -2097,8 +2123,141 @@ class Probe(object):
         known = self.candidates.seen
         frame["candidates"] = dict((str(pid), why) for pid, why in self.candidate_pids.items()
                                    if pid in current and known.get(pid, (0, None))[1] == current[pid])
+        self.finish(frame, now, loadavg, tails, dirs)
+        self.lean = self.lean_plan(frame, gen, gpu_pids, tails, dirs)
+        return frame
+
+    def lean_plan(self, frame, gen, gpu_pids, tails, dirs):
+        """What the next samples read while nothing structural is due (lean_sample), or None: no lean sample
+        without fact deltas (a bare entry is one whose facts the client has) or a mark to read."""
+        if self.deltas is None or self.tasks.fd is None or self.tasks.last is None:
+            return None
+        roots = []
+        slow_at = sent_at = float("inf")
+        static = self.cache.static
+        for proc in frame["procs"]:
+            pid = proc["pid"]
+            s = self.files.parsed.get("/proc/%d/stat" % pid)
+            if s is None or s[1].ticks != proc["start_ticks"]:
+                return None
+            s = s[1]
+            facts = static.get((pid, s.start))
+            if facts is None:
+                return None
+            slow_at = min(slow_at, facts.get("slow_at", 0.0))
+            roots.append((pid, ("/proc/%d/stat" % pid, None), (s.ppid, s.ticks, s.comm, s.sid, s.pgid)))
+        for sent in (self.deltas.roots, self.deltas.children):
+            for last in sent.values():
+                sent_at = min(sent_at, last[1])
+        return LeanPlan(gen, frozenset(gpu_pids), roots, frame["candidates"], tails, dirs, slow_at, sent_at)
+
+    def lean_sample(self, frame, now, loadavg, gpu_pids):
+        """The sample while nothing structural is due: loadavg's mark stands (no process started or reaped:
+        no tree walk, no new pid to look at), no /proc scan, slow refresh or fact resend due, no candidate
+        undecided, no compiler poll running, the same wants and GPU processes. One loop over the watched
+        processes' kept stat descriptors and their last walk's descendants builds the entries the full path
+        would (each fact known to the client: the bare entry). The frame, or None where anything reads
+        unusual (a read failing, a zombie, a process's parent, start, name, session or group changed, a
+        reaped child's CPU): the full path then takes the sample, reading afresh."""
+        plan = self.lean
+        tasks = self.tasks
+        # (each due time tested as the full path tests it, the same float expression)
+        if (plan.gen != self.wants_gen or loadavg is None or loadavg[loadavg.rfind(b"/") + 1:] != tasks.last
+                or gpu_pids != plan.gpu_pids or now - self.trees_walked_at >= TREE_WALK_AT_LEAST_S
+                or now - self.last_scan >= self.scan_interval or now - plan.slow_at >= self.slow_refresh
+                or now - plan.sent_at >= FACT_RESEND_S or now - self.trees_moved_at < COMPILER_POLL_QUIET_S
+                or self.compiler_watch.targets or self.compiler_watch.seen or self.compiler_watch.files.fds
+                or self.candidates.undecided or self.candidates.files.fds):
+            return None
+        files = self.files
+        fds, parsed = files.fds, files.parsed
+        kept, trees, watched = self.child_reads, self.trees, self.watched_now
+        marks = self.tree_marks
+        pread = os.pread
+        reads = {}
+        procs = []
+        for pid, key, fixed in plan.roots:
+            fd = fds.get(key)
+            if fd is None:
+                return None
+            try:
+                raw = pread(fd, 4096, 0)
+            except OSError:
+                return None
+            last = parsed.get(key[0])
+            if last is not None and last[0] == raw:
+                s = last[1]
+            else:
+                s = parse_stat(pid, raw)
+                if s is None:
+                    return None
+                parsed[key[0]] = (raw, s)
+            if s.state == "Z" or (s.ppid, s.ticks, s.comm, s.sid, s.pgid) != fixed:
+                return None
+            pids = trees.get((pid, s.ticks))
+            if pids is None:
+                return None
+            below = []
+            children = []
+            child_cpu = s.ccpu
+            for child in pids:
+                prev = kept.get(child)
+                if prev is None:
+                    return None
+                if prev[2] and 0.0 <= now - prev[1] < IDLE_CHILD_READ_S and child not in watched:
+                    d = prev[0]  # idle: its last read stands (IDLE_CHILD_READ_S), as descendants has it
+                    reads[child] = prev
+                else:
+                    fd = fds.get(prev[3])
+                    if fd is None:
+                        return None
+                    try:
+                        raw = pread(fd, 4096, 0)
+                    except OSError:
+                        return None
+                    path = prev[3][0]
+                    last = parsed.get(path)
+                    if last is not None and last[0] == raw:
+                        d = last[1]
+                    else:
+                        d = parse_stat(child, raw)
+                        if d is None:
+                            return None
+                        parsed[path] = (raw, d)
+                    p = prev[0]
+                    if d.state == "Z" or d.ppid != p.ppid or d.ticks != p.ticks or d.comm != p.comm:
+                        return None
+                    reads[child] = (d, now, d.state == "S" and p.state == "S" and d.cpu == p.cpu, prev[3])
+                below.append(d)
+                child_cpu += d.cpu + d.ccpu
+                children.append({"pid": d.pid, "state": d.state, "cpu_s": d.cpu_s, "start_ticks": d.ticks})
+            # (as the full path sums it: a reaped child's CPU moved the tree's mark, a tree starting processes)
+            if marks.get(pid) != (s.ticks, pids, s.ccpu + sum([d.ccpu for d in below])):
+                return None
+            procs.append({"pid": pid, "start_ticks": s.ticks, "state": s.state, "cpu_s": s.cpu_s,
+                          "cpu_children_s": round(child_cpu, 2), "rss_bytes": s.rss, "threads": s.threads,
+                          "children": children})
+        # Nothing unusual: what the full path would have kept for the next sample.
+        kept_roots, kept_children = self.deltas.kept_roots, self.deltas.kept_children
+        for proc in procs:
+            kept_roots[(proc["pid"], proc["start_ticks"])] = True
+            for child in proc["children"]:
+                kept_children[(child["pid"], child["start_ticks"])] = True
+        self.child_reads = reads
+        self.now = now
+        self.pids_handed_out = self.tasks_moved = self.walk_trees = False
+        self.candidates.new_parents = set()  # (no pid handed out: no process started)
+        self.lean_samples += 1
+        frame["procs"] = procs
+        frame["gone"] = []
+        frame["matches"] = self.match_pids
+        frame["candidates"] = plan.candidates
+        return self.finish(frame, now, loadavg, plan.tails, plan.dirs)
+
+    def finish(self, frame, now, loadavg, tails, dirs):
+        """The frame's fields after its processes, the same on both paths (the key order is the wire's)."""
         frame["tails"] = [t.poll(now) for t in tails]
-        frame["dirs"] = [dir_stat(k, p) for k, p in sorted(dirs.items())]
+        frame["dirs"] = [dir_stat(k, p) for k, p in dirs]
         frame["probe_cpu_s"] = self.own_cpu.get(now)  # our own cost, for the overhead figure
         frame["scanned_procs"] = self.scanned_procs
         load = load1(loadavg)

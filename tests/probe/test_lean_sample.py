@@ -1,0 +1,172 @@
+"""The lean steady sample (Probe.lean_sample) writes the frame the full path writes: two probes over the same
+real processes, one allowed the lean path and one not, sampled back to back on one clock, frame after frame
+while logs grow, CPU moves, a process is stopped, a child starts, a child exits unreaped, a log is truncated
+and a watched process ends. The host's loadavg is a copy the test moves as the kernel would (a process started
+or reaped): the shared test machine's own mark moves every second, where the lean path never runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+# Burns CPU 10 ms in every 20.
+BURN = ("import time\n"
+        "while True:\n"
+        "    t = time.time() + 0.01\n"
+        "    while time.time() < t: pass\n"
+        "    time.sleep(0.01)\n")
+# Writes a line to its (appended) stdout every 10 ms and burns CPU between; so does its child.
+BUSY = ("import subprocess, sys, time\n"
+        "c = subprocess.Popen([sys.executable, '-c', %r])\n"
+        "print('C', c.pid, flush=True)\n"
+        "while True:\n"
+        "    t = time.time() + 0.01\n"
+        "    while time.time() < t: pass\n"
+        "    print('step', time.time(), flush=True)\n" % BURN)
+# Starts a `sleep` on SIGUSR1 (and never reaps it: one that exits stays a zombie below it).
+STARTER = ("import signal, subprocess\n"
+           "def start(*_): print('N', subprocess.Popen(['sleep', '120']).pid, flush=True)\n"
+           "signal.signal(signal.SIGUSR1, start)\n"
+           "print('ready', flush=True)\n"
+           "while True: signal.pause()\n")
+IDLE = "import time; time.sleep(120)"
+# Host-wide readings each probe takes for itself (its own CPU, the host's CPU and memory): not the same reads.
+OWN_READINGS = ("t", "probe_cpu_s", "cpu_pct", "mem_total_kib", "mem_avail_kib")
+
+
+class Clock(object):
+    """The probes' time module: one clock for both, so each due time falls on the same sample. It starts past
+    CANDIDATE_YOUNG_S: the test's Python jobs are judged for good, not asked again every second while young."""
+
+    now = 0.0  # set by the test
+    sleep = staticmethod(time.sleep)
+
+    @classmethod
+    def time(cls):
+        return cls.now
+
+
+def wire(frame, ours):
+    """The frame as written (key order kept), the test's processes only, without each probe's own readings."""
+    kept = {}
+    for key, value in frame.items():
+        if key in OWN_READINGS:
+            continue
+        if key == "procs":
+            value = [p for p in value if p["pid"] in ours]
+        elif key == "candidates":
+            value = {pid: why for pid, why in value.items() if int(pid) in ours}
+        kept[key] = value
+    return json.dumps(kept, separators=(",", ":"))
+
+
+def state(pid):
+    return open("/proc/%d/stat" % pid).read().rsplit(") ", 1)[1][0]
+
+
+def first_line(proc, tag):
+    while True:
+        line = proc.stdout.readline().split()
+        assert line, "the test's process stopped early"
+        if line[0] == tag:
+            return int(line[1]) if len(line) > 1 else None
+
+
+def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
+    loadavg = tmp_path / "loadavg"
+    real = open("/proc/loadavg", "rb").read().split()
+    total, last_pid = int(real[3].split(b"/")[1]), int(real[4])
+
+    def move_mark(tasks):  # as the kernel does: a pid handed out, or a task reaped
+        nonlocal total, last_pid
+        total += tasks
+        last_pid += max(tasks, 0)
+        loadavg.write_bytes(b"0.50 0.40 0.30 1/%d %d\n" % (total, last_pid))
+
+    move_mark(0)
+    log = tmp_path / "busy.log"
+    with open(log, "a") as append:
+        busy = spawn(BUSY, stdout=append, stderr=subprocess.STDOUT, start_new_session=True)
+    starter = spawn(STARTER, stdout=subprocess.PIPE, text=True)
+    assert first_line(starter, "ready") is None
+    idle = spawn(IDLE)
+    deadline = time.time() + 10
+    while b"C " not in log.read_bytes():
+        assert time.time() < deadline, "the busy job starts"
+        time.sleep(0.02)
+    busy_child = int(log.read_bytes().split(b"C ", 1)[1].split()[0])
+    ours = {busy.pid, starter.pid, idle.pid}
+    Clock.now = time.time() + 60.0
+    probe_ns["time"] = Clock
+    probes = []
+    for lean in (True, False):
+        probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600, "fact_deltas": True, "lean_sample": lean})
+        probe.set_wants({"pids": sorted(ours), "tails": {"busy": str(log)}})
+        # Another user's Python job on this shared machine is not the test's to watch: judged as a job
+        # candidate it would be watched by both probes, and its tree starting processes would turn the lean
+        # path off for COMPILER_POLL_QUIET_S at a time the test cannot tell.
+        probe.candidates.consider = lambda pid, now, consider=probe.candidates.consider: (
+            consider(pid, now) if pid in ours else None)
+        probes.append(probe)
+    # After the probes are made (their cursors checked that the real file follows pid allocation).
+    probe_ns["PROC_LOADAVG"] = probe_ns["KeptFile"](str(loadavg), 128)
+    lean_probe, full_probe = probes
+    started = None
+    lean_at = []
+    try:
+        for step in range(48):
+            if step == 2:  # a child started: the kernel handed out its pid
+                os.kill(starter.pid, signal.SIGUSR1)
+                started = first_line(starter, "N")
+                move_mark(1)
+            elif step == 14:
+                os.kill(idle.pid, signal.SIGSTOP)
+            elif step == 18:
+                os.truncate(log, 0)
+            elif step == 22:
+                os.kill(idle.pid, signal.SIGCONT)
+            elif step == 26:  # it exits and stays a zombie below its parent: the mark does not move
+                os.kill(started, signal.SIGKILL)
+                while state(started) != "Z":
+                    time.sleep(0.01)
+            elif step == 44:  # a watched process ends and is reaped
+                idle.kill()
+                idle.wait()
+                move_mark(-1)
+            time.sleep(0.03)  # CPU moves, the log grows
+            os.killpg(busy.pid, signal.SIGSTOP)  # still while both probes read them (stopped: state T)
+            while state(busy.pid) != "T" or state(busy_child) != "T":
+                time.sleep(0.001)
+            try:
+                before = lean_probe.lean_samples
+                lean_frame = wire(lean_probe.sample(), ours)
+                full_frame = wire(full_probe.sample(), ours)
+            finally:
+                os.killpg(busy.pid, signal.SIGCONT)
+            assert lean_frame == full_frame, "step %d" % step
+            if lean_probe.lean_samples > before:
+                lean_at.append(step)
+            Clock.now += 1.0
+    finally:
+        for pid in (busy_child, started):
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        os.killpg(busy.pid, signal.SIGCONT)
+    assert full_probe.lean_samples == 0
+    # The lean path ran where nothing was due and stood aside where something was due or unusual.
+    # Full: the first two samples (no tree marks yet); a child started, and COMPILER_POLL_QUIET_S after (its
+    # tree started a process); each tree walk (TREE_WALK_AT_LEAST_S) and slow refresh; a zombie seen (at the
+    # idle child's next read: its last read stands till then on both paths) and the quiet time after; the
+    # sample after a watched process was reaped.
+    lean = set(lean_at)
+    assert len(lean) >= 12 and not lean & (set(range(0, 13)) | {44}), str(lean_at)
+    assert len(lean & set(range(14, 22))) >= 4, str(lean_at)  # with a process stopped
+    assert lean & {18, 19}, str(lean_at)  # at or right after the log's truncation
+    assert len(lean & set(range(37, 44))) >= 2, str(lean_at)  # lean again after the zombie
+    assert lean & {45, 46, 47}, str(lean_at)  # and after the reap
