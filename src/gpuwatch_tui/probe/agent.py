@@ -259,6 +259,27 @@ class ProcFiles(object):
         self.used.add(key)
         return data
 
+    def kept_stat(self, key, pid):
+        """A /proc/PID/stat read through the descriptor kept for `key` only, not marked used (the lean
+        sample's read): None where none is open, or it reads nothing or too little (the caller falls back)."""
+        fd = self.fds.get(key)
+        if fd is None:
+            return None
+        try:
+            raw = os.pread(fd, 4096, 0)
+        except OSError:
+            return None
+        return self.stat_of(key[0], pid, raw) if raw else None
+
+    def stat_of(self, path, pid, raw):
+        """The Stat of these bytes of `path`: the last read's where the bytes are the same (not parsed again)."""
+        last = self.parsed.get(path)
+        if last is not None and last[0] == raw:
+            return last[1]
+        s = parse_stat(pid, raw)
+        self.parsed[path] = (raw, s)
+        return s
+
     def keep(self, keys):
         """Keep these files open through this sample though they were not read in it."""
         for key in keys:
@@ -286,14 +307,7 @@ def read_stat(pid, files=None):
     if files is None:
         return parse_stat(pid, read_raw(path))
     raw = files.read(path)
-    if not raw:
-        return None
-    last = files.parsed.get(path)
-    if last is not None and last[0] == raw:
-        return last[1]
-    s = parse_stat(pid, raw)
-    files.parsed[path] = (raw, s)
-    return s
+    return files.stat_of(path, pid, raw) if raw else None
 
 
 def parse_stat(pid, raw):
@@ -2170,28 +2184,14 @@ class Probe(object):
                 or self.candidates.undecided or self.candidates.files.fds):
             return None
         files = self.files
-        fds, parsed = files.fds, files.parsed
         kept, trees, watched = self.child_reads, self.trees, self.watched_now
         marks = self.tree_marks
-        pread = os.pread
         reads = {}
         procs = []
         for pid, key, fixed in plan.roots:
-            fd = fds.get(key)
-            if fd is None:
+            s = files.kept_stat(key, pid)
+            if s is None:
                 return None
-            try:
-                raw = pread(fd, 4096, 0)
-            except OSError:
-                return None
-            last = parsed.get(key[0])
-            if last is not None and last[0] == raw:
-                s = last[1]
-            else:
-                s = parse_stat(pid, raw)
-                if s is None:
-                    return None
-                parsed[key[0]] = (raw, s)
             if s.state == "Z" or (s.ppid, s.ticks, s.comm, s.sid, s.pgid) != fixed:
                 return None
             pids = trees.get((pid, s.ticks))
@@ -2208,22 +2208,9 @@ class Probe(object):
                     d = prev[0]  # idle: its last read stands (IDLE_CHILD_READ_S), as descendants has it
                     reads[child] = prev
                 else:
-                    fd = fds.get(prev[3])
-                    if fd is None:
+                    d = files.kept_stat(prev[3], child)
+                    if d is None:
                         return None
-                    try:
-                        raw = pread(fd, 4096, 0)
-                    except OSError:
-                        return None
-                    path = prev[3][0]
-                    last = parsed.get(path)
-                    if last is not None and last[0] == raw:
-                        d = last[1]
-                    else:
-                        d = parse_stat(child, raw)
-                        if d is None:
-                            return None
-                        parsed[path] = (raw, d)
                     p = prev[0]
                     if d.state == "Z" or d.ppid != p.ppid or d.ticks != p.ticks or d.comm != p.comm:
                         return None
