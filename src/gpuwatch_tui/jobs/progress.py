@@ -6,7 +6,7 @@ import math
 import re
 from collections import deque
 from operator import attrgetter
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -390,8 +390,18 @@ class ProgressTracker:
         if newest.step is None:
             newest = next((history[i] for i in range(len(history) - 2, first - 1, -1) if history[i].step is not None),
                           None)
+        i = first
         if oldest.step is None:
-            oldest = next((history[i] for i in range(first + 1, len(history)) if history[i].step is not None), None)
+            i = next((k for k in range(first + 1, len(history)) if history[k].step is not None), None)
+            oldest = None if i is None else history[i]
+        if oldest is not None and i + 1 < len(history) and history[i + 1].time == oldest.time:
+            # Lines read in one go share one time (the log's backlog at the first read: a job watched
+            # from its step 500 would read as 500 steps in a second). Their steps say nothing of the
+            # rate: the window starts at the last of them.
+            i = bisect_right(history, oldest.time, key=_point_time) - 1
+            while history[i].step is None:
+                i -= 1
+            oldest = history[i]
         if newest is not None and newest is not oldest and newest.step > oldest.step and newest.time > oldest.time:
             per_s = (newest.step - oldest.step) / (newest.time - oldest.time)
             return remaining / per_s
