@@ -218,4 +218,8 @@ def test_the_settled_parts_are_the_named_fields_in_order():
     job = JobState(id="j1", host="h", name="train", serial=1, members={7: 1.0}, start_ticks={7: 100},
                    root=(7, 1.0), gpus=(0, 1), history=[("training", 5.0)])
     named = tuple(getattr(job, name) for name in export._SETTLED)
-    assert export._settled(job) == named == export._settled_copy(job)
+    copied = export._settled_copy(job)
+    assert export._settled(job) == named == copied
+    # the containers the tracker changes in place are copies in the kept tuple, not the job's own
+    for name in ("members", "start_ticks", "history", "actions"):
+        assert copied[export._SETTLED.index(name)] is not getattr(job, name)

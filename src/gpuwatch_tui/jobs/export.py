@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from math import isfinite
+from operator import attrgetter
 
 from ..model import ProcessRef
 from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView
@@ -214,23 +215,19 @@ def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
 
 
 # The job's fields the view's rarely changing parts (its scalars, processes, GPUs, exit, phase history
-# and events) are made of, in the order `_settled` reads them.
+# and events) are made of: compared in one C call per frame (`_settled`, an attrgetter) against the copy the
+# kept view holds (a steady job's frame changes none of them).
 _SETTLED = ("id", "name", "host", "spec", "launcher", "output_dir", "stall_after_s", "members", "start_ticks",
             "root", "gpus", "exit", "history", "actions")
-
-
-def _settled(job: JobState) -> tuple:
-    """The `_SETTLED` fields of the job, its own containers as they are: compared in one C call per
-    frame against `_settled_copy`'s (a steady job's frame changes none of them)."""
-    return (job.id, job.name, job.host, job.spec, job.launcher, job.output_dir, job.stall_after_s, job.members,
-            job.start_ticks, job.root, job.gpus, job.exit, job.history, job.actions)
+_settled = attrgetter(*_SETTLED)
+# The containers the tracker changes in place: copied into the kept tuple, each by its own type.
+_COPY_OF = {"members": dict, "start_ticks": dict, "gpus": tuple, "history": list, "actions": list}
+_COPIERS = tuple(_COPY_OF.get(name) for name in _SETTLED)
 
 
 def _settled_copy(job: JobState) -> tuple:
     """`_settled(job)` with the containers the tracker changes in place copied (kept by KeptView)."""
-    return (job.id, job.name, job.host, job.spec, job.launcher, job.output_dir, job.stall_after_s,
-            dict(job.members), dict(job.start_ticks), job.root, tuple(job.gpus), job.exit, list(job.history),
-            list(job.actions))
+    return tuple(v if copy is None else copy(v) for v, copy in zip(_settled(job), _COPIERS))
 
 
 class KeptView:
