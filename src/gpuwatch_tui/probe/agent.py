@@ -2176,7 +2176,7 @@ class Probe(object):
         plan = self.lean
         tasks = self.tasks
         # (each due time tested as the full path tests it, the same float expression)
-        if (plan.gen != self.wants_gen or loadavg is None or loadavg[loadavg.rfind(b"/") + 1:] != tasks.last
+        if (plan.gen != self.wants_gen or loadavg is None or tasks.read(loadavg) != tasks.last
                 or gpu_pids != plan.gpu_pids or now - self.trees_walked_at >= TREE_WALK_AT_LEAST_S
                 or now - self.last_scan >= self.scan_interval or now - plan.slow_at >= self.slow_refresh
                 or now - plan.sent_at >= FACT_RESEND_S or now - self.trees_moved_at < COMPILER_POLL_QUIET_S
