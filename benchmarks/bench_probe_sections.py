@@ -60,8 +60,11 @@ def wrap_parts(probe, totals: dict) -> None:
 
 
 def encode(frame: dict) -> bytes:
-    frame["v"] = agent.PROTOCOL_VERSION
-    return (json.dumps(frame, separators=(",", ":")) + "\n").encode()
+    return agent.encode_frame(frame)  # as the probe writes it
+
+
+def median_us(per: list[int] | None) -> int | None:
+    return sorted(per)[len(per) // 2] // 1000 if per else None
 
 
 def run_samples(probe, n: int, interval: float, sink, seen: dict | None = None) -> list[int]:
@@ -70,14 +73,17 @@ def run_samples(probe, n: int, interval: float, sink, seen: dict | None = None) 
     per = []
     next_tick = time.time()
     for _ in range(n):
+        lean_before = probe.lean_samples
         t0 = CPU()
         frame = probe.sample()
         sink.write(encode(frame))
         sink.flush()
         per.append(CPU() - t0)
         if seen is not None:
+            lean = probe.lean_samples != lean_before
+            seen.setdefault("lean_ns" if lean else "full_ns", []).append(per[-1])
             for name, value in (("mark_moved", probe.tasks_moved), ("trees_walked", getattr(probe, "walk_trees", True)),
-                                ("watched_procs", len(frame["procs"])),
+                                ("lean", lean), ("watched_procs", len(frame["procs"])),
                                 ("logs_grown", sum(1 for t in frame["tails"] if t.get("data")))):
                 seen[name] = seen.get(name, 0) + value
         next_tick += interval
@@ -236,13 +242,19 @@ def main() -> None:
             result = {
                 "gpu_source": probe.gpu.name, "gpus": len(getattr(probe.gpu, "handles", []) or []),
                 "jobs": args.jobs, "jobs_ready_after_s": ready, "samples": args.samples,
-                "sample_us_median_1hz": sorted(plain)[len(plain) // 2] // 1000,
-                "sample_us_median_20hz": sorted(plain_20hz)[len(plain_20hz) // 2] // 1000,
-                "wrapped_sample_us_median_1hz": sorted(wrapped)[len(wrapped) // 2] // 1000,
+                "sample_us_median_1hz": median_us(plain),
+                "sample_us_mean_1hz": round(sum(plain) / len(plain) / 1000),  # what the probe costs over time
+                "sample_us_median_20hz": median_us(plain_20hz),
+                "wrapped_sample_us_median_1hz": median_us(wrapped),
                 # at 1 Hz: how often loadavg's mark (tasks total, last pid) moved since the last sample, and
-                # how often the descendants were walked (the mark moved, a scan ran, or the 5 s safety net)
+                # how often the descendants were walked (the mark moved, a scan ran, facts sent again or the 30 s safety net)
                 "mark_moved_per_sample": round(seen["mark_moved"] / args.samples, 2),
                 "trees_walked_per_sample": round(seen["trees_walked"] / args.samples, 2),
+                # the share of samples that took the lean path (Probe.lean_sample), and each path's CPU
+                # (thread CPU with encode and write, median; None where no sample took it)
+                "lean_per_sample": round(seen["lean"] / args.samples, 2),
+                "lean_sample_us_median_1hz": median_us(seen.get("lean_ns")),
+                "full_sample_us_median_1hz": median_us(seen.get("full_ns")),
                 "watched_procs_per_sample": round(seen["watched_procs"] / args.samples, 2),
                 "logs_grown_per_sample": round(seen["logs_grown"] / args.samples, 2),
                 "calls_per_sample_1hz": calls_1hz,

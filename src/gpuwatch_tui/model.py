@@ -48,7 +48,7 @@ class FdTarget:
     path: str
     kind: str  # file, pipe, tty, socket, null, deleted, other, unknown
     append: bool = False
-    size: int | None = None  # for regular files
+    size: int | None = None  # a regular file's, where the reader took it (the restart capture); samples leave it out
 
 
 @quick_init

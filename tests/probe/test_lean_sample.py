@@ -1,7 +1,7 @@
 """The lean steady sample (Probe.lean_sample) writes the frame the full path writes: two probes over the same
 real processes, one allowed the lean path and one not, sampled back to back on one clock, frame after frame
-while logs grow, CPU moves, a process is stopped, a child starts, a child exits unreaped, a log is truncated
-and a watched process ends. The host's loadavg is a copy the test moves as the kernel would (a process started
+while logs grow, CPU moves, a process is stopped, a child starts, a child exits unreaped, a log is truncated,
+a process changes its working directory and a watched process ends; with and without /proc scan ticks. The host's loadavg is a copy the test moves as the kernel would (a process started
 or reaped): the shared test machine's own mark moves every second, where the lean path never runs."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import os
 import signal
 import subprocess
 import time
+
+import pytest
 
 # Burns CPU 10 ms in every 20.
 BURN = ("import time\n"
@@ -26,10 +28,13 @@ BUSY = ("import subprocess, sys, time\n"
         "    t = time.time() + 0.01\n"
         "    while time.time() < t: pass\n"
         "    print('step', time.time(), flush=True)\n" % BURN)
-# Starts a `sleep` on SIGUSR1 (and never reaps it: one that exits stays a zombie below it).
-STARTER = ("import signal, subprocess\n"
+# Starts a `sleep` on SIGUSR1 (and never reaps it: one that exits stays a zombie below it); moves to the
+# directory named by MOVE_TO on SIGUSR2.
+STARTER = ("import os, signal, subprocess\n"
            "def start(*_): print('N', subprocess.Popen(['sleep', '120']).pid, flush=True)\n"
+           "def move(*_): os.chdir(os.environ['MOVE_TO']); print('moved', flush=True)\n"
            "signal.signal(signal.SIGUSR1, start)\n"
+           "signal.signal(signal.SIGUSR2, move)\n"
            "print('ready', flush=True)\n"
            "while True: signal.pause()\n")
 IDLE = "import time; time.sleep(120)"
@@ -75,7 +80,8 @@ def first_line(proc, tag):
             return int(line[1]) if len(line) > 1 else None
 
 
-def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
+@pytest.mark.parametrize("scan_interval", [3600, 4])
+def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, scan_interval):
     loadavg = tmp_path / "loadavg"
     real = open("/proc/loadavg", "rb").read().split()
     total, last_pid = int(real[3].split(b"/")[1]), int(real[4])
@@ -90,7 +96,9 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
     log = tmp_path / "busy.log"
     with open(log, "a") as append:
         busy = spawn(BUSY, stdout=append, stderr=subprocess.STDOUT, start_new_session=True)
-    starter = spawn(STARTER, stdout=subprocess.PIPE, text=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    starter = spawn(STARTER, stdout=subprocess.PIPE, text=True, env=dict(os.environ, MOVE_TO=str(elsewhere)))
     assert first_line(starter, "ready") is None
     idle = spawn(IDLE)
     deadline = time.time() + 10
@@ -103,7 +111,8 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
     probe_ns["time"] = Clock
     probes = []
     for lean in (True, False):
-        probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600, "fact_deltas": True, "lean_sample": lean})
+        probe = probe_ns["Probe"]({"interval": 1, "scan_interval": scan_interval, "fact_deltas": True,
+                                   "lean_sample": lean})
         probe.set_wants({"pids": sorted(ours), "tails": {"busy": str(log)}})
         # Another user's Python job on this shared machine is not the test's to watch: judged as a job
         # candidate it would be watched by both probes, and its tree starting processes would turn the lean
@@ -116,6 +125,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
     lean_probe, full_probe = probes
     started = None
     lean_at = []
+    moved_seen = []  # the steps whose frame carried the starter's new working directory
     try:
         for step in range(48):
             if step == 2:  # a child started: the kernel handed out its pid
@@ -124,6 +134,9 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
                 move_mark(1)
             elif step == 14:
                 os.kill(idle.pid, signal.SIGSTOP)
+            elif step == 15:  # a fact the client has changes: at the next slow refresh, the full path sends it
+                os.kill(starter.pid, signal.SIGUSR2)
+                assert first_line(starter, "moved") is None
             elif step == 18:
                 os.truncate(log, 0)
             elif step == 22:
@@ -147,6 +160,8 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
             finally:
                 os.killpg(busy.pid, signal.SIGCONT)
             assert lean_frame == full_frame, "step %d" % step
+            if '"cwd":%s' % json.dumps(str(elsewhere)) in lean_frame:
+                moved_seen.append(step)
             if lean_probe.lean_samples > before:
                 lean_at.append(step)
             Clock.now += 1.0
@@ -161,7 +176,8 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
     assert full_probe.lean_samples == 0
     # The lean path ran where nothing was due and stood aside where something was due or unusual.
     # Full: the first two samples (no tree marks yet); a child started, and COMPILER_POLL_QUIET_S after (its
-    # tree started a process); each tree walk (TREE_WALK_AT_LEAST_S) and slow refresh; a zombie seen (at the
+    # tree started a process); each tree walk (TREE_WALK_AT_LEAST_S), fact resend and slow fact that changed;
+    # a scan's tick with a pid handed out since the last one; a zombie seen (at the
     # idle child's next read: its last read stands till then on both paths) and the quiet time after; the
     # sample after a watched process was reaped.
     lean = set(lean_at)
@@ -170,3 +186,40 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path):
     assert lean & {18, 19}, str(lean_at)  # at or right after the log's truncation
     assert len(lean & set(range(37, 44))) >= 2, str(lean_at)  # lean again after the zombie
     assert lean & {45, 46, 47}, str(lean_at)  # and after the reap
+    # The slow facts are read again on the lean path (every slow_refresh, 5 s), which stands aside for the
+    # sample whose facts changed; scan ticks with no pid handed out since the last are lean too.
+    # (sent again in full at FACT_RESEND_S)
+    assert moved_seen and 15 <= moved_seen[0] <= 20 and moved_seen[0] not in lean, (moved_seen, lean_at)
+    if scan_interval < 3600:
+        assert lean & set(range(16, 44, scan_interval)), str(lean_at)
+
+
+def test_the_trees_safety_walk_rides_on_the_samples_that_send_facts_again(probe_ns, spawn, tmp_path):
+    """A quiet job over 75 s: a task reaped elsewhere (at 10 s) walks the trees then; the walk the safety net
+    would add 30 s later rides on the sample that sends every fact again (FACT_RESEND_S) instead: the full
+    samples are the first ones, the reap's, and each resend's, each of them a tree walk."""
+    loadavg = tmp_path / "loadavg"
+    real = open("/proc/loadavg", "rb").read().split()
+    total, last_pid = int(real[3].split(b"/")[1]), int(real[4])
+    loadavg.write_bytes(b"0.50 0.40 0.30 1/%d %d\n" % (total, last_pid))
+    idle = spawn(IDLE)
+    Clock.now = time.time() + 60.0
+    probe_ns["time"] = Clock
+    probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600, "fact_deltas": True})
+    probe.set_wants({"pids": [idle.pid]})
+    probe.candidates.consider = lambda pid, now: None  # the shared machine's Python processes are not ours
+    probe_ns["PROC_LOADAVG"] = probe_ns["KeptFile"](str(loadavg), 128)
+    full, walked = [], []
+    for step in range(75):
+        if step == 10:  # a task reaped somewhere on the host: the mark moves
+            loadavg.write_bytes(b"0.50 0.40 0.30 1/%d %d\n" % (total - 1, last_pid))
+        before = probe.lean_samples
+        probe.sample()
+        if probe.lean_samples == before:
+            full.append(step)
+            if probe.walk_trees:
+                walked.append(step)
+        Clock.now += 1.0
+    resend = int(probe_ns["FACT_RESEND_S"])
+    assert probe_ns["TREE_WALK_AT_LEAST_S"] == resend  # (what lets the one ride on the other)
+    assert full == walked == [0, 10, resend, 2 * resend], (full, walked)

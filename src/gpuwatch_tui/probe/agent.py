@@ -37,9 +37,19 @@ _out_lock = threading.Lock()
 _children = []  # subprocesses we started (nvidia-smi); killed on exit
 
 
-def emit(frame):
+# One encoder for every frame: json.dumps with options builds a JSONEncoder per call. (No circular check:
+# a frame is a tree the probe builds.)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+
+
+def encode_frame(frame):
+    """A frame as written: one line of compact JSON, version stamped."""
     frame["v"] = PROTOCOL_VERSION
-    data = (json.dumps(frame, separators=(",", ":")) + "\n").encode()
+    return (_ENCODER.encode(frame) + "\n").encode()
+
+
+def emit(frame):
+    data = encode_frame(frame)
     with _out_lock:
         try:
             sys.stdout.buffer.write(data)
@@ -426,12 +436,10 @@ def fd_target(pid, fd):
 FD_FLAGS_REFRESH_S = 60.0  # an fd's open flags (fdinfo) are read again this often while its target stays
 
 
-def fd_target_again(pid, fd, last, now, same=None):
+def fd_target_again(pid, fd, last, now):
     """fd_target for a target read before (`last`, or None): while the link names the same path, its
-    open flags cannot have changed short of an fcntl (re-read every FD_FLAGS_REFRESH_S) and only a
-    file's size is read again: 1-2 system calls instead of 5 (readlink, fdinfo open/read/close, stat).
-    `same`: the other standard stream's fresh target; where the link names its path, its size is
-    this file's too (2>&1, the usual case). None if unreadable."""
+    open flags cannot have changed short of an fcntl (re-read every FD_FLAGS_REFRESH_S): one system call
+    instead of 5 (readlink, fdinfo open/read/close, stat). None if unreadable."""
     if last is None or now - last.get("flags_at", 0.0) >= FD_FLAGS_REFRESH_S:
         target = fd_target(pid, fd)
         if target is not None:
@@ -446,23 +454,16 @@ def fd_target_again(pid, fd, last, now, same=None):
         if target is not None:
             target["flags_at"] = now
         return target
-    target = dict(last)
-    if target["kind"] == "file":
-        if same is not None and same["path"] == path:
-            target["size"] = same["size"]
-        else:
-            try:
-                target["size"] = os.stat("/proc/%d/fd/%d" % (pid, fd)).st_size
-            except OSError:
-                target["size"] = None
-    return target
+    return last
 
 
 def fd_fact(target):
-    """A target as the frame carries it (without the probe's own bookkeeping)."""
+    """A target as the frame carries it (without the probe's own bookkeeping). Not its file's size: nothing
+    reads it (the engine reads a target's path and kind), and keeping it current cost a stat per process
+    every few seconds, and an entry whose facts changed every time it did (issue #7, round 10)."""
     if target is None:
         return None
-    return {"path": target["path"], "kind": target["kind"], "append": target["append"], "size": target["size"]}
+    return {"path": target["path"], "kind": target["kind"], "append": target["append"]}
 
 
 def python_unbuffered(cmdline, environ):
@@ -571,7 +572,7 @@ class ProcCache(object):
             except OSError:
                 facts["cwd"] = None
             out = facts["stdout_target"] = fd_target_again(pid, 1, facts.get("stdout_target"), now)
-            err = facts["stderr_target"] = fd_target_again(pid, 2, facts.get("stderr_target"), now, out)
+            err = facts["stderr_target"] = fd_target_again(pid, 2, facts.get("stderr_target"), now)
             facts["stdout"], facts["stderr"] = fd_fact(out), fd_fact(err)
             facts["slow_at"] = now
         return facts
@@ -743,8 +744,10 @@ IDLE_CHILD_READ_S = 5.0
 # read at least every IDLE_CHILD_READ_S, which bounds how late that is. A walk at least this often is the
 # safety net for what the mark cannot show at all: links the last /proc scan found (a child of a
 # non-main thread of a process with many threads is only found there) are walked at the scan's sample,
-# and any other case this reasoning missed is picked up within this interval.
-TREE_WALK_AT_LEAST_S = IDLE_CHILD_READ_S
+# and any other case this reasoning missed is picked up within this interval. It was IDLE_CHILD_READ_S (5 s)
+# until round 10: each walk is a full sample (Probe.lean_sample cannot walk), one in five, where nothing it
+# guards against had ever been seen; every other reason to walk is read at the sample it happens.
+TREE_WALK_AT_LEAST_S = 30.0
 
 
 def read_vsize(pid, files=None):
@@ -1078,10 +1081,11 @@ class NoGpu(object):
 # to this long is only a change that moves no memory at all. No verdict changes: the engine reads a job's GPU
 # from its pid being on the list, and a job that gets on or off a GPU moves the memory used (was 5 s).
 PROCS_MAX_AGE_S = 30.0
-# A GPU's temperature is read this often and repeated in between: a die's temperature moves over seconds,
-# and only the grid, the history and the metrics export show it (no rule of the engine reads it). One
-# driver call per GPU a sample saved.
-TEMP_EVERY_S = 5.0
+# A GPU's display-only readings, its temperature and SM clock, are read this often and repeated in between:
+# a die's temperature moves over seconds, and only the grid, the history and the metrics export show it;
+# the SM clock only the JSON and the metrics export carry (no rule of the engine reads either). Two driver
+# calls per GPU a sample saved (a cold one is ~50 us on an H200; issue #7, rounds 8 and 10).
+DISPLAY_READ_EVERY_S = 5.0
 
 
 class NvmlDirect(object):
@@ -1119,16 +1123,16 @@ class NvmlDirect(object):
         kind = dict(type(struct)._fields_)[name]
         return kind.from_buffer(struct, getattr(type(struct), name).offset)
 
-    def read(self, i, with_temp=True):
+    def read(self, i, with_display=True):
         """(util %, (memory used, total) as v1 reports them, power mW, temperature C, SM clock MHz).
-        `with_temp` False: the temperature is not read (None)."""
+        `with_display` False: the temperature and SM clock are not read (None)."""
         (h, util, mem, power, temp, clock, util_ref, mem_ref, power_ref, temp_ref, clock_ref,
          util_gpu, mem_used, mem_total) = self.gpus[i]
         return (util_gpu.value if self.util_fn(h, util_ref) == 0 else None,
                 (mem_used.value, mem_total.value) if self.mem_fn(h, mem_ref) == 0 else None,
                 power.value if self.power_fn(h, power_ref) == 0 else None,
-                temp.value if with_temp and self.temp_fn(h, self.sensor, temp_ref) == 0 else None,
-                clock.value if self.clock_fn(h, self.clock, clock_ref) == 0 else None)
+                temp.value if with_display and self.temp_fn(h, self.sensor, temp_ref) == 0 else None,
+                clock.value if with_display and self.clock_fn(h, self.clock, clock_ref) == 0 else None)
 
 
 class NvmlSource(object):
@@ -1159,8 +1163,8 @@ class NvmlSource(object):
         # Per GPU: (bytes v1 counts as used that v2 leaves out, v2's total). v2 memory costs ~80 us
         # on an H200 one second apart, v1 ~10 us: v1 is read each sample and this taken off it.
         self.reserved = [None] * len(self.handles)
-        self.temps = [None] * len(self.handles)  # the last temperature read (TEMP_EVERY_S)
-        self.temps_at = -TEMP_EVERY_S
+        self.display = [(None, None)] * len(self.handles)  # the last (temperature, SM clock) read (DISPLAY_READ_EVERY_S)
+        self.display_at = -DISPLAY_READ_EVERY_S
         self.driver = _s(self._try(nvml.nvmlSystemGetDriverVersion) or "") or None
         try:
             self.direct = NvmlDirect(nvml, self.handles)
@@ -1173,18 +1177,18 @@ class NvmlSource(object):
         except Exception:
             return None
 
-    def readings(self, i, h, with_temp=True):
+    def readings(self, i, h, with_display=True):
         """(util %, (memory used, total) per v1, power mW, temperature C, SM clock MHz); None where unreadable
-        (the temperature too where `with_temp` is False)."""
+        (the temperature and SM clock too where `with_display` is False)."""
         if self.direct is not None:
-            return self.direct.read(i, with_temp)
+            return self.direct.read(i, with_display)
         nvml, get = self.nvml, self._try
         util = get(nvml.nvmlDeviceGetUtilizationRates, h)
         mem = get(nvml.nvmlDeviceGetMemoryInfo, h)
         return (None if util is None else util.gpu, None if mem is None else (mem.used, mem.total),
                 get(nvml.nvmlDeviceGetPowerUsage, h),
-                get(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU) if with_temp else None,
-                get(nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM))
+                get(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU) if with_display else None,
+                get(nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM) if with_display else None)
 
     def memory(self, i, h, v1):
         """(used, total) in bytes as v2 reports them (what nvidia-smi shows: v2 excludes memory the
@@ -1234,17 +1238,17 @@ class NvmlSource(object):
             self.limits = [self._try(nvml.nvmlDeviceGetEnforcedPowerLimit, h) for h in self.handles]
             self.reserved = [None] * len(self.handles)  # measured again now and then
             self.limits_at = now
-        with_temp = not 0.0 <= mono - self.temps_at < TEMP_EVERY_S
-        if with_temp:
-            self.temps_at = mono
-        temps = self.temps
+        with_display = not 0.0 <= mono - self.display_at < DISPLAY_READ_EVERY_S
+        if with_display:
+            self.display_at = mono
+        display = self.display
         out = []
         for i, h in enumerate(self.handles):
-            util, v1, power, temp, clock = self.readings(i, h, with_temp)
-            if with_temp:
-                temps[i] = temp
+            util, v1, power, temp, clock = self.readings(i, h, with_display)
+            if with_display:
+                display[i] = (temp, clock)
             else:
-                temp = temps[i]
+                temp, clock = display[i]
             mem = self.memory(i, h, v1)
             limit = self.limits[i]
             mem_used = None if mem is None else mem[0]
@@ -1784,16 +1788,16 @@ class LeanPlan(object):
     """What a full sample leaves for the lean ones after it (Probe.lean_sample): the watched processes'
     stat descriptor keys and the facts a change of which the full path must see, in the frame's order."""
 
-    __slots__ = ("gen", "gpu_pids", "roots", "candidates", "tails", "dirs", "slow_at", "sent_at")
+    __slots__ = ("gen", "gpu_pids", "roots", "candidates", "tails", "dirs", "sent_at")
 
-    def __init__(self, gen, gpu_pids, roots, candidates, tails, dirs, slow_at, sent_at):
+    def __init__(self, gen, gpu_pids, roots, candidates, tails, dirs, sent_at):
         self.gen = gen  # the wants it was made for (Probe.wants_gen)
         self.gpu_pids = gpu_pids
-        self.roots = roots  # [(pid, its ProcFiles key, (ppid, start ticks, comm, sid, pgid))]
+        # [(pid, its ProcFiles key, (ppid, start ticks, comm, sid, pgid), its facts (ProcCache.static_facts))]
+        self.roots = roots
         self.candidates = candidates  # the frame's (the same while no pid is handed out or scan runs)
         self.tails = tails
         self.dirs = dirs
-        self.slow_at = slow_at  # the oldest slow facts' read (ProcCache.slow_facts)
         self.sent_at = sent_at  # the oldest full send of a process's facts (FrameDeltas, FACT_RESEND_S)
 
 
@@ -2068,12 +2072,16 @@ class Probe(object):
         self.pids_handed_out = self.sample_pids.changed(loadavg)
         self.tasks_moved = self.tasks.changed(loadavg)
         self.now = now
-        self.walk_trees = self.tasks_moved or now - self.trees_walked_at >= TREE_WALK_AT_LEAST_S
+        # A sample that sends facts in full again (FACT_RESEND_S) is a full one anyway: the safety walk rides on
+        # it (both every 30 s: one full sample for the two, not two).
+        resend = self.lean is not None and now - self.lean.sent_at >= FACT_RESEND_S
+        self.walk_trees = self.tasks_moved or resend or now - self.trees_walked_at >= TREE_WALK_AT_LEAST_S
         watched = gpu_pids | want
         # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
         # A walk only finds something new when a pid was handed out since the last one (processes
         # only leave otherwise, and the per-sample reads notice that), and then it reads the stat
         # of new pids only; every WALK_AT_LEAST_S one reads them all.
+        # (A tick with nothing to scan is the lean path's too: lean_sample.)
         if now - self.last_scan >= self.scan_interval:
             moved = self.walk_pids.changed(loadavg)  # asked every time, so it always covers one interval
             full = self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S
@@ -2147,7 +2155,7 @@ class Probe(object):
         if self.deltas is None or self.tasks.fd is None or self.tasks.last is None:
             return None
         roots = []
-        slow_at = sent_at = float("inf")
+        sent_at = float("inf")
         static = self.cache.static
         for proc in frame["procs"]:
             pid = proc["pid"]
@@ -2156,44 +2164,53 @@ class Probe(object):
                 return None
             s = s[1]
             facts = static.get((pid, s.start))
-            if facts is None:
+            if facts is None or "slow_at" not in facts:
                 return None
-            slow_at = min(slow_at, facts.get("slow_at", 0.0))
-            roots.append((pid, ("/proc/%d/stat" % pid, None), (s.ppid, s.ticks, s.comm, s.sid, s.pgid)))
+            roots.append((pid, ("/proc/%d/stat" % pid, None), (s.ppid, s.ticks, s.comm, s.sid, s.pgid), facts))
         for sent in (self.deltas.roots, self.deltas.children):
             for last in sent.values():
                 sent_at = min(sent_at, last[1])
-        return LeanPlan(gen, frozenset(gpu_pids), roots, frame["candidates"], tails, dirs, slow_at, sent_at)
+        return LeanPlan(gen, frozenset(gpu_pids), roots, frame["candidates"], tails, dirs, sent_at)
 
     def lean_sample(self, frame, now, loadavg, gpu_pids):
         """The sample while nothing structural is due: loadavg's mark stands (no process started or reaped:
-        no tree walk, no new pid to look at), no /proc scan, slow refresh or fact resend due, no candidate
-        undecided, no compiler poll running, the same wants and GPU processes. One loop over the watched
-        processes' kept stat descriptors and their last walk's descendants builds the entries the full path
-        would (each fact known to the client: the bare entry). The frame, or None where anything reads
-        unusual (a read failing, a zombie, a process's parent, start, name, session or group changed, a
-        reaped child's CPU): the full path then takes the sample, reading afresh."""
+        no tree walk, no new pid to look at), no /proc scan (a scan's tick with no pid handed out since the
+        last is taken here), tree walk or fact resend due, no candidate undecided, no compiler poll running,
+        the same wants and GPU processes. One loop over the watched processes' kept stat descriptors and their
+        last walk's descendants builds the entries the full path would (each fact known to the client: the
+        bare entry); a process's slow facts due are read again in it. The frame, or None where anything reads
+        unusual (a read failing, a zombie, a process's parent, start, name, session or group changed, its cwd
+        or output moved, a reaped child's CPU): the full path then takes the sample, reading afresh."""
         plan = self.lean
         tasks = self.tasks
         # (each due time tested as the full path tests it, the same float expression)
         if (plan.gen != self.wants_gen or loadavg is None or tasks.read(loadavg) != tasks.last
                 or gpu_pids != plan.gpu_pids or now - self.trees_walked_at >= TREE_WALK_AT_LEAST_S
-                or now - self.last_scan >= self.scan_interval or now - plan.slow_at >= self.slow_refresh
                 or now - plan.sent_at >= FACT_RESEND_S or now - self.trees_moved_at < COMPILER_POLL_QUIET_S
                 or self.compiler_watch.targets or self.compiler_watch.seen or self.compiler_watch.files.fds
                 or self.candidates.undecided or self.candidates.files.fds):
             return None
+        tick = now - self.last_scan >= self.scan_interval
+        if tick and (self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S
+                     or self.walk_pids.read(loadavg) != self.walk_pids.last):
+            return None  # a scan is due: a pid was handed out since the last tick, or the full walk
         files = self.files
+        cache, refresh = self.cache, self.slow_refresh
         kept, trees, watched = self.child_reads, self.trees, self.watched_now
         marks = self.tree_marks
         reads = {}
         procs = []
-        for pid, key, fixed in plan.roots:
+        for pid, key, fixed, facts in plan.roots:
             s = files.kept_stat(key, pid)
             if s is None:
                 return None
             if s.state == "Z" or (s.ppid, s.ticks, s.comm, s.sid, s.pgid) != fixed:
                 return None
+            if now - facts["slow_at"] >= refresh:  # as proc_info has it: the client's facts must still hold
+                slow = (facts["cwd"], facts["stdout"], facts["stderr"])
+                cache.slow_facts(pid, s.start, now, refresh)
+                if (facts["cwd"], facts["stdout"], facts["stderr"]) != slow:
+                    return None
             pids = trees.get((pid, s.ticks))
             if pids is None:
                 return None
@@ -2232,6 +2249,8 @@ class Probe(object):
                 kept_children[(child["pid"], child["start_ticks"])] = True
         self.child_reads = reads
         self.now = now
+        if tick:
+            self.last_scan = now  # (walk_pids' mark stands: nothing to scan)
         self.pids_handed_out = self.tasks_moved = self.walk_trees = False
         self.candidates.new_parents = set()  # (no pid handed out: no process started)
         self.lean_samples += 1

@@ -1,5 +1,5 @@
-"""A GPU's temperature is read every TEMP_EVERY_S and repeated in between (display only); every other
-reading is taken each sample. Replays the recorded H200 samples through the NVML stand-in of
+"""A GPU's display-only readings (temperature, SM clock) are read every DISPLAY_READ_EVERY_S and repeated in
+between; every other reading (utilisation, memory, power) is taken each sample. Replays the recorded H200 samples through the NVML stand-in of
 test_nvml_process_list, with the temperature calls counted."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from gpuwatch_tui.probe import agent
 from .test_nvml_process_list import recorded
 
 
-def test_the_temperature_is_read_every_few_seconds_and_the_rest_every_sample(monkeypatch):
+def test_temperature_and_clock_are_read_every_few_seconds_and_the_rest_every_sample(monkeypatch):
     nvml, phases = recorded()
-    calls = {"temp": 0, "power": 0}
-    temp, power = nvml.nvmlDeviceGetTemperature, nvml.nvmlDeviceGetPowerUsage
+    calls = {"temp": 0, "power": 0, "clock": 0}
+    temp, power, clock_info = nvml.nvmlDeviceGetTemperature, nvml.nvmlDeviceGetPowerUsage, nvml.nvmlDeviceGetClockInfo
 
     def count(name, fn):
         def counted(*args):
@@ -22,6 +22,7 @@ def test_the_temperature_is_read_every_few_seconds_and_the_rest_every_sample(mon
 
     nvml.nvmlDeviceGetTemperature = count("temp", temp)
     nvml.nvmlDeviceGetPowerUsage = count("power", power)
+    nvml.nvmlDeviceGetClockInfo = count("clock", clock_info)
     clock = [1000.0]
     monkeypatch.setattr(agent.time, "monotonic", lambda: clock[0])
     source = agent.NvmlSource(nvml)
@@ -32,14 +33,14 @@ def test_the_temperature_is_read_every_few_seconds_and_the_rest_every_sample(mon
     for n, i in enumerate(rows):
         nvml.play(i)
         sample = source.sample()
-        if n % int(agent.TEMP_EVERY_S) == 0:  # one second apart: read on every fifth sample, the first too
-            last_read = [g["temp_c"] for g in nvml.now]
-        assert [g["temp_c"] for g in sample] == last_read
+        if n % int(agent.DISPLAY_READ_EVERY_S) == 0:  # one second apart: read on every fifth sample, the first too
+            last_read = [(g["temp_c"], g["sm_clock_mhz"]) for g in nvml.now]
+        assert [(g["temp_c"], g["sm_clock_mhz"]) for g in sample] == last_read
         assert [g["power_w"] for g in sample] == [g["power_w"] for g in nvml.now]
         clock[0] += 1.0
     samples = len(rows)
     assert calls["power"] == samples * gpus
-    assert calls["temp"] == -(-samples // int(agent.TEMP_EVERY_S)) * gpus
+    assert calls["temp"] == calls["clock"] == -(-samples // int(agent.DISPLAY_READ_EVERY_S)) * gpus
 
 
 def test_gpu_facts_the_client_has_are_left_out_unbuilt_and_fill_back_to_the_full_entries(monkeypatch):
