@@ -86,10 +86,10 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, 
     real = open("/proc/loadavg", "rb").read().split()
     total, last_pid = int(real[3].split(b"/")[1]), int(real[4])
 
-    def move_mark(tasks):  # as the kernel does: a pid handed out, or a task reaped
+    def move_mark(tasks, pid=None):  # as the kernel does: a pid handed out (`pid`, the last), or a task reaped
         nonlocal total, last_pid
         total += tasks
-        last_pid += max(tasks, 0)
+        last_pid = max(last_pid, pid) if pid is not None else last_pid
         loadavg.write_bytes(b"0.50 0.40 0.30 1/%d %d\n" % (total, last_pid))
 
     move_mark(0)
@@ -131,7 +131,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, 
             if step == 2:  # a child started: the kernel handed out its pid
                 os.kill(starter.pid, signal.SIGUSR1)
                 started = first_line(starter, "N")
-                move_mark(1)
+                move_mark(1, started)
             elif step == 14:
                 os.kill(idle.pid, signal.SIGSTOP)
             elif step == 15:  # a fact the client has changes: at the next slow refresh, the full path sends it

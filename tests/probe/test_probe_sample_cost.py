@@ -78,6 +78,33 @@ def test_many_threads_still_walk_proc_for_children_of_other_threads(probe_ns, sp
         assert child in probe.children_of.get(parent.pid, [])  # found by the walk
 
 
+def test_a_new_child_of_another_thread_is_linked_at_the_next_sample_with_no_walk(probe_ns, spawn, tmp_path):
+    """A process with many threads has only its main thread's children file read: a child that another of
+    its threads starts is linked by the look at the new pids (JobCandidates.poll), at the next sample, with
+    no /proc walk between full ones (none runs without cmdline matches wanted)."""
+    limit = probe_ns["SMALL_THREAD_COUNT"]
+    go = tmp_path / "go"
+    parent = spawn("import os, subprocess, threading, time\n"
+                   "ev = threading.Event()\n"
+                   "for _ in range(%d): threading.Thread(target=ev.wait, daemon=True).start()\n"
+                   "def run():\n"
+                   "    while not os.path.exists(%r): time.sleep(0.02)\n"
+                   "    p = subprocess.Popen(['sleep', '60']); print(p.pid, flush=True); ev.wait()\n"
+                   "threading.Thread(target=run, daemon=True).start()\n"
+                   "print('up', flush=True); time.sleep(60)\n" % (limit + 2, str(go)))
+    assert parent.stdout.readline().strip() == "up"
+    probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 0})  # a walk would be due at every sample
+    probe.want_pids = {parent.pid}
+    probe.sample()  # the first: a full walk
+    walks = []
+    probe.scan = lambda now, full=True: walks.append(full)
+    go.touch()
+    child = int(parent.stdout.readline())
+    assert child in child_pids(probe.sample(), parent.pid)
+    assert child in probe.children_of.get(parent.pid, [])
+    assert walks == []
+
+
 def test_kept_descriptors_follow_their_process_and_close(probe_ns, spawn):
     files = probe_ns["ProcFiles"]()
     first = spawn("import time; time.sleep(60)")

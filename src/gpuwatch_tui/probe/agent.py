@@ -355,6 +355,50 @@ def all_pids():
     return out
 
 
+# A few new pids are looked at one by one rather than by listing /proc (344 us cold on the H200 host, and it
+# grows with the host's process count); past this many, a listing is cheaper.
+SPAN_LOOK_MAX = 32
+
+
+def handed_out_span(before, after):
+    """(first, last) of the pids handed out between two reads of a PidCursor's last pid, or None where not known
+    (no earlier read, a cursor that cannot tell, or the pid counter wrapped)."""
+    try:
+        first, last = int(before) + 1, int(after)
+    except (TypeError, ValueError):
+        return None
+    return (first, last) if first <= last else None
+
+
+def pid_leaders(first, last):
+    """The processes (thread group leaders) among pids first..last, and their stat bytes: ([pid], {pid: raw}).
+    A thread's pid is handed out from the same counter, and its /proc/TID/stat reads like a process's. Field
+    38 (exit_signal) tells most apart: a leader's is the signal its parent gets (SIGCHLD); a thread's is -1
+    (Linux) or 0 (gVisor). Where it is 0 or less, /proc/PID/status's Tgid says (a process cloned with no
+    exit signal reads 0 too)."""
+    pids, raws = [], {}
+    for pid in range(first, last + 1):
+        raw = read_raw("/proc/%d/stat" % pid)
+        if not raw:
+            continue  # ended already, or never handed out
+        fields = raw[raw.rfind(b")") + 2:].split(None, 36)
+        try:
+            leader = int(fields[35]) > 0
+        except (IndexError, ValueError):
+            leader = False
+        if not leader:
+            status = read_raw("/proc/%d/status" % pid) or b""
+            at = status.find(b"\nTgid:")
+            try:
+                if at < 0 or int(status[at + 6:status.index(b"\n", at + 1)]) != pid:
+                    continue  # a thread (or gone)
+            except ValueError:
+                continue
+        pids.append(pid)
+        raws[pid] = raw
+    return pids, raws
+
+
 class PidCursor(object):
     """Tells, for the price of one pread of /proc/loadavg, whether any process or thread was
     created since the last look: its last field is the pid the kernel handed out last.
@@ -403,9 +447,11 @@ class PidCursor(object):
         return moved
 
 
-def read_parent(pid):
-    """(ppid, start, comm) from /proc/PID/stat, parsing no more than the scan needs."""
-    raw = read_raw("/proc/%d/stat" % pid)
+def read_parent(pid, raw=None):
+    """(ppid, start, comm) from /proc/PID/stat (`raw`: its bytes, read already), parsing no more than the
+    scan needs."""
+    if raw is None:
+        raw = read_raw("/proc/%d/stat" % pid)
     if raw is None:
         return None
     rpar = raw.rfind(b")")
@@ -719,7 +765,13 @@ CANDIDATE_YOUNG_S = 30.0  # libraries load late (import torch takes seconds): re
 CANDIDATE_CHECKS = 20  # ... at most this many times
 CANDIDATE_RECHECK_S = 1.0  # ... at most this often
 CANDIDATE_MIN_VSIZE = 256 << 20  # address space below which torch cannot be loaded (libtorch_cpu: 400+ MiB)
-WALK_AT_LEAST_S = 60.0  # every process's stat is read again this often (new pids only in between)
+# Every process's stat is read again this often (a full /proc walk); in between, every new pid is looked at at
+# the sample after it was handed out (JobCandidates.poll). What only a full walk sees: a pid that ended and
+# was handed out again between two looks (the pid space wrapping within a second), a process adopted by
+# another (trees follow adoption themselves: TREE_WALK_AT_LEAST_S), and the host's process count. It was
+# 60 s until round 10 (issue #7): a full walk reads ~200 stats on an idle VM, 3.5 ms of CPU on the H200 host,
+# 60 us a sample at 1 Hz; a busy node has thousands of processes.
+WALK_AT_LEAST_S = 300.0
 # A descendant of a watched process (never a watched process itself) that was asleep (state S) with the same
 # CPU time at its last two reads is read again this often, and at once at the sample after a process started
 # or was reaped anywhere on the host (loadavg's tasks total and last pid, PidCursor(tasks=True)): in between, its entry
@@ -821,6 +873,7 @@ class JobCandidates(object):
         self.listed = None  # the pids of the last listing (listed again only when a pid was handed out)
         # The parents of the processes started since the last poll (set by poll; None: not known).
         self.new_parents = None
+        self.born = []  # (pid, ppid) of each process the last poll found started since the look before
         self.ancestors = probe_ancestors()
         self.me = os.getpid()  # asked once: each call is a system call
 
@@ -835,35 +888,55 @@ class JobCandidates(object):
         for pid in seen:
             self.consider(pid, now)
 
-    def poll(self, now, handed_out=True):
+    def poll(self, now, handed_out=True, span=None):
         """New pids since the last look, and young undecided ones again. Returns {pid: reason}.
         `handed_out`: whether a pid was handed out since the last poll (the sample's PidCursor, which
-        reads the bytes of /proc/loadavg the sample read: one cursor for both)."""
+        reads the bytes of /proc/loadavg the sample read: one cursor for both). `span`: (first, last) of
+        the pids handed out since then, where the cursor knows them: up to SPAN_LOOK_MAX are looked at one
+        by one (pid_leaders), no /proc listing; a listing counts every pid in it as new."""
         self.new_parents = None
-        try:
-            listed = all_pids() if handed_out else None
-        except OSError:
-            return self.found
+        self.born = born = []
         me = self.me
-        if listed is None:
+        raws = {}
+        if not handed_out:
+            fresh = None
+        elif self.listed is not None and span is not None and span[1] - span[0] < SPAN_LOOK_MAX:
+            last = self.listed
+            fresh, raws = pid_leaders(span[0], span[1])
+            last.update(fresh)  # (a listing forgets the ended ones)
+        else:
+            try:
+                listed = all_pids()
+            except OSError:
+                return self.found
+            last, self.listed = self.listed, set(listed)
+            # Only the pids not listed at the last look are new, and every pid handed out since (one that
+            # ended and was handed out again in between is listed at both looks).
+            if last is None:
+                fresh = listed
+            else:
+                fresh = self.listed - last
+                if span is not None:
+                    fresh.update(pid for pid in listed if span[0] <= pid <= span[1])
+        if fresh is None:
             self.new_parents = set()  # no pid handed out: no process started
         else:
-            last, self.listed = self.listed, set(listed)
-            # Only the pids not listed at the last look are new. Their parents say whose children lists
-            # changed (the sampler reads those again, keeps the others); a pid known from before that
-            # is new to the listing is read again too (a pid reused, or one a walk saw in between).
+            # The new pids' parents say whose children lists changed (the sampler reads those again, keeps
+            # the others); a pid known from before that is new is read again too (a pid reused, or one a
+            # walk saw in between).
             parents = set() if last is not None else None
-            for pid in (listed if last is None else self.listed - last):
+            for pid in fresh:
                 if pid == me:
                     continue
                 known = self.seen.get(pid)
                 if known is not None and last is None:
                     continue
-                parent = read_parent(pid)
+                parent = read_parent(pid, raws.get(pid))
                 if parent is None:
                     continue
                 if parents is not None:
                     parents.add(parent[0])
+                    born.append((pid, parent[0]))
                 if known is None or known[1] != parent[1]:
                     self.seen[pid] = parent
                     self.consider(pid, now)
@@ -2069,6 +2142,7 @@ class Probe(object):
             tails = list(self.tails.values())
             dirs = sorted(self.dirs.items())
             gen = self.wants_gen
+        before = self.sample_pids.last
         self.pids_handed_out = self.sample_pids.changed(loadavg)
         self.tasks_moved = self.tasks.changed(loadavg)
         self.now = now
@@ -2077,22 +2151,29 @@ class Probe(object):
         resend = self.lean is not None and now - self.lean.sent_at >= FACT_RESEND_S
         self.walk_trees = self.tasks_moved or resend or now - self.trees_walked_at >= TREE_WALK_AT_LEAST_S
         watched = gpu_pids | want
-        # Always scanned (amortised): a new job is found from its first scan, before any GPU use.
-        # A walk only finds something new when a pid was handed out since the last one (processes
-        # only leave otherwise, and the per-sample reads notice that), and then it reads the stat
-        # of new pids only; every WALK_AT_LEAST_S one reads them all.
+        # The /proc walk (scan): every WALK_AT_LEAST_S a full one reads every process's stat (a pid reused, a
+        # process adopted, the host's process count). In between, each sample where a pid was handed out looks
+        # at the new pids (JobCandidates.poll: a new job is found at once, before any GPU use) and links each
+        # to its parent below (children_of, walked at once: a child of a non-main thread of a process with many
+        # threads is found there, not in the children files read). So a walk between two full ones adds only
+        # cmdline matches: it runs, on a tick where a pid was handed out since the last, only where they are
+        # wanted. (Until round 10 it ran on every such tick, a full sample with its own /proc listing each.)
         # (A tick with nothing to scan is the lean path's too: lean_sample.)
         if now - self.last_scan >= self.scan_interval:
             moved = self.walk_pids.changed(loadavg)  # asked every time, so it always covers one interval
             full = self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S
-            if moved or full:
+            if full or (moved and self.matches):
                 self.scan(now, full)
                 self.walk_trees = True  # the links it found are followed now
             else:
                 self.last_scan = now
         for pids in self.match_pids.values():
             watched |= set(pids)
-        self.candidate_pids = self.candidates.poll(now, self.pids_handed_out)
+        candidates = self.candidates
+        self.candidate_pids = candidates.poll(now, self.pids_handed_out, handed_out_span(before, self.sample_pids.last))
+        children_of = self.children_of
+        for pid, ppid in candidates.born:
+            children_of.setdefault(ppid, []).append(pid)
         watched |= set(self.candidate_pids)
         self.watched_now = watched
         procs = []
@@ -2102,7 +2183,10 @@ class Probe(object):
         for pid in sorted(watched):
             s = read_stat(pid, self.files)
             if s is None or s.state == "Z":
-                continue  # a zombie has exited; only its parent has not collected it yet
+                # a zombie has exited; only its parent has not collected it yet. (A candidate that is gone is
+                # one no more, as the next walk would find: not read again.)
+                candidates.found.pop(pid, None)
+                continue
             current[pid] = s.start
             below = self.descendants(s)
             # Polled children of the last interval (CompilerWatch.poll) plus the ones alive now.
@@ -2192,8 +2276,8 @@ class Probe(object):
             return None
         tick = now - self.last_scan >= self.scan_interval
         if tick and (self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S
-                     or self.walk_pids.read(loadavg) != self.walk_pids.last):
-            return None  # a scan is due: a pid was handed out since the last tick, or the full walk
+                     or (self.matches and self.walk_pids.read(loadavg) != self.walk_pids.last)):
+            return None  # a walk is due: the full one, or cmdline matches with a pid handed out since the last
         files = self.files
         cache, refresh = self.cache, self.slow_refresh
         kept, trees, watched = self.child_reads, self.trees, self.watched_now
@@ -2249,8 +2333,9 @@ class Probe(object):
                 kept_children[(child["pid"], child["start_ticks"])] = True
         self.child_reads = reads
         self.now = now
-        if tick:
-            self.last_scan = now  # (walk_pids' mark stands: nothing to scan)
+        if tick:  # as the full path's tick with nothing to scan
+            self.walk_pids.changed(loadavg)
+            self.last_scan = now
         self.pids_handed_out = self.tasks_moved = self.walk_trees = False
         self.candidates.new_parents = set()  # (no pid handed out: no process started)
         self.lean_samples += 1
