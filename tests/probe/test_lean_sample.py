@@ -126,6 +126,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, 
     started = None
     lean_at = []
     moved_seen = []  # the steps whose frame carried the starter's new working directory
+    others = []
     try:
         for step in range(48):
             if step == 2:  # a child started: the kernel handed out its pid
@@ -145,6 +146,9 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, 
                 os.kill(started, signal.SIGKILL)
                 while state(started) != "Z":
                     time.sleep(0.01)
+            elif step == 40:  # a process starts elsewhere on the host: its pid is looked at, the trees stand
+                others.append(spawn(IDLE))
+                move_mark(1, others[-1].pid)
             elif step == 44:  # a watched process ends and is reaped
                 idle.kill()
                 idle.wait()
@@ -185,6 +189,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, 
     assert len(lean & set(range(14, 22))) >= 4, str(lean_at)  # with a process stopped
     assert lean & {18, 19}, str(lean_at)  # at or right after the log's truncation
     assert len(lean & set(range(37, 44))) >= 2, str(lean_at)  # lean again after the zombie
+    assert 40 in lean, str(lean_at)  # a process started elsewhere
     assert lean & {45, 46, 47}, str(lean_at)  # and after the reap
     # The slow facts are read again on the lean path (every slow_refresh, 5 s), which stands aside for the
     # sample whose facts changed; scan ticks with no pid handed out since the last are lean too.
@@ -194,32 +199,60 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, 
         assert lean & set(range(16, 44, scan_interval)), str(lean_at)
 
 
-def test_the_trees_safety_walk_rides_on_the_samples_that_send_facts_again(probe_ns, spawn, tmp_path):
-    """A quiet job over 75 s: a task reaped elsewhere (at 10 s) walks the trees then; the walk the safety net
-    would add 30 s later rides on the sample that sends every fact again (FACT_RESEND_S) instead: the full
-    samples are the first ones, the reap's, and each resend's, each of them a tree walk."""
+def test_the_safety_walk_rides_on_resends_and_a_process_started_elsewhere_is_lean(probe_ns, spawn, tmp_path):
+    """A job over 75 s. It starts a child at 10 s: its tree is walked then (and the samples while it may start
+    more are full, COMPILER_POLL_QUIET_S); the walk the safety net would add 30 s later rides on the sample
+    that sends every fact again (FACT_RESEND_S) instead. A process started elsewhere (at 45 s, its pid read
+    one by one) and one reaped elsewhere (at 50 s) are lean samples: the look at the new pid finds no parent
+    in the job's tree."""
     loadavg = tmp_path / "loadavg"
     real = open("/proc/loadavg", "rb").read().split()
     total, last_pid = int(real[3].split(b"/")[1]), int(real[4])
-    loadavg.write_bytes(b"0.50 0.40 0.30 1/%d %d\n" % (total, last_pid))
-    idle = spawn(IDLE)
+
+    def move_mark(tasks, pid=None):
+        nonlocal total, last_pid
+        total += tasks
+        last_pid = max(last_pid, pid) if pid is not None else last_pid
+        loadavg.write_bytes(b"0.50 0.40 0.30 1/%d %d\n" % (total, last_pid))
+
+    move_mark(0)
+    starter = spawn(STARTER, stdout=subprocess.PIPE, text=True, env=dict(os.environ, MOVE_TO="/"))
+    assert first_line(starter, "ready") is None
     Clock.now = time.time() + 60.0
     probe_ns["time"] = Clock
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600, "fact_deltas": True})
-    probe.set_wants({"pids": [idle.pid]})
+    probe.set_wants({"pids": [starter.pid]})
     probe.candidates.consider = lambda pid, now: None  # the shared machine's Python processes are not ours
     probe_ns["PROC_LOADAVG"] = probe_ns["KeptFile"](str(loadavg), 128)
-    full, walked = [], []
-    for step in range(75):
-        if step == 10:  # a task reaped somewhere on the host: the mark moves
-            loadavg.write_bytes(b"0.50 0.40 0.30 1/%d %d\n" % (total - 1, last_pid))
-        before = probe.lean_samples
-        probe.sample()
-        if probe.lean_samples == before:
-            full.append(step)
-            if probe.walk_trees:
-                walked.append(step)
-        Clock.now += 1.0
+    full, walked, kids = [], [], []
+    elsewhere = None
+    try:
+        for step in range(75):
+            if step == 10:  # the job starts a child
+                os.kill(starter.pid, signal.SIGUSR1)
+                kids.append(first_line(starter, "N"))
+                move_mark(1, kids[-1])
+            elif step == 45:  # a process starts elsewhere on the host
+                elsewhere = spawn(IDLE)
+                move_mark(1, elsewhere.pid)
+            elif step == 50:  # and is reaped
+                elsewhere.kill()
+                elsewhere.wait()
+                move_mark(-1)
+            before = probe.lean_samples
+            probe.sample()
+            if probe.lean_samples == before:
+                full.append(step)
+                if probe.walk_trees:
+                    walked.append(step)
+            Clock.now += 1.0
+    finally:
+        for pid in kids:
+            os.kill(pid, signal.SIGKILL)
     resend = int(probe_ns["FACT_RESEND_S"])
     assert probe_ns["TREE_WALK_AT_LEAST_S"] == resend  # (what lets the one ride on the other)
-    assert full == walked == [0, 10, resend, 2 * resend], (full, walked)
+    quiet = int(probe_ns["COMPILER_POLL_QUIET_S"])
+    assert walked == [0, 10, resend, 2 * resend], (full, walked)
+    # (full while the tree may start more, and the sample that ends the compiler polls)
+    assert [s for s in full if not 10 <= s <= 10 + quiet] == [0, resend, 2 * resend], full
+    assert probe.candidates.born == [] and 45 not in full and 50 not in full

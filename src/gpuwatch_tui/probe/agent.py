@@ -640,7 +640,10 @@ GPU_FACTS = ("uuid", "name", "mem_total_mib", "power_limit_w", "processes")
 TAIL_FACTS = ("path", "size", "mtime", "error")
 # Per-frame events, not state: left out when empty (the client reads them as empty).
 TAIL_EVENTS = (("data", ""), ("reset", False), ("skipped", 0), ("cut", []))
-FACT_RESEND_S = 30.0  # every fact is sent in full this often anyway: a client that dropped a frame recovers
+# Every fact is sent in full this often anyway (a client that dropped a frame recovers), all in one frame: a
+# frame that resends is a full sample (Probe.lean_sample), one per period, not one per entry first seen at
+# its own time (until round 10 each entry had its own period).
+FACT_RESEND_S = 30.0
 
 
 class FrameDeltas(object):
@@ -663,15 +666,17 @@ class FrameDeltas(object):
         self.children = {}
         self.gpus = {}
         self.tails = {}
+        self.resent_at = None  # the last frame that sent every fact in full (FACT_RESEND_S)
+        self.resend = True  # this frame does
 
     @classmethod
-    def _strip(cls, entry, key, names, sent, kept, now):
+    def _strip(cls, entry, key, names, sent, kept, now, resend):
         try:
             facts = cls.GETTERS[names](entry)
         except KeyError:
             facts = None
         last = sent.get(key)
-        if last is None or (now - last[1] >= FACT_RESEND_S and key not in kept):
+        if last is None or (resend and key not in kept):
             sent[key] = [dict((name, entry[name]) for name in names if name in entry), now, facts]
         elif facts is not None and facts == last[2]:
             for name in names:  # the client has every one of them
@@ -697,6 +702,7 @@ class FrameDeltas(object):
     def begin(self, now):
         """A frame starts: the processes of this frame are stripped as proc_info builds them."""
         self.now = now
+        self.resend = self.resent_at is None or now - self.resent_at >= FACT_RESEND_S
         self.kept_roots, self.kept_children, self.kept_gpus = {}, {}, {}
         self.known_gpus = set()  # indices of GPUs built without their facts (known_gpu)
 
@@ -716,17 +722,17 @@ class FrameDeltas(object):
 
     def _known(self, sent, kept, key, facts):
         last = sent.get(key)
-        if last is None or last[2] != facts or (self.now - last[1] >= FACT_RESEND_S and key not in kept):
+        if last is None or last[2] != facts or (self.resend and key not in kept):
             return False
         kept[key] = True
         return True
 
     def strip_root(self, entry, key):
         """A process entry with its facts (not known to the client): left with what it lacks."""
-        self._strip(entry, key, ROOT_FACTS, self.roots, self.kept_roots, self.now)
+        self._strip(entry, key, ROOT_FACTS, self.roots, self.kept_roots, self.now, self.resend)
 
     def strip_child(self, entry, key):
-        self._strip(entry, key, CHILD_FACTS, self.children, self.kept_children, self.now)
+        self._strip(entry, key, CHILD_FACTS, self.children, self.kept_children, self.now, self.resend)
 
     def apply(self, frame, now, procs_done=False):
         """Strip a whole frame. `procs_done`: its processes were stripped as they were built
@@ -742,14 +748,17 @@ class FrameDeltas(object):
         gpus, tails = self.kept_gpus, {}
         strip = self._strip
         known_gpus = self.known_gpus
+        resend = self.resend
         for gpu in frame["gpus"]:
             if gpu["index"] not in known_gpus:  # (those left out when built are kept already)
-                strip(gpu, gpu["index"], GPU_FACTS, self.gpus, gpus, now)
+                strip(gpu, gpu["index"], GPU_FACTS, self.gpus, gpus, now, resend)
         for tail in frame["tails"]:
             for name, empty in TAIL_EVENTS:
                 if name in tail and tail[name] == empty:
                     del tail[name]
-            strip(tail, tail["key"], TAIL_FACTS, self.tails, tails, now)
+            strip(tail, tail["key"], TAIL_FACTS, self.tails, tails, now, resend)
+        if resend:
+            self.resent_at = now
         self.roots = self._keep(self.roots, self.kept_roots)
         self.children = self._keep(self.children, self.kept_children)
         self.gpus = self._keep(self.gpus, gpus)
@@ -1861,17 +1870,18 @@ class LeanPlan(object):
     """What a full sample leaves for the lean ones after it (Probe.lean_sample): the watched processes'
     stat descriptor keys and the facts a change of which the full path must see, in the frame's order."""
 
-    __slots__ = ("gen", "gpu_pids", "roots", "candidates", "tails", "dirs", "sent_at")
+    __slots__ = ("gen", "gpu_pids", "roots", "candidates", "found", "tree_pids", "tails", "dirs")
 
-    def __init__(self, gen, gpu_pids, roots, candidates, tails, dirs, sent_at):
+    def __init__(self, gen, gpu_pids, roots, candidates, found, tree_pids, tails, dirs):
         self.gen = gen  # the wants it was made for (Probe.wants_gen)
         self.gpu_pids = gpu_pids
         # [(pid, its ProcFiles key, (ppid, start ticks, comm, sid, pgid), its facts (ProcCache.static_facts))]
         self.roots = roots
-        self.candidates = candidates  # the frame's (the same while no pid is handed out or scan runs)
+        self.candidates = candidates  # the frame's (the same while the look at new pids finds none)
+        self.found = found  # the candidates' pids (JobCandidates.found), as the frame's look left them
+        self.tree_pids = tree_pids  # every watched process and descendant: a new child of one is a full sample's
         self.tails = tails
         self.dirs = dirs
-        self.sent_at = sent_at  # the oldest full send of a process's facts (FrameDeltas, FACT_RESEND_S)
 
 
 class Probe(object):
@@ -1942,6 +1952,7 @@ class Probe(object):
         self.lean_allowed = bool(options.get("lean_sample", True))
         self.lean = None  # LeanPlan, made by each full sample
         self.lean_samples = 0
+        self.looked = False  # whether the sample's look at the new pids ran (look_at_new_pids)
 
     # settings, changed by requests (the dispatcher calls these on its reading thread) --------
     def set_wants(self, req):
@@ -2133,8 +2144,14 @@ class Probe(object):
             gpu_pids = set()
             frame["gpu_error"] = "%s: %s" % (self.gpu.name, exc)
         frame["gpus"] = gpus
+        # loadavg's marks, asked once a sample for both paths: a pid handed out (and which), a task reaped
+        before = self.sample_pids.last
+        self.pids_handed_out = self.sample_pids.changed(loadavg)
+        self.tasks_moved = self.tasks.changed(loadavg)
+        span = handed_out_span(before, self.sample_pids.last)
+        self.looked = False  # whether this sample's look at the new pids ran (lean_sample runs it first)
         if self.lean is not None and self.lean_allowed:
-            lean = self.lean_sample(frame, now, loadavg, gpu_pids)
+            lean = self.lean_sample(frame, now, loadavg, gpu_pids, span)
             if lean is not None:
                 return lean
         with self.lock:
@@ -2142,13 +2159,10 @@ class Probe(object):
             tails = list(self.tails.values())
             dirs = sorted(self.dirs.items())
             gen = self.wants_gen
-        before = self.sample_pids.last
-        self.pids_handed_out = self.sample_pids.changed(loadavg)
-        self.tasks_moved = self.tasks.changed(loadavg)
         self.now = now
         # A sample that sends facts in full again (FACT_RESEND_S) is a full one anyway: the safety walk rides on
         # it (both every 30 s: one full sample for the two, not two).
-        resend = self.lean is not None and now - self.lean.sent_at >= FACT_RESEND_S
+        resend = self.deltas is not None and self.deltas.resend
         self.walk_trees = self.tasks_moved or resend or now - self.trees_walked_at >= TREE_WALK_AT_LEAST_S
         watched = gpu_pids | want
         # The /proc walk (scan): every WALK_AT_LEAST_S a full one reads every process's stat (a pid reused, a
@@ -2170,10 +2184,8 @@ class Probe(object):
         for pids in self.match_pids.values():
             watched |= set(pids)
         candidates = self.candidates
-        self.candidate_pids = candidates.poll(now, self.pids_handed_out, handed_out_span(before, self.sample_pids.last))
-        children_of = self.children_of
-        for pid, ppid in candidates.born:
-            children_of.setdefault(ppid, []).append(pid)
+        if not self.looked:
+            self.look_at_new_pids(now, span)
         watched |= set(self.candidate_pids)
         self.watched_now = watched
         procs = []
@@ -2233,13 +2245,22 @@ class Probe(object):
         self.lean = self.lean_plan(frame, gen, gpu_pids, tails, dirs)
         return frame
 
+    def look_at_new_pids(self, now, span):
+        """The candidates' look at the pids handed out since the last sample (JobCandidates.poll); the new
+        processes linked to their parents (children_of)."""
+        candidates = self.candidates
+        self.candidate_pids = candidates.poll(now, self.pids_handed_out, span)
+        children_of = self.children_of
+        for pid, ppid in candidates.born:
+            children_of.setdefault(ppid, []).append(pid)
+        self.looked = True
+
     def lean_plan(self, frame, gen, gpu_pids, tails, dirs):
         """What the next samples read while nothing structural is due (lean_sample), or None: no lean sample
         without fact deltas (a bare entry is one whose facts the client has) or a mark to read."""
         if self.deltas is None or self.tasks.fd is None or self.tasks.last is None:
             return None
         roots = []
-        sent_at = float("inf")
         static = self.cache.static
         for proc in frame["procs"]:
             pid = proc["pid"]
@@ -2251,26 +2272,29 @@ class Probe(object):
             if facts is None or "slow_at" not in facts:
                 return None
             roots.append((pid, ("/proc/%d/stat" % pid, None), (s.ppid, s.ticks, s.comm, s.sid, s.pgid), facts))
-        for sent in (self.deltas.roots, self.deltas.children):
-            for last in sent.values():
-                sent_at = min(sent_at, last[1])
-        return LeanPlan(gen, frozenset(gpu_pids), roots, frame["candidates"], tails, dirs, sent_at)
+        tree_pids = set(pid for pid, _ in self.trees)
+        for pids in self.trees.values():
+            tree_pids.update(pids)
+        return LeanPlan(gen, frozenset(gpu_pids), roots, frame["candidates"], frozenset(self.candidate_pids),
+                        tree_pids, tails, dirs)
 
-    def lean_sample(self, frame, now, loadavg, gpu_pids):
-        """The sample while nothing structural is due: loadavg's mark stands (no process started or reaped:
-        no tree walk, no new pid to look at), no /proc scan (a scan's tick with no pid handed out since the
-        last is taken here), tree walk or fact resend due, no candidate undecided, no compiler poll running,
-        the same wants and GPU processes. One loop over the watched processes' kept stat descriptors and their
-        last walk's descendants builds the entries the full path would (each fact known to the client: the
-        bare entry); a process's slow facts due are read again in it. The frame, or None where anything reads
-        unusual (a read failing, a zombie, a process's parent, start, name, session or group changed, its cwd
-        or output moved, a reaped child's CPU): the full path then takes the sample, reading afresh."""
+    def lean_sample(self, frame, now, loadavg, gpu_pids, span):
+        """The sample while nothing structural is due: no /proc walk (a scan's tick with nothing to walk is
+        taken here), tree walk or fact resend due, no candidate undecided, no compiler poll running, the same
+        wants and GPU processes. One loop over the watched processes' kept stat descriptors and their last
+        walk's descendants builds the entries the full path would (each fact known to the client: the bare
+        entry); a process's slow facts due are read again in it. Where loadavg's mark moved (a process started
+        or reaped somewhere), the look at the new pids runs first, and every descendant is read: the trees
+        stand unless a new process's parent is in one (or a descendant reads gone, below). The frame, or None
+        where anything reads unusual (a read failing, a zombie, a process's parent, start, name, session or
+        group changed, its cwd or output moved, a reaped child's CPU, a new process below a watched one or a new
+        job candidate): the full path then takes the sample, reading afresh (the look's result stands)."""
         plan = self.lean
-        tasks = self.tasks
+        moved = self.tasks_moved
         # (each due time tested as the full path tests it, the same float expression)
-        if (plan.gen != self.wants_gen or loadavg is None or tasks.read(loadavg) != tasks.last
+        if (plan.gen != self.wants_gen or loadavg is None
                 or gpu_pids != plan.gpu_pids or now - self.trees_walked_at >= TREE_WALK_AT_LEAST_S
-                or now - plan.sent_at >= FACT_RESEND_S or now - self.trees_moved_at < COMPILER_POLL_QUIET_S
+                or self.deltas.resend or now - self.trees_moved_at < COMPILER_POLL_QUIET_S
                 or self.compiler_watch.targets or self.compiler_watch.seen or self.compiler_watch.files.fds
                 or self.candidates.undecided or self.candidates.files.fds):
             return None
@@ -2278,6 +2302,12 @@ class Probe(object):
         if tick and (self.last_scan == 0.0 or now - self.last_walk >= WALK_AT_LEAST_S
                      or (self.matches and self.walk_pids.read(loadavg) != self.walk_pids.last)):
             return None  # a walk is due: the full one, or cmdline matches with a pid handed out since the last
+        if moved:
+            self.look_at_new_pids(now, span)
+            new_parents = self.candidates.new_parents
+            if (new_parents is None or not new_parents.isdisjoint(plan.tree_pids)
+                    or self.candidate_pids.keys() != plan.found):
+                return None
         files = self.files
         cache, refresh = self.cache, self.slow_refresh
         kept, trees, watched = self.child_reads, self.trees, self.watched_now
@@ -2305,7 +2335,7 @@ class Probe(object):
                 prev = kept.get(child)
                 if prev is None:
                     return None
-                if prev[2] and 0.0 <= now - prev[1] < IDLE_CHILD_READ_S and child not in watched:
+                if not moved and prev[2] and 0.0 <= now - prev[1] < IDLE_CHILD_READ_S and child not in watched:
                     d = prev[0]  # idle: its last read stands (IDLE_CHILD_READ_S), as descendants has it
                     reads[child] = prev
                 else:
@@ -2336,8 +2366,9 @@ class Probe(object):
         if tick:  # as the full path's tick with nothing to scan
             self.walk_pids.changed(loadavg)
             self.last_scan = now
-        self.pids_handed_out = self.tasks_moved = self.walk_trees = False
-        self.candidates.new_parents = set()  # (no pid handed out: no process started)
+        self.walk_trees = False
+        if not self.looked:
+            self.candidates.new_parents = set()  # (no pid handed out: no process started)
         self.lean_samples += 1
         frame["procs"] = procs
         frame["gone"] = []
