@@ -660,8 +660,8 @@ class FrameDeltas(object):
     GETTERS = dict((names, itemgetter(*names)) for names in (ROOT_FACTS, CHILD_FACTS, GPU_FACTS, TAIL_FACTS))
 
     def __init__(self):
-        # (pid, start_ticks) -> [{fact: value last sent}, sent in full at, the last entry's facts (a tuple,
-        # or None where it lacked some)]
+        # (pid, start_ticks) -> [{fact: value last sent}, the last entry's facts (a tuple, or None where it
+        # lacked some)]
         self.roots = {}
         self.children = {}
         self.gpus = {}
@@ -670,15 +670,15 @@ class FrameDeltas(object):
         self.resend = True  # this frame does
 
     @classmethod
-    def _strip(cls, entry, key, names, sent, kept, now, resend):
+    def _strip(cls, entry, key, names, sent, kept, resend):
         try:
             facts = cls.GETTERS[names](entry)
         except KeyError:
             facts = None
         last = sent.get(key)
         if last is None or (resend and key not in kept):
-            sent[key] = [dict((name, entry[name]) for name in names if name in entry), now, facts]
-        elif facts is not None and facts == last[2]:
+            sent[key] = [dict((name, entry[name]) for name in names if name in entry), facts]
+        elif facts is not None and facts == last[1]:
             for name in names:  # the client has every one of them
                 del entry[name]
         else:
@@ -690,7 +690,7 @@ class FrameDeltas(object):
                         del entry[name]
                     else:
                         values[name] = value
-            last[2] = facts
+            last[1] = facts
         kept[key] = True
 
     @staticmethod
@@ -701,7 +701,6 @@ class FrameDeltas(object):
     # has the facts, and leaves them out unbuilt when it has, rather than building them to delete them.
     def begin(self, now):
         """A frame starts: the processes of this frame are stripped as proc_info builds them."""
-        self.now = now
         self.resend = self.resent_at is None or now - self.resent_at >= FACT_RESEND_S
         self.kept_roots, self.kept_children, self.kept_gpus = {}, {}, {}
         self.known_gpus = set()  # indices of GPUs built without their facts (known_gpu)
@@ -722,17 +721,17 @@ class FrameDeltas(object):
 
     def _known(self, sent, kept, key, facts):
         last = sent.get(key)
-        if last is None or last[2] != facts or (self.resend and key not in kept):
+        if last is None or last[1] != facts or (self.resend and key not in kept):
             return False
         kept[key] = True
         return True
 
     def strip_root(self, entry, key):
         """A process entry with its facts (not known to the client): left with what it lacks."""
-        self._strip(entry, key, ROOT_FACTS, self.roots, self.kept_roots, self.now, self.resend)
+        self._strip(entry, key, ROOT_FACTS, self.roots, self.kept_roots, self.resend)
 
     def strip_child(self, entry, key):
-        self._strip(entry, key, CHILD_FACTS, self.children, self.kept_children, self.now, self.resend)
+        self._strip(entry, key, CHILD_FACTS, self.children, self.kept_children, self.resend)
 
     def apply(self, frame, now, procs_done=False):
         """Strip a whole frame. `procs_done`: its processes were stripped as they were built
@@ -751,12 +750,12 @@ class FrameDeltas(object):
         resend = self.resend
         for gpu in frame["gpus"]:
             if gpu["index"] not in known_gpus:  # (those left out when built are kept already)
-                strip(gpu, gpu["index"], GPU_FACTS, self.gpus, gpus, now, resend)
+                strip(gpu, gpu["index"], GPU_FACTS, self.gpus, gpus, resend)
         for tail in frame["tails"]:
             for name, empty in TAIL_EVENTS:
                 if name in tail and tail[name] == empty:
                     del tail[name]
-            strip(tail, tail["key"], TAIL_FACTS, self.tails, tails, now, resend)
+            strip(tail, tail["key"], TAIL_FACTS, self.tails, tails, resend)
         if resend:
             self.resent_at = now
         self.roots = self._keep(self.roots, self.kept_roots)
@@ -803,9 +802,9 @@ IDLE_CHILD_READ_S = 5.0
 # descendant that reads gone (or a zombie) while the mark stood has its tree walked again at once with
 # every children list read afresh (an adopting subreaper's list included); every descendant's stat is
 # read at least every IDLE_CHILD_READ_S, which bounds how late that is. A walk at least this often is the
-# safety net for what the mark cannot show at all: links the last /proc scan found (a child of a
-# non-main thread of a process with many threads is only found there) are walked at the scan's sample,
-# and any other case this reasoning missed is picked up within this interval. It was IDLE_CHILD_READ_S (5 s)
+# safety net for what the mark cannot show at all: links found by a /proc walk or the look at new pids (a
+# child of a non-main thread of a process with many threads is only found there) are walked at their
+# sample, and any other case this reasoning missed is picked up within this interval. It was IDLE_CHILD_READ_S (5 s)
 # until round 10: each walk is a full sample (Probe.lean_sample cannot walk), one in five, where nothing it
 # guards against had ever been seen; every other reason to walk is read at the sample it happens.
 TREE_WALK_AT_LEAST_S = 30.0
