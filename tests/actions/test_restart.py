@@ -49,8 +49,16 @@ def test_buffered_job_restarted_unbuffered_streams_into_the_same_log(started, tm
     async def old_job_holds_gpu() -> bool:  # the old process stands in for its GPU memory
         return job.poll() is None
 
-    report = asyncio.run(restart_job(local_request, plan, old_job_holds_gpu, settings=ActionSettings(kill_grace_s=3),
+    marker_at_kill = []  # whether the log held the marker when the old job was first signalled
+
+    async def request(op: str, args: dict, timeout: float) -> dict:
+        if op in ("kill_tree", "signal") and not marker_at_kill:
+            marker_at_kill.append(b"=== gpuwatch: restarted with -u" in log.read_bytes())
+        return await local_request(op, args, timeout)
+
+    report = asyncio.run(restart_job(request, plan, old_job_holds_gpu, settings=ActionSettings(kill_grace_s=3),
                                      status_dir=str(status_dir)))
+    assert marker_at_kill == [True]  # a watching gpuwatch reads it no later than it sees the old run end
     assert report.spawned, report.summary()
     started.track(report.pid)
     started.track(report.wrapper_pid)
@@ -72,6 +80,7 @@ def test_buffered_job_restarted_unbuffered_streams_into_the_same_log(started, tm
     first, marker, rest = text.partition("=== gpuwatch: restarted with -u at ")
     assert marker and f"hello from pid {job.pid} token=tok-42" in first  # old content kept, before the marker
     assert f"by alice (was pid {job.pid}) ===\n" in rest and f"hello from pid {new} token=tok-42" in rest
+    assert text.count("=== gpuwatch: restarted") == 1  # written once, before the kill
     assert f"step 0 cwd={workdir} token=tok-42" in rest
 
     record = ops_spawn.op_run_status({"status_file": report.status_file})
@@ -144,3 +153,23 @@ def test_spawn_refuses_bad_requests_clearly(tmp_path):
         with pytest.raises(ops_base.OpError) as err:
             ops_spawn.op_spawn(args)
         assert err.value.code == code and words in err.value.message, (args, err.value.message)
+
+
+def test_a_log_note_goes_on_a_line_of_its_own_and_refuses_bad_requests(tmp_path):
+    import pytest
+
+    from .conftest import ops_base
+
+    log = tmp_path / "train.log"
+    log.write_bytes(b"step 1\npartial")  # the old run's last write did not end its line
+    assert ops_spawn.op_log_note({"path": str(log), "line": "=== restarted ==="}) == {"path": str(log)}
+    assert log.read_bytes() == b"step 1\npartial\n=== restarted ===\n"
+    cases = [({"path": "train.log", "line": "x"}, "bad-args", "absolute"),
+             ({"path": str(log), "line": " "}, "bad-args", "line"),
+             ({"path": str(log), "line": "x", "uid": 65534}, "wrong-user", "nobody"),
+             ({"path": str(tmp_path / "no" / "dir.log"), "line": "x"}, "log", "cannot write")]
+    for args, code, words in cases:
+        with pytest.raises(ops_base.OpError) as err:
+            ops_spawn.op_log_note(args)
+        assert err.value.code == code and words in err.value.message, (args, err.value.message)
+    assert log.read_bytes() == b"step 1\npartial\n=== restarted ===\n"  # nothing written by a refused note

@@ -82,10 +82,13 @@ class RestartPlan:
     warnings: tuple[str, ...] = ()
     kill_tree: JobTree | None = None
 
-    def spawn_args(self, status_dir: str | None = None) -> dict[str, Any]:
+    def spawn_args(self, status_dir: str | None = None, marker_noted: bool = False) -> dict[str, Any]:
+        """The spawn op's arguments. `marker_noted`: the marker is in the log already (log_note, before the
+        kill): an appended log does not get it twice; a rotated one starts with it."""
+        marker = "" if marker_noted and self.log_mode == "append" else self.marker
         args: dict[str, Any] = {"argv": list(self.argv), "cwd": self.cwd, "env": dict(self.env),
                                 "stdout": self.stdout, "stderr": self.stderr, "log_mode": self.log_mode,
-                                "marker": self.marker, "uid": self.uid}
+                                "marker": marker, "uid": self.uid}
         if status_dir:
             args["status_dir"] = status_dir
         return args
@@ -196,6 +199,18 @@ async def restart_job(request: Request, plan: RestartPlan, wait_gpu_free: GpuSti
     warnings = list(plan.warnings)
     base = dict(host=plan.host, job=plan.job, command=plan.command())
     kill = None
+    noted = False
+    if plan.kill_tree is not None and plan.marker and plan.stdout:
+        # The marker goes into the log before the old run is signalled: a gpuwatch that only watches reads it
+        # no later than it sees that run end, so it never judges the end a clean exit first (between the kill
+        # and the spawn, which waits for the GPU memory, lie seconds). Where it cannot be written now, the
+        # spawn writes it, as before.
+        try:
+            await request("log_note", {"path": plan.stdout, "line": plan.marker, "uid": plan.uid}, timeout)
+            noted = True
+        except Exception as exc:
+            if failure_of(exc) is None:
+                raise
     if plan.kill_tree is not None:
         kill = await kill_job(request, plan.kill_tree, settings.kill_grace_s, kill_wait_s=settings.kill_wait_s)
         if not kill.ok:
@@ -209,7 +224,7 @@ async def restart_job(request: Request, plan: RestartPlan, wait_gpu_free: GpuSti
         if not released:
             warnings.append(f"the old job's GPU memory was still held after {waited:.0f} s: started anyway")
     try:
-        reply = await request("spawn", plan.spawn_args(status_dir), timeout)
+        reply = await request("spawn", plan.spawn_args(status_dir, marker_noted=noted), timeout)
     except Exception as exc:
         failure = failure_of(exc)
         if failure is None:

@@ -247,12 +247,33 @@ def _check_spawn_args(args):
             raise OpError("bad-args", "%s must be an absolute path (or \"stdout\" for stderr)" % key)
     if args.get("stdout") == "stdout":
         raise OpError("bad-args", "stdout must be a path")
+    _check_uid(args)
+    return argv, cwd, env, mode
+
+
+def _check_uid(args):
     uid = args.get("uid")
     if uid is not None and int(uid) != os.geteuid():
         raise OpError("wrong-user", "the job ran as %s but this probe runs as %s: restart it as its own user "
                       "(connect as %s)" % (_user_name(int(uid)) or uid, _user_name(os.geteuid()),
                                            _user_name(int(uid)) or "uid %s" % uid))
-    return argv, cwd, env, mode
+
+
+def op_log_note(args):
+    """Append one line to a job's log, on a line of its own: a restart's marker, written before the old run
+    is signalled, so that whoever follows the log reads it no later than they see that run end."""
+    path, line = args.get("path"), args.get("line")
+    if not (isinstance(path, str) and path.startswith("/")):
+        raise OpError("bad-args", "path must be an absolute path")
+    if not isinstance(line, str) or not line.strip():
+        raise OpError("bad-args", "line must be a non-empty string")
+    _check_uid(args)
+    try:
+        fd, _ = _open_log(path, "append", line)
+    except (OSError, IOError) as exc:
+        raise OpError("log", "cannot write to the log %s: %s" % (path, os.strerror(exc.errno or 0)))
+    os.close(fd)
+    return {"path": path}
 
 
 def op_spawn(args):
@@ -383,4 +404,4 @@ def op_run_status(args):
     return record
 
 
-OPS = {"capture": op_capture, "spawn": op_spawn, "run_status": op_run_status}
+OPS = {"capture": op_capture, "spawn": op_spawn, "run_status": op_run_status, "log_note": op_log_note}
