@@ -58,10 +58,10 @@ def test_buffered_job_restarted_unbuffered_streams_into_the_same_log(started, tm
 
     report = asyncio.run(restart_job(request, plan, old_job_holds_gpu, settings=ActionSettings(kill_grace_s=3),
                                      status_dir=str(status_dir)))
-    assert marker_at_kill == [True]  # a watching gpuwatch reads it no later than it sees the old run end
     assert report.spawned, report.summary()
     started.track(report.pid)
     started.track(report.wrapper_pid)
+    assert marker_at_kill == [True]  # a watching gpuwatch reads it no later than it sees the old run end
     assert report.kill.ok and report.gpu_released is True
     assert job.wait(timeout=5) == -signal.SIGTERM
 
