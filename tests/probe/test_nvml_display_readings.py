@@ -71,3 +71,28 @@ def test_gpu_facts_the_client_has_are_left_out_unbuilt_and_fill_back_to_the_full
             assert filled == want
         clock[0] += 1.0
     assert left_out > len(phases["training"])  # most samples leave them out
+
+
+def test_a_gpus_facts_follow_a_new_power_limit_and_memory_total(monkeypatch):
+    """A GPU's facts are made again only when what they are made of moved: a new power limit (read every 30 s)
+    and a new memory total each show in the next entry built, with the same process list kept."""
+    nvml, phases = recorded()
+    wall, mono = [1000.0], [1000.0]
+    monkeypatch.setattr(agent.time, "monotonic", lambda: mono[0])
+    monkeypatch.setattr(agent.time, "time", lambda: wall[0])
+    source = agent.NvmlSource(nvml)
+    source.direct = None
+    nvml.play(phases["training"][0])
+    first = source.sample()[0]
+    for gpu in nvml.now:
+        gpu["power_limit_w"] = 500.0
+    wall[0] += 31.0  # past the limits' refresh (the process list, kept 30 s on the monotonic clock, stays)
+    mono[0] += 1.0
+    second = source.sample()[0]
+    assert first["power_limit_w"] != 500.0 and second["power_limit_w"] == 500.0
+    for gpu in nvml.now:
+        gpu["mem_total_mib"] -= 1024.0
+    wall[0] += 31.0  # the total as v2 reports it is measured again with the limits
+    mono[0] += 1.0
+    third = source.sample()[0]
+    assert third["mem_total_mib"] == first["mem_total_mib"] - 1024.0 and third["power_limit_w"] == 500.0
