@@ -193,3 +193,41 @@ def test_long_lines_are_cut_the_same_whatever_blocks_they_come_in(probe_ns, tmp_
             dropped += 1
     assert bytes(out) == bytes(kept)
     assert sum(n for _, n in cuts) + tail.dropping == dropped
+
+
+def test_a_growing_log_read_poll_by_poll_keeps_the_line_rule(tail_ns, tmp_path):
+    """Appends of short lines, carriage-return frames and lines over the cap, read poll by poll: a poll of a
+    growing log takes a short block of short lines as it is (inline) and anything else the general way; the
+    bytes that reach the client are the rule's, a byte at a time, whichever way each poll went."""
+    import random
+
+    ns, counting = tail_ns
+    rng = random.Random(11)
+    cap = 50
+    log = tmp_path / "train.log"
+    log.write_bytes(b"start\n")
+    tail = ns["Tail"]("k", str(log), 1 << 20)
+    tail.LINE_CAP_BYTES = cap
+    now = 1000.0
+    got, cut = bytearray(data(tail.poll(now))), 0
+    for _ in range(300):
+        append(log, b"".join(rng.choice([b"\n", b"\r", b"x" * rng.randint(0, 140), b"y" * rng.randint(0, 30)])
+                             for _ in range(rng.randint(0, 3))))
+        now += 0.01
+        chunk = tail.poll(now)
+        got += data(chunk)
+        cut += sum(n for _, n in chunk["cut"])
+    kept, dropped, line = bytearray(), 0, 0
+    for byte in log.read_bytes():  # the rule, a byte at a time
+        if byte in b"\r\n":
+            kept.append(byte)
+            line = 0
+        elif line < cap:
+            kept.append(byte)
+            line += 1
+        else:
+            dropped += 1
+    assert bytes(got) == bytes(kept)
+    assert cut + tail.dropping == dropped
+    assert counting.calls["pread"] > counting.calls["stat"]  # most polls were a growing log's single read
+    tail.close()

@@ -1702,9 +1702,25 @@ class Tail(object):
         if now is None:
             now = time.time()
         if self.grew >= 2 and self.fd is not None and now - self.checked_at < TAIL_CHECK_S:
-            chunk = self._poll_growing()
-            if chunk is not None:
-                return chunk
+            # The usual case inline, as _poll_growing would take it (four calls fewer a log, a sample): one short
+            # block (the end of what is there) with no line reaching LINE_CAP_BYTES. Nothing read, or a read that
+            # failed: the full way below, as _poll_growing has it; anything else goes through _poll_growing.
+            try:
+                block = os.pread(self.fd, self.BLOCK_BYTES, self.offset)
+            except OSError:
+                block = b""
+            n = len(block)
+            if 0 < n < self.BLOCK_BYTES and not self.dropping and self.line_len + n <= self.LINE_CAP_BYTES:
+                self.offset += n
+                end = max(block.rfind(b"\n"), block.rfind(b"\r"))
+                self.line_len = n - end - 1 if end >= 0 else self.line_len + n
+                return {"key": self.key, "path": self.path, "data": binascii.b2a_base64(block, newline=False).decode(
+                    "ascii"), "reset": False, "skipped": 0, "size": self.offset, "mtime": self.mtime, "error": None,
+                    "cut": []}
+            if n:
+                chunk = self._poll_growing()  # (it reads the block again)
+                if chunk is not None:
+                    return chunk
         chunk = {"key": self.key, "path": self.path, "data": "", "reset": False, "skipped": 0,
                  "size": None, "mtime": None, "error": None, "cut": []}
         grew, self.grew = self.grew, 0
