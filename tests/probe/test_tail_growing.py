@@ -41,6 +41,22 @@ def append(path, text: bytes) -> None:
         f.write(text)
 
 
+def line_rule(stream: bytes, cap: int) -> tuple[bytes, int]:
+    """What the client gets of `stream` by the long-line rule, a byte at a time: each line (or carriage-return
+    frame) keeps its first `cap` bytes; and how many bytes were dropped."""
+    kept, dropped, line = bytearray(), 0, 0
+    for byte in stream:
+        if byte in b"\r\n":
+            kept.append(byte)
+            line = 0
+        elif line < cap:
+            kept.append(byte)
+            line += 1
+        else:
+            dropped += 1
+    return bytes(kept), dropped
+
+
 def growing_tail(ns, log, now):
     """A Tail on `log` that read its backlog and then new bytes (two polls that grew, the path stat'ed
     at `now` + 1): pread-only from the next poll. Returns it and the mtime its last stat gave."""
@@ -181,17 +197,8 @@ def test_long_lines_are_cut_the_same_whatever_blocks_they_come_in(probe_ns, tmp_
         n = rng.randint(1, 90)
         tail._keep(stream[i:i + n], out, cuts)
         i += n
-    kept, dropped, line = bytearray(), 0, 0
-    for byte in stream:  # the rule, a byte at a time
-        if byte in b"\r\n":
-            kept.append(byte)
-            line = 0
-        elif line < cap:
-            kept.append(byte)
-            line += 1
-        else:
-            dropped += 1
-    assert bytes(out) == bytes(kept)
+    kept, dropped = line_rule(stream, cap)
+    assert bytes(out) == kept
     assert sum(n for _, n in cuts) + tail.dropping == dropped
 
 
@@ -217,17 +224,8 @@ def test_a_growing_log_read_poll_by_poll_keeps_the_line_rule(tail_ns, tmp_path):
         chunk = tail.poll(now)
         got += data(chunk)
         cut += sum(n for _, n in chunk["cut"])
-    kept, dropped, line = bytearray(), 0, 0
-    for byte in log.read_bytes():  # the rule, a byte at a time
-        if byte in b"\r\n":
-            kept.append(byte)
-            line = 0
-        elif line < cap:
-            kept.append(byte)
-            line += 1
-        else:
-            dropped += 1
-    assert bytes(got) == bytes(kept)
+    kept, dropped = line_rule(log.read_bytes(), cap)
+    assert bytes(got) == kept
     assert cut + tail.dropping == dropped
     assert counting.calls["pread"] > counting.calls["stat"]  # most polls were a growing log's single read
     tail.close()
