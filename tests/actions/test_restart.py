@@ -173,3 +173,32 @@ def test_a_log_note_goes_on_a_line_of_its_own_and_refuses_bad_requests(tmp_path)
             ops_spawn.op_log_note(args)
         assert err.value.code == code and words in err.value.message, (args, err.value.message)
     assert log.read_bytes() == b"step 1\npartial\n=== restarted ===\n"  # nothing written by a refused note
+
+
+def test_a_separate_stderr_log_gets_the_marker_before_the_kill_too(started, tmp_path):
+    """stdout and stderr to two files: both hold the marker when the old job is first signalled, once each."""
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    out_log, err_log = workdir / "out.log", workdir / "err.log"
+    with open(out_log, "wb") as out, open(err_log, "wb") as err:
+        job = started.popen([HOST_PYTHON, str(SCRIPTS / "buffered_job.py")], cwd=workdir, stdout=out, stderr=err,
+                            stdin=subprocess.DEVNULL, start_new_session=True, env={"PATH": "/usr/bin:/bin"})
+    wait_for(lambda: b"hello from" in err_log.read_bytes(), what="the job's first (stderr) line")
+    captured = ops_spawn.op_capture({"pid": job.pid, "start_ticks": ticks(job.pid)})
+    plan = build_restart(captured, host="gpu-1", job="buffered_job.py", local_user="alice",
+                         kill_tree=JobTree("gpu-1", "buffered_job.py", (proc_info(job.pid),)))
+    assert plan.stderr == str(err_log)
+    marked_at_kill = []
+
+    async def request(op: str, args: dict, timeout: float) -> dict:
+        if op in ("kill_tree", "signal") and not marked_at_kill:
+            marked_at_kill.append([b"=== gpuwatch: restarted" in p.read_bytes() for p in (out_log, err_log)])
+        return await local_request(op, args, timeout)
+
+    report = asyncio.run(restart_job(request, plan, settings=ActionSettings(kill_grace_s=3),
+                                     status_dir=str(tmp_path / "state")))
+    assert report.spawned, report.summary()
+    started.track(report.pid)
+    started.track(report.wrapper_pid)
+    assert marked_at_kill == [[True, True]]
+    assert [p.read_text().count("=== gpuwatch: restarted") for p in (out_log, err_log)] == [1, 1]

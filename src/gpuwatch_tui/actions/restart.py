@@ -188,6 +188,22 @@ async def wait_gpu_released(still_held: GpuStillHeld, limit_s: float, poll_s: fl
         await asyncio.sleep(poll_s)
 
 
+async def _note_marker(request: Request, plan: RestartPlan, timeout: float) -> bool:
+    """The marker written into the job's logs (stdout's, and stderr's where it has its own) before the old run
+    is signalled: a gpuwatch that only watches reads it no later than it sees that run end, so it never judges
+    the end a clean exit first (between the kill and the spawn, which waits for the GPU memory, lie seconds).
+    False where a log could not take it: the spawn writes it then, as before."""
+    paths = [plan.stdout] + ([plan.stderr] if plan.stderr not in ("stdout", plan.stdout) else [])
+    try:
+        for path in paths:
+            await request("log_note", {"path": path, "line": plan.marker, "uid": plan.uid}, timeout)
+    except Exception as exc:
+        if failure_of(exc) is None:
+            raise
+        return False
+    return True
+
+
 async def restart_job(request: Request, plan: RestartPlan, wait_gpu_free: GpuStillHeld | None = None,
                       timeout: float = 30.0, settings: ActionSettings = ActionSettings(), *,
                       status_dir: str | None = None) -> RestartReport:
@@ -200,18 +216,9 @@ async def restart_job(request: Request, plan: RestartPlan, wait_gpu_free: GpuSti
     base = dict(host=plan.host, job=plan.job, command=plan.command())
     kill = None
     noted = False
-    if plan.kill_tree is not None and plan.marker and plan.stdout:
-        # The marker goes into the log before the old run is signalled: a gpuwatch that only watches reads it
-        # no later than it sees that run end, so it never judges the end a clean exit first (between the kill
-        # and the spawn, which waits for the GPU memory, lie seconds). Where it cannot be written now, the
-        # spawn writes it, as before.
-        try:
-            await request("log_note", {"path": plan.stdout, "line": plan.marker, "uid": plan.uid}, timeout)
-            noted = True
-        except Exception as exc:
-            if failure_of(exc) is None:
-                raise
     if plan.kill_tree is not None:
+        if plan.marker and plan.stdout:
+            noted = await _note_marker(request, plan, timeout)
         kill = await kill_job(request, plan.kill_tree, settings.kill_grace_s, kill_wait_s=settings.kill_wait_s)
         if not kill.ok:
             failure = kill.failure or RequestFailure(
