@@ -34,7 +34,6 @@ def test_a_span_of_new_pids_is_read_without_listing_proc(probe_ns, spawn):
     span = (min(proc.pid, tid), max(proc.pid, tid))
     candidates.poll(1.0, True, span)
     assert listings == [1]  # read one by one
-    assert (proc.pid, proc.pid) not in candidates.born  # (no process is its own parent)
     born = dict(candidates.born)
     assert tid not in born and born.get(proc.pid) is not None  # the process linked to its parent, not the thread
     assert proc.pid in candidates.listed and proc.pid in candidates.seen

@@ -2176,7 +2176,7 @@ class Probe(object):
         before = self.sample_pids.last
         self.pids_handed_out = self.sample_pids.changed(loadavg)
         self.tasks_moved = self.tasks.changed(loadavg)
-        span = handed_out_span(before, self.sample_pids.last)
+        span = handed_out_span(before, self.sample_pids.last) if self.pids_handed_out else None
         self.looked = False  # whether this sample's look at the new pids ran (lean_sample runs it first)
         if self.lean is not None and self.lean_allowed:
             lean = self.lean_sample(frame, now, loadavg, gpu_pids, span)
