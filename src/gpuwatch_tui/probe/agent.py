@@ -567,6 +567,14 @@ DIST_ENV = frozenset((b"SLURM_JOB_ID", b"SLURM_PROCID", b"SLURM_NODEID", b"TORCH
 DIST_VALUE_MAX = 256
 
 
+# A process's cwd and stdout/stderr targets are read again `slow_refresh` (5 s) after they were read, then
+# twice as long after each read that found them the same, up to this many times `slow_refresh` (60 s): on a
+# host of long jobs that is 3 readlinks per job a minute instead of 36 (issue #7, round 11: they were 17% of
+# a sample's system calls). A change starts over at `slow_refresh`, and a new process is read at once, so a
+# job that moves its cwd or output early in its life (Hydra's chdir) is seen within seconds as before.
+SLOW_FACTS_BACKOFF = 12
+
+
 class ProcCache(object):
     """Facts that do not change while a process lives, keyed by (pid, start)."""
 
@@ -610,9 +618,12 @@ class ProcCache(object):
         return facts
 
     def slow_facts(self, pid, start, now, refresh):
-        """cwd and stdout/stderr targets: they rarely change, so re-read every `refresh` s."""
+        """cwd and stdout/stderr targets: they rarely change, so re-read `refresh` s after they were read, and
+        each time they read the same, twice as long after, up to SLOW_FACTS_BACKOFF times `refresh`; a change
+        starts over at `refresh`. Due when `now >= facts["slow_due"]` (absent: never read)."""
         facts = self.static_facts(pid, start)
-        if now - facts.get("slow_at", 0.0) >= refresh:
+        if now >= facts.get("slow_due", 0.0):
+            before = (facts.get("cwd"), facts.get("stdout"), facts.get("stderr"))
             try:
                 facts["cwd"] = os.readlink("/proc/%d/cwd" % pid)
             except OSError:
@@ -620,7 +631,14 @@ class ProcCache(object):
             out = facts["stdout_target"] = fd_target_again(pid, 1, facts.get("stdout_target"), now)
             err = facts["stderr_target"] = fd_target_again(pid, 2, facts.get("stderr_target"), now)
             facts["stdout"], facts["stderr"] = fd_fact(out), fd_fact(err)
+            every = facts.get("slow_every")
+            if every is None or (facts["cwd"], facts["stdout"], facts["stderr"]) != before:
+                every = refresh
+            else:
+                every = min(2 * every, SLOW_FACTS_BACKOFF * refresh)
+            facts["slow_every"] = every
             facts["slow_at"] = now
+            facts["slow_due"] = now + every
         return facts
 
     def forget_except(self, live_keys):
@@ -1078,7 +1096,7 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
     """A watched process's entry in a frame, its descendants' in it. `deltas` (FrameDeltas, begun for
     this frame): the facts the client has are left out, unbuilt; None: every fact, every frame."""
     facts = slow = cache.static_facts(stat.pid, stat.start)
-    if now - facts.get("slow_at", 0.0) >= refresh:  # (slow_facts keeps them in the static facts' dict)
+    if now >= facts.get("slow_due", 0.0):  # (slow_facts keeps them in the static facts' dict)
         cache.slow_facts(stat.pid, stat.start, now, refresh)
     # The last sample's entry, where it was built from these very Stats and slow facts and left every fact
     # out: while the client still has them all, it is this sample's entry too, not built again (an idle
@@ -2348,7 +2366,7 @@ class Probe(object):
                 return None
             if s.state == "Z" or (s.ppid, s.ticks, s.comm, s.sid, s.pgid) != fixed:
                 return None
-            if now - facts["slow_at"] >= refresh:  # as proc_info has it: the client's facts must still hold
+            if now >= facts["slow_due"]:  # as proc_info has it: the client's facts must still hold
                 slow = (facts["cwd"], facts["stdout"], facts["stderr"])
                 cache.slow_facts(pid, s.start, now, refresh)
                 if (facts["cwd"], facts["stdout"], facts["stderr"]) != slow:
