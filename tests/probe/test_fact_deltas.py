@@ -272,7 +272,9 @@ def test_gpus_and_tails_are_sent_as_deltas_and_read_as_full_frames(probe_ns):
         sent = json.loads(json.dumps(sent))  # as the wire carries it
         if t == 1:
             assert set(sent["gpus"][0]) == {"index", "util_pct", "mem_used_mib", "temp_c", "power_w", "sm_clock_mhz"}
-            assert sent["tails"] == [{"key": "job"}]  # a log that did not grow: its key alone
+            # a log that did not grow: its key and size (the size is sent every frame: a growing log's moves at
+            # every poll)
+            assert sent["tails"] == [{"key": "job", "size": 10}]
             assert not set(sent["procs"][0]) & {"cmdline", "cwd", "start_time", "user"}
         assert parse_sample(sent, cache) == parse_sample(full)
 

@@ -659,7 +659,9 @@ ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_re
               "env_readable", "uid", "user", "dist", "ppid", "start_time", "name", "sid", "pgid")
 CHILD_FACTS = ("cmdline", "uid", "user", "ppid", "name", "start_time")
 GPU_FACTS = ("uuid", "name", "mem_total_mib", "power_limit_w", "processes")
-TAIL_FACTS = ("path", "size", "mtime", "error")
+# (Not the size: a growing log's moves at every poll, and with it in, its facts never compared equal at once and
+# every tail took the slow way in _strip, each sample. Sent every frame; the client keeps it as a fact still.)
+TAIL_FACTS = ("path", "mtime", "error")
 # Per-frame events, not state: left out when empty (the client reads them as empty).
 TAIL_EVENTS = (("data", ""), ("reset", False), ("skipped", 0), ("cut", []))
 # Every fact is sent in full this often anyway (a client that dropped a frame recovers), all in one frame: a

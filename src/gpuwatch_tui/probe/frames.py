@@ -67,7 +67,7 @@ ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_re
               "env_readable", "uid", "user", "dist", "ppid", "start_time", "name", "sid", "pgid")
 CHILD_FACTS = ("cmdline", "uid", "user", "ppid", "name", "start_time")
 GPU_FACTS = ("uuid", "name", "mem_total_mib", "power_limit_w", "processes")
-TAIL_FACTS = ("path", "size", "mtime", "error")
+TAIL_FACTS = ("path", "size", "mtime", "error")  # (today's probe sends the size in every frame)
 _ROOT_FACTS = frozenset(ROOT_FACTS)
 _CHILD_FACTS = frozenset(CHILD_FACTS)
 _GPU_FACTS = frozenset(GPU_FACTS)
