@@ -106,9 +106,17 @@ def test_a_real_job_read_through_deltas_and_the_cache_equals_a_fresh_parse(probe
                 seen.append(reader.read(full, time.monotonic()))
 
         frames(6)
+        # Each step's change is seen before the next step starts (a process's cwd and output that read the same
+        # for a while are read less often: up to 12 x slow_refresh apart), then read unchanged for a few frames.
+        moved = {"1": lambda p: len(p.children) == 2, "2": lambda p: p.cwd == str(base / "elsewhere"),
+                 "3": lambda p: len(p.children) == 1}
         for step in ("1", "2", "3"):
             (base / step).touch()
-            frames(6)
+            deadline = time.monotonic() + 10
+            while not (seen and moved[step](seen[-1].procs[proc.pid])):
+                assert time.monotonic() < deadline, step
+                frames(1)
+            frames(3)
     finally:
         probe.close()
     mine = [s.procs[proc.pid] for s in seen]
