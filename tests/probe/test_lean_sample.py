@@ -6,11 +6,13 @@ or reaped): the shared test machine's own mark moves every second, where the lea
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
 import subprocess
 import time
+import types
 
 import pytest
 
@@ -106,7 +108,12 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, 
         assert time.time() < deadline, "the busy job starts"
         time.sleep(0.02)
     busy_child = int(log.read_bytes().split(b"C ", 1)[1].split()[0])
-    ours = {busy.pid, starter.pid, idle.pid}
+    # (the busy job's child is watched too: as a rank below its launcher, it is in a watched tree and watched
+    # itself, and read once a sample, counted below)
+    ours = {busy.pid, busy_child, starter.pid, idle.pid}
+    preads = collections.Counter()  # fd -> preads, the probes' own
+    probe_ns["os"] = types.SimpleNamespace(**dict(vars(os), pread=lambda fd, n, at: (
+        preads.update((fd,)), os.pread(fd, n, at))[1]))
     Clock.now = time.time() + 60.0
     probe_ns["time"] = Clock
     probes = []
@@ -159,11 +166,19 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, 
                 time.sleep(0.001)
             try:
                 before = lean_probe.lean_samples
+                read_before = preads.copy()
                 lean_frame = wire(lean_probe.sample(), ours)
                 full_frame = wire(full_probe.sample(), ours)
             finally:
                 os.killpg(busy.pid, signal.SIGCONT)
             assert lean_frame == full_frame, "step %d" % step
+            # The watched child read once, on either path (the lean path standing aside midway leaves the full
+            # path to read afresh: that sample is left out)
+            for probe, path in ((full_probe, "full"), (lean_probe, "lean")):
+                if path == "lean" and lean_probe.lean_samples == before:
+                    continue
+                fd = probe.files.fds[("/proc/%d/stat" % busy_child, None)]
+                assert preads[fd] - read_before[fd] == 1, "step %d, the %s path" % (step, path)
             if '"cwd":%s' % json.dumps(str(elsewhere)) in lean_frame:
                 moved_seen.append(step)
             if lean_probe.lean_samples > before:

@@ -15,11 +15,14 @@ def test_a_stat_that_reads_the_same_bytes_gives_the_same_stat_and_new_bytes_a_ne
     time.sleep(0.3)
     first = read_stat(idle.pid, files)
     assert first is not None and first.pid == idle.pid
+    files.begin_sample()
     assert read_stat(idle.pid, files) is first  # a sleeping process's stat does not move: not parsed again
     before = read_stat(busy.pid, files)
     time.sleep(0.2)  # 20 clock ticks of CPU at least
+    assert read_stat(busy.pid, files) is before  # read once in a sample
+    files.begin_sample()
     after = read_stat(busy.pid, files)
-    assert after is not before and after.cpu > before.cpu  # new bytes: parsed, the new CPU seen
+    assert after is not before and after.cpu > before.cpu  # the next sample: new bytes parsed, the new CPU seen
     files.end_sample()
     files.end_sample()  # not read during a sample: forgotten with its descriptor
     assert files.parsed == {} and files.fds == {}
@@ -31,6 +34,7 @@ def test_a_stat_kept_for_a_pid_is_never_another_processes(probe_ns, spawn):
     assert read_stat(job.pid, files).pid == job.pid
     job.kill()
     job.wait()
+    files.begin_sample()
     assert read_stat(job.pid, files) is None  # gone: not the kept Stat
 
 

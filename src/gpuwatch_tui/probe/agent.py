@@ -243,6 +243,10 @@ class ProcFiles(object):
         # path -> (bytes, what they were parsed into) at the last read: bytes that did not change
         # are not parsed again (an idle worker's stat reads the same sample after sample).
         self.parsed = {}
+        # path -> the Stat read in this sample (emptied as each sample begins: begin_sample): a process read
+        # twice in one sample is read once. Each rank of a torchrun job is watched itself and is its launcher's
+        # descendant: 8 ranks, 8 preads and parses a sample fewer.
+        self.stats_now = {}
 
     def read(self, path, owner=None):
         """The file's bytes or None. `owner`: the start ticks of the process whose file this is,
@@ -273,9 +277,16 @@ class ProcFiles(object):
         self.used.add(key)
         return data
 
+    def begin_sample(self):
+        """A sample begins: a stat read from here on is read again (once in the sample)."""
+        self.stats_now = {}
+
     def kept_stat(self, key, pid):
         """A /proc/PID/stat read through the descriptor kept for `key` only, not marked used (the lean
         sample's read): None where none is open, or it reads nothing or too little (the caller falls back)."""
+        s = self.stats_now.get(key[0])
+        if s is not None:
+            return s
         fd = self.fds.get(key)
         if fd is None:
             return None
@@ -283,7 +294,10 @@ class ProcFiles(object):
             raw = os.pread(fd, 4096, 0)
         except OSError:
             return None
-        return self.stat_of(key[0], pid, raw) if raw else None
+        if not raw:
+            return None
+        s = self.stats_now[key[0]] = self.stat_of(key[0], pid, raw)
+        return s
 
     def stat_of(self, path, pid, raw):
         """The Stat of these bytes of `path`: the last read's where the bytes are the same (not parsed again)."""
@@ -320,8 +334,14 @@ def read_stat(pid, files=None):
     path = "/proc/%d/stat" % pid
     if files is None:
         return parse_stat(pid, read_raw(path))
+    s = files.stats_now.get(path)
+    if s is not None:
+        return s
     raw = files.read(path)
-    return files.stat_of(path, pid, raw) if raw else None
+    if not raw:
+        return None
+    s = files.stats_now[path] = files.stat_of(path, pid, raw)
+    return s
 
 
 def parse_stat(pid, raw):
@@ -2181,6 +2201,7 @@ class Probe(object):
         now = time.time()
         # Read once: the load average and every pid cursor of this sample use these bytes.
         loadavg = PROC_LOADAVG.read()
+        self.files.begin_sample()
         if self.deltas is not None:
             self.deltas.begin(now)
         frame = {"type": "sample", "t": now, "gpu_source": self.gpu.name, "gpu_error": self.gpu.error}
@@ -2206,6 +2227,7 @@ class Probe(object):
             lean = self.lean_sample(frame, now, loadavg, gpu_pids, span)
             if lean is not None:
                 return lean
+            self.files.begin_sample()  # (the full path reads afresh)
         with self.lock:
             want = set(self.want_pids)
             tails = list(self.tails.values())
