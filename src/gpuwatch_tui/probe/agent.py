@@ -294,18 +294,18 @@ class ProcFiles(object):
             raw = os.pread(fd, 4096, 0)
         except OSError:
             return None
-        if not raw:
-            return None
-        s = self.stats_now[key[0]] = self.stat_of(key[0], pid, raw)
-        return s
+        return self.stat_of(key[0], pid, raw) if raw else None
 
     def stat_of(self, path, pid, raw):
-        """The Stat of these bytes of `path`: the last read's where the bytes are the same (not parsed again)."""
+        """The Stat of these bytes of `path`: the last read's where the bytes are the same (not parsed again).
+        It stands for the rest of the sample (stats_now)."""
         last = self.parsed.get(path)
         if last is not None and last[0] == raw:
-            return last[1]
-        s = parse_stat(pid, raw)
-        self.parsed[path] = (raw, s)
+            s = last[1]
+        else:
+            s = parse_stat(pid, raw)
+            self.parsed[path] = (raw, s)
+        self.stats_now[path] = s
         return s
 
     def keep(self, keys):
@@ -338,10 +338,7 @@ def read_stat(pid, files=None):
     if s is not None:
         return s
     raw = files.read(path)
-    if not raw:
-        return None
-    s = files.stats_now[path] = files.stat_of(path, pid, raw)
-    return s
+    return files.stat_of(path, pid, raw) if raw else None
 
 
 def parse_stat(pid, raw):
