@@ -229,3 +229,35 @@ def test_a_growing_log_read_poll_by_poll_keeps_the_line_rule(tail_ns, tmp_path):
     assert cut + tail.dropping == dropped
     assert counting.calls["pread"] > counting.calls["stat"]  # most polls were a growing log's single read
     tail.close()
+
+
+def test_a_growing_logs_bare_chunk_is_what_the_deltas_leave_of_its_full_chunk(probe_ns, tmp_path):
+    """A growing log whose facts the client has is built bare (key, data, size) rather than in full and then
+    stripped: two Tails on one log, one polled with FrameDeltas.known_tail and one in full, write the same
+    wire through both deltas, across stats (TAIL_CHECK_S), fact resends (FACT_RESEND_S) and a rotation."""
+    import json
+
+    ns = probe_ns
+    log = tmp_path / "train.log"
+    log.write_bytes(b"backlog\n")
+    bare, full = ns["Tail"]("job", str(log), 1 << 20), ns["Tail"]("job", str(log), 1 << 20)
+    bare_deltas, full_deltas = ns["FrameDeltas"](), ns["FrameDeltas"]()
+    built_bare = resent = 0
+    for t in range(75):  # past two resends and five stats of the path
+        now = 1000.0 + t
+        if t == 40:
+            os.replace(log, tmp_path / "train.log.1")  # rotated: the writer goes on in a new file
+        append(log, b"step %d\n" % t)
+        bare_deltas.begin(now)
+        full_deltas.begin(now)
+        frames = []
+        for tail, deltas, known in ((bare, bare_deltas, bare_deltas.known_tail), (full, full_deltas, None)):
+            frame = {"procs": [], "gpus": [], "tails": [tail.poll(now, known)]}
+            deltas.apply(frame, now, procs_done=True)
+            frames.append(json.dumps(frame))
+        assert frames[0] == frames[1], t
+        built_bare += "job" in bare_deltas.known_tails
+        resent += "path" in json.loads(frames[0])["tails"][0]
+        assert json.loads(frames[0])["tails"][0]["size"] == os.stat(log).st_size
+    assert built_bare >= 60  # the usual case: neither a stat nor a resend was due
+    assert resent >= 3  # the first frame, the rotation and the resends carry the path

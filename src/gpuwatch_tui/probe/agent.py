@@ -743,8 +743,9 @@ class FrameDeltas(object):
     def begin(self, now):
         """A frame starts: the processes of this frame are stripped as proc_info builds them."""
         self.resend = self.resent_at is None or now - self.resent_at >= FACT_RESEND_S
-        self.kept_roots, self.kept_children, self.kept_gpus = {}, {}, {}
+        self.kept_roots, self.kept_children, self.kept_gpus, self.kept_tails = {}, {}, {}, {}
         self.known_gpus = set()  # indices of GPUs built without their facts (known_gpu)
+        self.known_tails = set()  # keys of tails whose chunk was built without its facts (known_tail)
 
     def known_root(self, key, facts):
         """Does the client have these ROOT_FACTS values (a tuple in that order) of process `key`?"""
@@ -757,6 +758,13 @@ class FrameDeltas(object):
         """Does the client have these GPU_FACTS values of GPU `index`? (The source then leaves them out.)"""
         if self._known(self.gpus, self.kept_gpus, index, facts):
             self.known_gpus.add(index)
+            return True
+        return False
+
+    def known_tail(self, key, facts):
+        """Does the client have these TAIL_FACTS values of tail `key`? (Tail.poll then builds the bare chunk.)"""
+        if self._known(self.tails, self.kept_tails, key, facts):
+            self.known_tails.add(key)
             return True
         return False
 
@@ -785,14 +793,16 @@ class FrameDeltas(object):
                     del proc["compilers_seen"]
                 for child in proc["children"]:
                     self.strip_child(child, (child["pid"], child["start_ticks"]))
-        gpus, tails = self.kept_gpus, {}
+        gpus, tails = self.kept_gpus, self.kept_tails
         strip = self._strip
-        known_gpus = self.known_gpus
+        known_gpus, known_tails = self.known_gpus, self.known_tails
         resend = self.resend
         for gpu in frame["gpus"]:
             if gpu["index"] not in known_gpus:  # (those left out when built are kept already)
                 strip(gpu, gpu["index"], GPU_FACTS, self.gpus, gpus, resend)
         for tail in frame["tails"]:
+            if tail["key"] in known_tails:
+                continue  # built bare (kept already)
             for name, empty in TAIL_EVENTS:
                 if name in tail and tail[name] == empty:
                     del tail[name]
@@ -1731,8 +1741,10 @@ class Tail(object):
             os.close(self.fd)
             self.fd = None
 
-    def poll(self, now=None):
-        """This frame's chunk. While the log grows (the last two polls read new bytes up to its end),
+    def poll(self, now=None, known=None):
+        """This frame's chunk. `known(key, facts)` (FrameDeltas.known_tail): whether the client has these
+        TAIL_FACTS; where it has, the growing case builds the bare chunk (key, data, size), as the deltas would
+        leave it (None: every field, every frame). While the log grows (the last two polls read new bytes up to its end),
         one pread() at the offset, no stat: bytes that come mean the file was neither truncated (a read past the
         end gives nothing) nor replaced (a renamed log being written still grows: its bytes are the
         writer's); the size is where the read ended and the mtime stays the last stat's (the client
@@ -1755,9 +1767,11 @@ class Tail(object):
                 self.offset += n
                 end = max(block.rfind(b"\n"), block.rfind(b"\r"))
                 self.line_len = n - end - 1 if end >= 0 else self.line_len + n
-                return {"key": self.key, "path": self.path, "data": binascii.b2a_base64(block, newline=False).decode(
-                    "ascii"), "reset": False, "skipped": 0, "size": self.offset, "mtime": self.mtime, "error": None,
-                    "cut": []}
+                data = binascii.b2a_base64(block, newline=False).decode("ascii")
+                if known is not None and known(self.key, (self.path, self.mtime, None)):
+                    return {"key": self.key, "data": data, "size": self.offset}
+                return {"key": self.key, "path": self.path, "data": data, "reset": False, "skipped": 0,
+                        "size": self.offset, "mtime": self.mtime, "error": None, "cut": []}
             if n:
                 chunk = self._poll_growing()  # (it reads the block again)
                 if chunk is not None:
@@ -2449,7 +2463,8 @@ class Probe(object):
 
     def finish(self, frame, now, loadavg, tails, dirs):
         """The frame's fields after its processes, the same on both paths (the key order is the wire's)."""
-        frame["tails"] = [t.poll(now) for t in tails]
+        known = None if self.deltas is None else self.deltas.known_tail
+        frame["tails"] = [t.poll(now, known) for t in tails]
         frame["dirs"] = [dir_stat(k, p) for k, p in dirs]
         frame["probe_cpu_s"] = self.own_cpu.get(now)  # our own cost, for the overhead figure
         frame["scanned_procs"] = self.scanned_procs
