@@ -96,24 +96,13 @@ async def diagnose_host(host: HostConfig, settings: Settings, connector) -> Host
 
 
 # -- reachability ---------------------------------------------------------------------------
-def _resolved_target(host: HostConfig, connector) -> tuple[str, int]:
-    """The address and port ssh would dial, after ~/.ssh/config (HostName, Port)."""
-    import asyncssh
-
-    options = asyncssh.SSHClientConnectionOptions(
-        host=host.host or host.ssh, port=host.port if host.port is not None else (),
-        config=connector.config_files(), known_hosts=None,
-    )
-    return options.host, options.port
-
-
 async def check_reachability(host: HostConfig, settings: Settings, connector) -> Check:
     target = host.host or host.ssh
-    jump = host.jump or connector._config_proxy_jump(target, host.port, host.user)
+    jump = connector.jump_for(host)
     if jump:
         return Check("reachability", SKIP, f"reached through jump host {jump}: the login below checks the path")
     try:
-        address, port = _resolved_target(host, connector)
+        address, port = connector.resolved_target(host)
     except Exception as exc:  # a broken ssh config: asyncssh says what
         return Check("reachability", FAIL, f"ssh config for {target!r} could not be read: {exc}",
                      "fix the ssh config entry for this host")
@@ -282,33 +271,13 @@ def ptrace_check(located: dict) -> Check:
 
 # -- channel headroom -----------------------------------------------------------------------
 async def check_headroom(conn, timeout: float, bound: int = HEADROOM_BOUND) -> Check:
-    """Open up to `bound` extra session channels (each runs `cat`, which ends at EOF), then close all."""
-    import asyncssh
+    """Open up to `bound` extra session channels, then close all (transport.ssh_headroom)."""
+    from ..transport.ssh_headroom import session_headroom
 
-    opened = []
-    refused: str | None = None
-    try:
-        while len(opened) < bound:
-            try:
-                opened.append(await asyncio.wait_for(conn.create_process("cat"), timeout))
-            except asyncssh.ChannelOpenError as exc:
-                refused = exc.reason or "refused"
-                break
-    except (asyncio.TimeoutError, TimeoutError, asyncssh.Error, OSError) as exc:
-        return Check("channel-headroom", WARN, f"could not test: {type(exc).__name__}: {exc}")
-    finally:
-        for process in opened:
-            try:
-                process.stdin.write_eof()
-            except Exception:
-                pass
-            process.close()
-        for process in opened:
-            try:
-                await asyncio.wait_for(process.wait_closed(), 3)
-            except Exception:
-                pass
-    free = len(opened)
+    headroom = await session_headroom(conn, bound, timeout)
+    if headroom.error is not None:
+        return Check("channel-headroom", WARN, f"could not test: {headroom.error}")
+    free, refused = headroom.opened, headroom.refused
     facts = {"extra_sessions_opened": free, "bound": bound, "refused": refused}
     if refused is None:
         return Check("channel-headroom", PASS, f"{free} more session channels open beside the probe's "

@@ -69,11 +69,24 @@ class SshConnector:
         assert host.ssh is not None
         target = host.host or host.ssh
         opts = self._options(target, host.port, host.user, host.identity_file)
-        jump = host.jump or self._config_proxy_jump(target, host.port, host.user)
+        jump = self.jump_for(host)
         if jump:
             opts["tunnel"] = await self._jump(jump)
         async with self._slots:
             return await self._open(opts, host.name)
+
+    def jump_for(self, host: HostConfig) -> str | None:
+        """The jump host this host is reached through: its own `jump`, else the ssh config's ProxyJump."""
+        return host.jump or self._config_proxy_jump(host.host or host.ssh, host.port, host.user)
+
+    def resolved_target(self, host: HostConfig) -> tuple[str, int]:
+        """The address and port ssh would dial, after ~/.ssh/config (HostName, Port). Raises where the
+        config cannot be read (asyncssh says what)."""
+        options = asyncssh.SSHClientConnectionOptions(
+            host=host.host or host.ssh, port=host.port if host.port is not None else (),
+            config=self.config_files(), known_hosts=None,
+        )
+        return options.host, options.port
 
     def _config_proxy_jump(self, target: str, port: int | None, user: str | None) -> str | None:
         """The ProxyJump the ssh config gives this host, so that we open (and share) the jump
