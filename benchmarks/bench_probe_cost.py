@@ -274,7 +274,8 @@ async def _link_probe_cost(jobs: HostJobs, samples: int, interval: float, steady
                       "cpu_ms_per_sample": round(1000 * (run_seconds(pid) - steady_run) / samples, 3)}
     finally:
         await link.close()
-    return {"probe_age_s_at_start": round(start - started, 1), "steady": steady, "gpu_source": frame["gpu_source"], "gpus": len(frame["gpus"]), "procs_reported": len(frame["procs"]),
+    return {"probe_age_s_at_start": round(start - started, 1), "steady": steady,
+            "gpu_source": frame["gpu_source"], "gpus": len(frame["gpus"]), "procs_reported": len(frame["procs"]),
             "children_per_proc": [len(p["children"]) for p in frame["procs"]],
             "candidates": len(frame.get("candidates", {})), "host_processes": frame.get("scanned_procs"),
             "jobs_age_s_at_start": round(first_age, 1), "samples": samples, "interval_s": interval,

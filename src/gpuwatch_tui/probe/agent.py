@@ -1744,9 +1744,9 @@ class Tail(object):
     def poll(self, now=None, known=None):
         """This frame's chunk. `known(key, facts)` (FrameDeltas.known_tail): whether the client has these
         TAIL_FACTS; where it has, the growing case builds the bare chunk (key, data, size), as the deltas would
-        leave it (None: every field, every frame). While the log grows (the last two polls read new bytes up to its end),
-        one pread() at the offset, no stat: bytes that come mean the file was neither truncated (a read past the
-        end gives nothing) nor replaced (a renamed log being written still grows: its bytes are the
+        leave it (None: every field, every frame). While the log grows (the last two polls read new bytes up to
+        its end), one pread() at the offset, no stat: bytes that come mean the file was neither truncated (a read
+        past the end gives nothing) nor replaced (a renamed log being written still grows: its bytes are the
         writer's); the size is where the read ended and the mtime stays the last stat's (the client
         times a growing log by its new bytes, not its mtime). A read that gives nothing, or
         TAIL_CHECK_S since the last stat, goes the full way (stat the path: rotation, deletion,
