@@ -62,8 +62,8 @@ class MonitorSource:
         self._alert_write = write
 
     def _start_alerts(self, monitor) -> None:
-        alerts = getattr(monitor.config, "alerts", None)
-        if self.alerts is not None or alerts is None or not alerts.enabled:
+        alerts = monitor.config.alerts
+        if self.alerts is not None or not alerts.enabled:
             return
         if self._alert_toast is None and self._alert_write is None:
             return  # not asked for (e.g. a test of the source alone)
