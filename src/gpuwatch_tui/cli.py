@@ -24,6 +24,7 @@ from .actions import registry  # noqa: E402
 from .config import Config, load_config  # noqa: E402
 from .errors import ConfigError  # noqa: E402
 from .gc_policy import relax_gc  # noqa: E402
+from .vocab import HOST_OK_STATES  # noqa: E402
 
 if _collector_was_on:
     gc.enable()
@@ -328,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
 def status_exit_code(snapshot: dict) -> int:
     """0 when every host is connected, else 3 (a script can tell `status` found trouble)."""
     hosts = snapshot.get("hosts") or []
-    return EXIT_OK if all(h.get("state") == "connected" for h in hosts) else EXIT_NOT_CONNECTED
+    return EXIT_OK if all(h.get("state") in HOST_OK_STATES for h in hosts) else EXIT_NOT_CONNECTED
 
 
 async def run_status(config: Config, as_json: bool, window: float | None) -> int:
@@ -370,9 +371,7 @@ async def run_status(config: Config, as_json: bool, window: float | None) -> int
 async def _wait_jobs_observed(monitor: Monitor, limit: float) -> None:
     """A one-shot verdict needs each job's log read once and two CPU samples: a job first seen in
     the last frame of the window would otherwise print `unknown (observing)`. Wait up to `limit`."""
-    ready = getattr(monitor.tracker, "ready", None)
-    if ready is None:
-        return
+    ready = monitor.tracker.ready
     deadline = time.monotonic() + limit
     while not all(ready(host) for host in monitor.sessions) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)

@@ -25,15 +25,14 @@ def _reached_over_ssh(host: HostConfig) -> bool:
 
 
 class Monitor:
-    def __init__(self, config: Config, tracker=None) -> None:
+    def __init__(self, config: Config) -> None:
+        from .actions.job_facts import JobFacts
+        from .jobs.integration import make_tracker  # the rules load here, not at import
+
         self.config = config
         self.settings = config.settings
         self.store = Store([h.name for h in config.hosts], config.settings.history)
-        if tracker is None:
-            from .jobs.integration import make_tracker  # the rules load here, not at import
-
-            tracker = make_tracker(config)
-        self.tracker = tracker
+        self.tracker = make_tracker(config)
         self.connector = None
         if any(_reached_over_ssh(h) for h in config.hosts):
             from .transport.ssh import SshConnector  # asyncssh only when a host needs it
@@ -44,11 +43,7 @@ class Monitor:
             h.name: make_feed(h, config.settings, self, self.connector) for h in config.hosts
         }
         self.last_samples: dict[str, HostSample] = {}  # host -> its latest frame (GPU holders for actions)
-        self.job_facts = None
-        if tracker is not None:
-            from .actions.job_facts import JobFacts
-
-            self.job_facts = JobFacts(self)  # restart facts at discovery, a restarted run's exit status
+        self.job_facts = JobFacts(self)  # restart facts at discovery, a restarted run's exit status
         self._pushed: dict = {}  # host -> the ProbeWants last pushed to its feed
         self._subscribers: list[Callable[[], None]] = []
         self._settled = {name: asyncio.Event() for name in self.sessions}
@@ -67,11 +62,10 @@ class Monitor:
         self.last_samples[host] = sample
         # A sample without process facts (Prometheus while SSH is down) updates the GPUs only: fed to the
         # job engine its empty process list would end every job on the host.
-        if self.tracker is not None and sample.procs_known:
+        if sample.procs_known:
             self.tracker.update(host, sample, time.time())
             self._push_wants(host)
-            if self.job_facts is not None:
-                self.job_facts.on_sample(host)
+            self.job_facts.on_sample(host)
         self._settled[host].set()
         self._notify()
 
@@ -108,15 +102,12 @@ class Monitor:
         session = make_feed(host, self.settings, self, self.connector)
         self.sessions[host.name] = session
         session.start()
-        if self.tracker is not None:
-            self._push_wants(host.name)
+        self._push_wants(host.name)
         self._notify()
         return True
 
     def add_job(self, spec) -> None:
         """Watch one more configured job (a JobSpec) on a watched host."""
-        if self.tracker is None:
-            return
         self.tracker.add_spec(spec, time.time())
         if spec.host in self.sessions:
             self._push_wants(spec.host)
@@ -134,9 +125,8 @@ class Monitor:
     async def start(self) -> None:
         for session in self.sessions.values():
             session.start()
-        if self.tracker is not None:
-            for host in self.sessions:
-                self._push_wants(host)
+        for host in self.sessions:
+            self._push_wants(host)
 
     async def run(self) -> None:
         await self.start()
@@ -158,15 +148,12 @@ class Monitor:
 
     async def stop(self) -> None:
         self._stopped = True
-        if self.job_facts is not None:
-            self.job_facts.cancel()
+        self.job_facts.cancel()
         await asyncio.gather(*(s.stop() for s in self.sessions.values()), return_exceptions=True)
         if self.connector is not None:
             await self.connector.close()
 
     def jobs_json(self, now: float | None = None) -> list[dict]:
-        if self.tracker is None:
-            return []
         return self.tracker.to_json(time.time() if now is None else now)
 
     def snapshot(self, now: float | None = None) -> dict:

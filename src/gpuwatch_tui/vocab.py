@@ -42,7 +42,10 @@ HOST_STATES = (
     "host-key-changed",
     "probe-failed",
 )
-HOST_OK_STATES = frozenset({"connected"})
+HOST_CONNECTED = "connected"
+HOST_UNREACHABLE = "unreachable"
+HOST_PROBE_FAILED = "probe-failed"
+HOST_OK_STATES = frozenset({HOST_CONNECTED})
 HOST_WARN_STATES = frozenset({"connecting", "stale", "reconnecting"})
 # A host in one of these will not produce a sample without a person: `status` stops waiting for it.
 HOST_TERMINAL_STATES = frozenset({"unreachable", "auth-failed", "host-key-unknown", "host-key-changed",
@@ -152,6 +155,9 @@ def fmt_clock(seconds: float | None) -> str:
 
 
 # ----------------------------------------------------------------------------- sizes
+# GPU memory comes from the driver in MiB; where it is shown in GiB, this is the divisor.
+MIB_PER_GIB = 1024.0
+KIB_PER_GIB = 1024.0 * MIB_PER_GIB  # host RAM comes from /proc/meminfo in KiB
 def fmt_bytes(n: float | None) -> str:
     """Decimal units (1 KB = 1000 B), as `du --si`, disks and quotas count: "512 B", "1.2 GB".
     GPU memory is not written with this: the driver reports it in MiB and it is shown as such."""

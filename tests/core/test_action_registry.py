@@ -80,3 +80,21 @@ def test_status_table_without_actions_or_with_a_dashboard_only_one():
     text = render_status(snapshot_with_job(phase="crashed", advice="read the end of the log", actions=["dismiss"]))
     assert "gpuwatch " not in text and "read the end of the log" in text
     assert "gpuwatch " not in render_status(snapshot_with_job(advice="wait"))  # older JSON: no "actions" key
+
+
+def test_the_engines_action_names_are_the_registrys():
+    """The phase engine and the job records name actions by these constants (jobs/phase.py): each is a
+    registered action, so a verdict's advice always maps to a key and a CLI verb."""
+    from gpuwatch_tui.jobs import ended_by, job_actions, phase
+
+    for name in (phase.KILL, phase.RESTART, phase.DUMP, phase.DISMISS, *ended_by.KILLING_ACTIONS):
+        assert by_name(name).name == name
+    assert (job_actions.KILL, job_actions.RESTART, job_actions.DUMP) == (phase.KILL, phase.RESTART, phase.DUMP)
+
+
+def test_the_words_an_action_shows_come_from_the_registry():
+    from gpuwatch_tui.actions.registry import running_words
+
+    assert running_words("kill") == "killing…" and running_words("dump_stack") == "dumping…"
+    assert running_words("scancel") == "scancel"  # not a registered action: its own name
+    assert [a.confirm_label for a in ACTIONS if a.confirm] == ["Kill", "Restart", "Dump"]

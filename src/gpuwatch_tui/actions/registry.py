@@ -23,6 +23,8 @@ class ActionSpec:
     readonly_safe: bool  # changes nothing on any host: stays in --readonly
     cli_verb: str | None  # `gpuwatch VERB HOST JOB`; None: dashboard only
     scope: str  # "job": acts on the selected job; "app": on the dashboard itself
+    confirm_label: str = ""  # the confirm dialog's button (a confirmed action)
+    running: str = ""  # shown on the job while the action runs ("killing…")
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -40,13 +42,16 @@ ACTIONS: tuple[ActionSpec, ...] = (
                confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
     ActionSpec("kill", "k", "Kill", "stop the selected job's processes (SIGTERM, then SIGKILL); a Slurm job is cancelled "
                "with scancel",
-               confirm=True, readonly_safe=False, cli_verb="kill", scope="job"),
+               confirm=True, readonly_safe=False, cli_verb="kill", scope="job", confirm_label="Kill",
+               running="killing…"),
     ActionSpec("restart_unbuffered", "u", "Restart with -u",
                "start the selected job again with unbuffered output, so its log shows what it prints",
-               confirm=True, readonly_safe=False, cli_verb="restart", scope="job"),
+               confirm=True, readonly_safe=False, cli_verb="restart", scope="job", confirm_label="Restart",
+               running="restarting…"),
     # Confirmed: py-spy ptrace-stops the process for the moment it reads the stacks.
     ActionSpec("dump_stack", "d", "py-spy dump", "the Python stacks of every process of the selected job",
-               confirm=True, readonly_safe=False, cli_verb="dump", scope="job"),
+               confirm=True, readonly_safe=False, cli_verb="dump", scope="job", confirm_label="Dump",
+               running="dumping…"),
     # Reads what gpuwatch already holds and writes a local file: read-only mode keeps it. Its CLI is
     # `gpuwatch report HOST JOB`, a verb of its own (cli_verb is for verbs run by the action service).
     ActionSpec("report", "e", "Incident report", "write a Markdown incident report of the selected job and show its path",
@@ -80,6 +85,12 @@ def allowed(readonly: bool) -> tuple[ActionSpec, ...]:
 def cli_verbs() -> dict[str, ActionSpec]:
     """verb -> action, for the CLI to build its subcommands (`gpuwatch kill HOST JOB`, ...)."""
     return {a.cli_verb: a for a in ACTIONS if a.cli_verb is not None}
+
+
+def running_words(name: str) -> str:
+    """What a job shows while action `name` runs on it ("killing…"); the name itself where it has none."""
+    spec = _BY_NAME.get(name)
+    return spec.running if spec is not None and spec.running else name
 
 
 def key_hint(name: str) -> str:

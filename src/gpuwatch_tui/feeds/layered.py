@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 
 from ..model import HostSample
+from ..vocab import HOST_CONNECTED
 from .base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
 
-SSH_UP = "connected"
+SSH_UP = HOST_CONNECTED
 
 
 class _Side:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import httpx
 
-# Host states (vocab.HOST_STATES) a Prometheus failure is shown as.
-STATE_UNREACHABLE = "unreachable"
-STATE_REJECTED = "probe-failed"
+from ..vocab import HOST_PROBE_FAILED, HOST_UNREACHABLE
+
+# Host states a Prometheus failure is shown as.
+STATE_UNREACHABLE = HOST_UNREACHABLE
+STATE_REJECTED = HOST_PROBE_FAILED
 _ERROR_TEXT_MAX = 300
 
 

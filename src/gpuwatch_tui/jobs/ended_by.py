@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import time
 
-KILLING_ACTIONS = ("kill", "restart_unbuffered")  # a restart kills the run it replaces first
+from .phase import KILL, RESTART
+
+KILLING_ACTIONS = (KILL, RESTART)  # a restart kills the run it replaces first
 # The record is written as the signals go out; the end is dated by the host's clock moved onto ours.
 KILL_SLACK_S = 2.0
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from ..vocab import ENDED_PHASES
+
 
 if TYPE_CHECKING:  # phase.py imports this module
     from .phase import Verdict
@@ -28,7 +30,6 @@ if TYPE_CHECKING:  # phase.py imports this module
 CONFIRM_SAMPLES = 2
 UNKNOWN_CONFIRM_SAMPLES = 3
 PROVISIONAL = frozenset({"starting", "unknown"})
-ENDED = frozenset({"crashed", "finished"})
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -65,9 +66,9 @@ def settle(previous: Verdict | None, candidate: Verdict, decisive: bool, alive: 
 
 
 def _choose(previous: Verdict | None, candidate: Verdict, decisive: bool, mem: Memory) -> Verdict:
-    if previous is None or previous.phase == candidate.phase or candidate.phase in ENDED:
+    if previous is None or previous.phase == candidate.phase or candidate.phase in ENDED_PHASES:
         return candidate
-    if previous.phase in ENDED:
+    if previous.phase in ENDED_PHASES:
         return candidate  # an ended job seen again (its record was reused): follow the facts
     if candidate.phase == "starting" and mem.known:
         return _hold(previous, candidate, f"started long since: {previous.phase} holds (a dip is not a restart)")

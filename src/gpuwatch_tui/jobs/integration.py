@@ -11,9 +11,9 @@ def settings_from_config(config) -> JobSettings:
     s = config.settings
     specs = tuple(
         JobSpec(j.name, j.host, j.match, j.pid_file, tuple(j.logs), j.output_dir, j.stall_after)
-        for j in getattr(config, "jobs", ())
+        for j in config.jobs
     )
-    rules = tuple(parse_rules(list(getattr(config, "rules", ())), config.path or "<config>"))
+    rules = tuple(parse_rules(list(config.rules), config.path or "<config>"))
     return JobSettings(stall_after_s=float(s.stall_after), tail_lines=int(s.tail_lines), jobs=specs, rules=rules)
 
 

@@ -12,11 +12,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from .phase import Verdict
-
-KILL = "kill"
-RESTART = "restart_unbuffered"
-DUMP = "dump_stack"
+from .phase import DUMP, KILL, RESTART, Verdict
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from ..model import FdTarget
 from ..quick_init import quick_init
-from ..vocab import DEFAULT_STALL_AFTER_S, fmt_duration
+from ..vocab import DEFAULT_STALL_AFTER_S, MIB_PER_GIB, fmt_duration
 from .hysteresis import Memory, settle
 from .interpret import Failure, PhaseHint
 from .progress import Progress
@@ -372,7 +372,7 @@ def _gpu_lines(gpus: dict[int, GpuReading], limit: int = 4) -> list[str]:
         if g.util_pct is not None:
             parts.append(f"{g.util_pct:.0f}% util")
         if g.mem_used_mib is not None:
-            parts.append(f"{g.mem_used_mib / 1024:.0f} GB")
+            parts.append(f"{g.mem_used_mib / MIB_PER_GIB:.0f} GB")
         if g.power_w is not None:
             pw = f"{g.power_w:.0f} W"
             if g.power_limit_w:

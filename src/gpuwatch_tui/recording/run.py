@@ -112,6 +112,6 @@ def recording_dashboard_source(config):
 
     monitor = Monitor(config)
     recorder = RollingRecorder(monitor, config.settings.record, config.settings.record_retention)
-    recorder.themes_dir = getattr(config.settings, "themes_dir", None) or user_themes_dir()
+    recorder.themes_dir = user_themes_dir()
     recorder.attach()
     return MonitorSource(monitor), recorder

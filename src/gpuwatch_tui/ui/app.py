@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
-from ..actions.registry import ACTIONS, ActionSpec, allowed, by_name
+from ..actions.registry import ACTIONS, ActionSpec, allowed, by_name, running_words
 from .commands import GpuwatchCommands
 from .levels import FALLBACK_VARIABLES, job_has_ended
 from .messages import ActionFinished, ReportWritten, SourceChanged
@@ -17,7 +17,7 @@ from .palette import Palette
 from .screens.dashboard import DashboardScreen
 from .source import DashboardSource
 from .theme_files import DEFAULT_THEME, load_themes
-from .widgets.action_outcome import RUNNING_WORDS, outcome_dump
+from .widgets.action_outcome import outcome_dump
 
 # The rules of the screens opened from the dashboard: parsed when the first of them opens.
 SCREENS_CSS = Path(__file__).with_name("screens.tcss")
@@ -238,7 +238,7 @@ class GpuwatchApp(App):
             return
         running = self.running_actions.get(job.id)
         if running is not None:
-            self.notify(f"{title}: {job.name or job.id} is busy ({RUNNING_WORDS.get(running, running)})",
+            self.notify(f"{title}: {job.name or job.id} is busy ({running_words(running)})",
                         severity="warning", timeout=3)
             return
         planner = getattr(self.source, "plan_action", None)
@@ -266,7 +266,7 @@ class GpuwatchApp(App):
 
     def _start_action(self, plan) -> None:
         self.running_actions[plan.job_id] = plan.action
-        self.notify(f"{RUNNING_WORDS.get(plan.action, plan.action)} {plan.job} on {plan.host}",
+        self.notify(f"{running_words(plan.action)} {plan.job} on {plan.host}",
                     timeout=3)
         self.run_worker(self._run_action(plan), group="actions", name=f"{plan.action} {plan.job_id}",
                         exit_on_error=False)

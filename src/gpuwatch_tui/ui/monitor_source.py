@@ -40,6 +40,11 @@ class MonitorSource:
         self.alerts = None  # the AlertRunner while it runs
         self.slurm = None  # the SlurmPoller while it runs ([slurm] in the config)
 
+    @property
+    def config(self):
+        """The Config this source watches (its Monitor's, once built)."""
+        return self._config if self.monitor is None else self.monitor.config
+
     def _build_monitor(self):
         if self.monitor is None:
             from ..monitor import Monitor

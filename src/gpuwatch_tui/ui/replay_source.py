@@ -14,6 +14,7 @@ from typing import Callable
 from ..model import DirStat, ProcInfo
 from ..recording.timeline import Replay, Timeline
 from ..views import JobView
+from ..vocab import fmt_clock
 
 SPEEDS = (1, 2, 5, 10, 30, 60)
 STEP_S = 0.25  # wall seconds between clock steps while playing (the UI redraws at most 4 Hz anyway)
@@ -21,13 +22,6 @@ STEP_S = 0.25  # wall seconds between clock steps while playing (the UI redraws 
 
 def _clock(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
-
-
-def _span(seconds: float) -> str:
-    seconds = int(max(0.0, seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 class ReplaySource:
@@ -110,7 +104,7 @@ class ReplaySource:
         mark = "▶" if self.playing else "⏸"
         t = self.replay.cursor
         return (f"{mark} REPLAY {self.speed}x  {_clock(t)}  "
-                f"{_span(t - self.timeline.start)}/{_span(self.timeline.end - self.timeline.start)}")
+                f"{fmt_clock(t - self.timeline.start)}/{fmt_clock(self.timeline.end - self.timeline.start)}")
 
     # -- actions: a recording has no host to act on ------------------------------------------
     def plan_action(self, job_id: str, name: str):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from ..config import Config
 from .app import GpuwatchApp
-from .source import DashboardSource
+from .monitor_source import MonitorSource
 from .theme_files import DEFAULT_THEME
 
 
@@ -29,19 +30,16 @@ def build_app(
     """The dashboard app on `source`: a DashboardSource, or a loaded Config (then the live Monitor
     is built here). A live source with [alerts] rules sends them to the app's toast and, with
     `alert_write` (the controlling terminal), to the bell and desktop notification too."""
-    if not isinstance(source, DashboardSource) and hasattr(source, "hosts") and hasattr(source, "settings"):
-        from .monitor_source import MonitorSource
-
+    if isinstance(source, Config):
         config = source
         history = history or config.settings.history
-        theme = theme or getattr(config.settings, "theme", None)
-        themes_dir = themes_dir or getattr(config.settings, "themes_dir", None) or user_themes_dir()
+        theme = theme or config.settings.theme
+        themes_dir = themes_dir or user_themes_dir()
         source = MonitorSource(config=config)  # the Monitor is built after the first frame
     app = GpuwatchApp(source, theme=theme or DEFAULT_THEME, themes_dir=themes_dir, readonly=readonly,
                       history=history or 60, min_refresh_interval=min_refresh_interval)
-    enable_alerts = getattr(source, "enable_alerts", None)  # a recording has no alerts to raise
-    if enable_alerts is not None:
-        enable_alerts(app.show_alert, alert_write)
+    if isinstance(source, MonitorSource):  # a live source (a recording has no alerts to raise)
+        source.enable_alerts(app.show_alert, alert_write)
     return app
 
 
@@ -55,8 +53,9 @@ def run_dashboard(
 ) -> int:
     """Run the dashboard until the user quits; returns the process exit code."""
     alert_write = None
-    alerts = getattr(source, "alerts", None)  # a Config's [alerts]; the alert machinery only when used
-    if alerts is not None and getattr(alerts, "enabled", False):
+    # the live config's [alerts] (with `[settings] record` too): the alert machinery only when used
+    config = source if isinstance(source, Config) else source.config if isinstance(source, MonitorSource) else None
+    if config is not None and config.alerts.enabled:
         from ..alerts import terminal_writer
 
         alert_write = terminal_writer()

@@ -17,10 +17,6 @@ from textual.widgets import Button, Static
 
 from ...actions.registry import by_name
 
-# Button label and variant per action: kill is the destructive one.
-_CONFIRM_LABEL = {"kill": "Kill", "restart_unbuffered": "Restart", "dump_stack": "Dump"}
-
-
 def target_command(target) -> str:
     """A target's command line as one string (a tuple of argv words is quoted as a shell would show it)."""
     cmd = getattr(target, "cmdline", None)
@@ -94,7 +90,7 @@ class ConfirmActionScreen(ModalScreen[bool]):
                 yield Static("\n".join(f"! {w}" for w in plan.warnings), id="confirm-warnings")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Cancel (n)", id="confirm-cancel")
-                label = "scancel" if cancel is not None else _CONFIRM_LABEL.get(plan.action, "Do it")
+                label = "scancel" if cancel is not None else (by_name(plan.action).confirm_label or "Do it")
                 yield Button(f"{label} (y)", id="confirm-ok",
                              variant="error" if plan.action == "kill" else "warning")
 

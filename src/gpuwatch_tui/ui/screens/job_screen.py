@@ -17,10 +17,11 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
+from ...actions.registry import by_name, running_words
 from ...views import JobView
 from ..levels import job_has_ended
 from ..palette import Palette
-from ..widgets.action_outcome import RUNNING_WORDS, ActionOutcomeTable, outcome_dump
+from ..widgets.action_outcome import ActionOutcomeTable, outcome_dump
 from ..widgets.key_footer import KeyFooter
 from ..widgets.log_view import LogView
 from ..widgets.outdir_line import OutdirLine
@@ -65,9 +66,9 @@ class JobScreen(Screen):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("slash", "search", "Search log", key_display="/"),
-        # In the footer only once the job has ended; on a live job `x` falls through to the
+        # In the footer only once the job has ended; on a live job the key falls through to the
         # app's binding, which says why it cannot be dismissed.
-        Binding("x", "dismiss_job", "Dismiss"),
+        Binding(by_name("dismiss").key, "dismiss_job", "Dismiss"),
         Binding("s", "show_stacks", "Stacks"),  # in the footer once a dump of this job was taken
         Binding("tab", "app.focus_next", "Next pane", show=False),
     ]
@@ -157,7 +158,7 @@ class JobScreen(Screen):
             title.append(f" · {job.log}")
         running = self.app.running_actions.get(self.job_id)
         if running is not None:
-            title.append(f"  {RUNNING_WORDS.get(running, running)}", "bold reverse")
+            title.append(f"  {running_words(running)}", "bold reverse")
         self._title = title
         self.show_paused(source.paused)
         self._show_action_state()

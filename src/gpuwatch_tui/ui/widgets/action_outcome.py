@@ -7,8 +7,6 @@ from rich.text import Text
 
 from .themed_static import ThemedStatic
 
-# Shown on the job while its action runs.
-RUNNING_WORDS = {"kill": "killing…", "restart_unbuffered": "restarting…", "dump_stack": "dumping…"}
 # Outcomes that leave nothing of the job running, and those a person must look at.
 _GOOD = {"exited", "killed", "gone"}
 _BAD = {"survived", "permission-denied", "reused"}

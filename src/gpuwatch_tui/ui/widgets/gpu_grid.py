@@ -17,6 +17,7 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 
+from ...vocab import KIB_PER_GIB, MIB_PER_GIB
 from .. import formatting, levels
 from ..palette import Palette
 from ..sparkline import sparkline
@@ -26,8 +27,6 @@ if TYPE_CHECKING:  # annotations only: the first frame comes before the frame mo
     from ...store import GpuRecord, HostRecord, Store
     from ...views import JobView
 
-MIB_PER_GIB = 1024.0
-KIB_PER_GIB = 1024.0 * 1024.0
 # Fixed columns of one GPU cell: index, util %, memory used/total, temperature, power, job gap.
 CELL_FIXED = 3 + 6 + 9 + 4 + 6 + 1
 JOB_MIN = 18

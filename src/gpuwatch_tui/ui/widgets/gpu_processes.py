@@ -15,6 +15,7 @@ from textual.events import Click
 from textual.geometry import Region, Size
 from textual.strip import Strip
 
+from ...vocab import MIB_PER_GIB
 from .. import levels
 from .line_list import CURSOR_BINDINGS, LineList
 
@@ -163,7 +164,7 @@ class GpuProcessTable(LineList, can_focus=True):
             ("gpu", Text(str(row.gpu))),
             ("pid", Text(str(row.pid))),
             ("user", Text(row.user or "-", muted if row.user is None else "")),
-            ("mem", Text("-" if row.mem_mib is None else f"{row.mem_mib / 1024:.1f}G")),
+            ("mem", Text("-" if row.mem_mib is None else f"{row.mem_mib / MIB_PER_GIB:.1f}G")),
             ("cpu", Text("-" if row.cpu_pct is None else f"{row.cpu_pct:.0f}",
                          p.style(levels.util_level(row.cpu_pct)))),
             ("job", Text(row.job or "-", p.style(levels.phase_variable(row.phase or "unknown"), bold=True)

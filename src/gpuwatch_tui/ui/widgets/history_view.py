@@ -14,6 +14,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
+from ...vocab import MIB_PER_GIB
 from .. import levels
 from ..palette import Palette, Themed
 
@@ -58,8 +59,8 @@ def series_for(host: HostRecord, gpu: int | None) -> list[Series]:
     power = _columns([list(r.power_history) for r in records],
                      lambda vs: None if all(v is None for v in vs) else sum(v or 0.0 for v in vs))
     limit = sum(r.latest.power_limit_w or 0.0 for r in records) or max((v or 0.0 for v in power), default=0.0) or 1.0
-    used = sum(r.latest.mem_used_mib or 0.0 for r in records) / 1024
-    total = sum(r.latest.mem_total_mib or 0.0 for r in records) / 1024
+    used = sum(r.latest.mem_used_mib or 0.0 for r in records) / MIB_PER_GIB
+    total = sum(r.latest.mem_total_mib or 0.0 for r in records) / MIB_PER_GIB
 
     def last(values):
         return next((v for v in reversed(values) if v is not None), None)

@@ -21,9 +21,9 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 
+from ...actions.registry import by_name, running_words
 from .. import formatting, levels
 from ..palette import Palette
-from .action_outcome import RUNNING_WORDS
 from .line_list import CURSOR_BINDINGS, LineList
 
 if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
@@ -150,7 +150,7 @@ class JobsTable(LineList, can_focus=True):
 
     BINDINGS = [
         Binding("enter", "open", "Open"),
-        Binding("x", "app.dismiss_job", "Dismiss"),
+        Binding(by_name("dismiss").key, "app.dismiss_job", "Dismiss"),
         Binding("s", "cycle_sort", "Sort", show=False),
         *CURSOR_BINDINGS,
     ]
@@ -219,7 +219,7 @@ class JobsTable(LineList, can_focus=True):
         phase_cell = Text(phase_text, p.style(levels.phase_variable(phase), bold=True))
         if running is not None:
             # First, so a narrow Phase column cuts the phase, not what gpuwatch is doing to the job.
-            phase_cell = Text.assemble((RUNNING_WORDS.get(running, running), "bold reverse"), " ", phase_cell)
+            phase_cell = Text.assemble((running_words(running), "bold reverse"), " ", phase_cell)
         since = job.since
         # A job never seen running has no meaningful "since" (0 or None): show "-".
         since_text = formatting.age(now - since) if since else "-"
