@@ -77,12 +77,12 @@ def with_slurm_jobs(config: Config, jobs: list[SlurmJob]) -> Config:
 def adopt_new_jobs(monitor, slurm: SlurmConfig, jobs: list[SlurmJob], known_jobs: set[str]) -> list[str]:
     """Start watching the nodes and batch scripts of running jobs that started after the watch began
     (`known_jobs` is updated). Returns the names of the jobs added."""
-    from ..jobs.settings import JobSpec
+    from ..jobs.integration import spec_from_config
 
     hosts, specs = new_watch_items(slurm, jobs, set(monitor.sessions), known_jobs)
     for host in hosts:
         monitor.add_host(host)
     for j in specs:
-        monitor.add_job(JobSpec(j.name, j.host, j.match, j.pid_file, tuple(j.logs), j.output_dir, j.stall_after))
+        monitor.add_job(spec_from_config(j))
         known_jobs.add(j.name)
     return [j.name for j in specs]
