@@ -382,6 +382,12 @@ def parse_child(raw: dict) -> ChildProc:
                      _opt_int(raw.get("uid")), raw.get("user"))
 
 
+def parse_dir(d: dict) -> DirStat:
+    """A watched output directory's entry (the probe's `dirs`, a recording's `outdirs`)."""
+    return DirStat(str(d["key"]), str(d.get("path", "")), bool(d.get("exists")), int(d.get("files", 0)),
+                   int(d.get("total_bytes", 0)), d.get("newest_mtime"), d.get("newest_name"), d.get("error"))
+
+
 def parse_proc(raw: dict, children: tuple[ChildProc, ...] | None = None) -> ProcInfo:
     """One process; `children`: its children already parsed (else read from `raw`)."""
     return _ProcInfo(
@@ -448,11 +454,7 @@ def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:
             gone=[ExitInfo(int(g["pid"]), float(g.get("start_time", 0)), float(g.get("seen_gone_at", 0)))
                   for g in gone] if gone != [] else [],
             tails=tails,
-            dirs=[
-                DirStat(str(d["key"]), str(d.get("path", "")), bool(d.get("exists")), int(d.get("files", 0)),
-                        int(d.get("total_bytes", 0)), d.get("newest_mtime"), d.get("newest_name"), d.get("error"))
-                for d in dirs
-            ] if dirs != [] else [],
+            dirs=[parse_dir(d) for d in dirs] if dirs != [] else [],
             gpu_error=frame.get("gpu_error"),
             load1=frame.get("load1"),
             cpu_count=frame.get("cpu_count"),

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..model import ChildProc, DirStat, FdTarget, GpuProcess, GpuSample, HostSample, ProcInfo
+from ..probe.frames import parse_dir
 
 FORMAT = "gpuwatch-recording"
 VERSION = 1
@@ -123,7 +124,7 @@ def dirstat_json(stat: DirStat | None) -> dict | None:
 
 
 def dirstat_from_json(data: dict | None) -> DirStat | None:
-    return None if data is None else DirStat(**data)
+    return None if data is None else parse_dir(data)  # (asdict's keys are the probe's)
 
 
 def sample_from_json(data: dict, gfacts: dict[int, dict], procs: dict[int, ProcInfo]) -> HostSample:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..model import DirStat, GpuSample, HostSample, ProcInfo
-from ..probe.frames import parse_gpu, parse_proc
+from ..probe.frames import parse_dir, parse_gpu, parse_proc
 from ..store import Store
 from ..views import JobView
 
@@ -57,7 +57,7 @@ class RecordedSource:
         for job_id, log in data.get("logs", {}).items():
             self._logs[job_id] = deque(log.get("lines", ()), maxlen=LOG_LIMIT)
             self._log_totals[job_id] = int(log.get("total", len(log.get("lines", ()))))
-        self._outdirs = {k: DirStat(**v) for k, v in data.get("outdirs", {}).items()}
+        self._outdirs = {k: parse_dir(v) for k, v in data.get("outdirs", {}).items()}
 
     # -- actions: a recording has no host to act on
     def plan_action(self, job_id: str, name: str):
