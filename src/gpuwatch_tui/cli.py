@@ -24,7 +24,7 @@ from .actions import registry  # noqa: E402
 from .config import Config, load_config  # noqa: E402
 from .errors import ConfigError  # noqa: E402
 from .gc_policy import relax_gc  # noqa: E402
-from .vocab import HOST_OK_STATES  # noqa: E402
+from .vocab import HOST_OK_STATES, REPLAY_SPEEDS  # noqa: E402
 
 if _collector_was_on:
     gc.enable()
@@ -32,7 +32,6 @@ if _collector_was_on:
 if TYPE_CHECKING:
     from .monitor import Monitor
 
-SPEEDS = (1, 2, 5, 10, 30, 60)  # the replay's speed steps (ui/replay_source.py)
 DEMO_SPEED = 10
 
 
@@ -178,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("file", metavar="FILE", help="a recording (.jsonl.gz)")
     replay.add_argument("--at", default=None, metavar="TIME", help="start there: " + AT_HELP)
-    replay.add_argument("--speed", type=int, default=1, choices=SPEEDS, help="start at this speed (default: 1)")
+    replay.add_argument("--speed", type=int, default=1, choices=REPLAY_SPEEDS, help="start at this speed (default: 1)")
     replay.add_argument("--paused", action="store_true", help="start paused")
     demo = sub.add_parser(
         "demo", parents=[common], help="the dashboard on a bundled recording of real H200 runs (no GPU needed)",
@@ -186,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
         "compile, buffered stdout, a Python hang, an NCCL hang), looping. Same keys as `replay`.",
         epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    demo.add_argument("--speed", type=int, default=DEMO_SPEED, choices=SPEEDS,
+    demo.add_argument("--speed", type=int, default=DEMO_SPEED, choices=REPLAY_SPEEDS,
                       help=f"replay speed (default: {DEMO_SPEED})")
     report.add_argument("--recording", default=None, metavar="FILE",
                         help="report from a recording instead of the live hosts (with --at)")

@@ -56,6 +56,9 @@ GPU_SOURCES = ("nvml", "nvidia-smi", "none", "prometheus")
 # "prometheus" is not a probe's choice: a host gets it from a [[sources]] entry.
 GPU_SOURCE_CHOICES = ("auto", "nvml", "nvidia-smi", "none")
 
+# The replay's speed steps (`gpuwatch replay --speed`, the + and - keys).
+REPLAY_SPEEDS = (1, 2, 5, 10, 30, 60)
+
 # ----------------------------------------------------------------------------- stall threshold
 # A job whose log has been quiet this long, with no other sign of progress, is "stalled".
 DEFAULT_STALL_AFTER_S = 300.0

@@ -14,9 +14,8 @@ from typing import Callable
 from ..model import DirStat, ProcInfo
 from ..recording.timeline import Replay, Timeline
 from ..views import JobView
-from ..vocab import fmt_clock
+from ..vocab import REPLAY_SPEEDS, fmt_clock
 
-SPEEDS = (1, 2, 5, 10, 30, 60)
 STEP_S = 0.25  # wall seconds between clock steps while playing (the UI redraws at most 4 Hz anyway)
 
 
@@ -29,8 +28,8 @@ class ReplaySource:
 
     def __init__(self, timeline: Timeline, history: int = 120, speed: int = 1, playing: bool = True,
                  loop: bool = False, start: float | None = None) -> None:
-        if speed not in SPEEDS:
-            raise ValueError(f"replay speed should be one of {', '.join(map(str, SPEEDS))}, got {speed!r}")
+        if speed not in REPLAY_SPEEDS:
+            raise ValueError(f"replay speed should be one of {', '.join(map(str, REPLAY_SPEEDS))}, got {speed!r}")
         self.timeline = timeline
         self.replay = Replay(timeline, history)
         self.paused = False  # the UI's `p`: stop redrawing (the replay clock is `playing`)
@@ -74,12 +73,12 @@ class ReplaySource:
         return self.playing
 
     def faster(self) -> int:
-        self.speed = SPEEDS[min(len(SPEEDS) - 1, SPEEDS.index(self.speed) + 1)]
+        self.speed = REPLAY_SPEEDS[min(len(REPLAY_SPEEDS) - 1, REPLAY_SPEEDS.index(self.speed) + 1)]
         self.notify()
         return self.speed
 
     def slower(self) -> int:
-        self.speed = SPEEDS[max(0, SPEEDS.index(self.speed) - 1)]
+        self.speed = REPLAY_SPEEDS[max(0, REPLAY_SPEEDS.index(self.speed) - 1)]
         self.notify()
         return self.speed
 
