@@ -85,11 +85,10 @@ def test_status_table_without_actions_or_with_a_dashboard_only_one():
 def test_the_engines_action_names_are_the_registrys():
     """The phase engine and the job records name actions by these constants (jobs/phase.py): each is a
     registered action, so a verdict's advice always maps to a key and a CLI verb."""
-    from gpuwatch_tui.jobs import ended_by, job_actions, phase
+    from gpuwatch_tui.jobs import ended_by, phase
 
     for name in (phase.KILL, phase.RESTART, phase.DUMP, phase.DISMISS, *ended_by.KILLING_ACTIONS):
         assert by_name(name).name == name
-    assert (job_actions.KILL, job_actions.RESTART, job_actions.DUMP) == (phase.KILL, phase.RESTART, phase.DUMP)
 
 
 def test_the_words_an_action_shows_come_from_the_registry():

@@ -15,8 +15,6 @@ from ..model import HostSample
 from ..vocab import HOST_CONNECTED
 from .base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
 
-SSH_UP = HOST_CONNECTED
-
 
 class _Side:
     """The sink one inner feed reports into: it tells the layered feed which side spoke."""
@@ -44,7 +42,7 @@ class LayeredFeed(HostFeed):
 
     @property
     def state(self) -> str:
-        return self.ssh.state if self.ssh.state == SSH_UP else self.prometheus.state
+        return self.ssh.state if self.ssh.state == HOST_CONNECTED else self.prometheus.state
 
     def start(self) -> asyncio.Task:
         self.prometheus.start()
@@ -63,7 +61,7 @@ class LayeredFeed(HostFeed):
 
     # ------------------------------------------------------------------------------
     def _ssh_up(self) -> bool:
-        return self._last.get("ssh", ("connecting",))[0] == SSH_UP
+        return self._last.get("ssh", ("connecting",))[0] == HOST_CONNECTED
 
     def _state(self, side: str, state: str, error: str | None, hint: str | None, retry_at: float | None) -> None:
         self._last[side] = (state, error, hint, retry_at)
@@ -72,10 +70,10 @@ class LayeredFeed(HostFeed):
     def _report(self) -> None:
         ssh = self._last.get("ssh", ("connecting", None, None, None))
         prom = self._last.get("prometheus")
-        if ssh[0] == SSH_UP or prom is None or prom[0] != SSH_UP:
+        if ssh[0] == HOST_CONNECTED or prom is None or prom[0] != HOST_CONNECTED:
             # SSH speaks when it is up, and when Prometheus has nothing better to say either.
             state, error, hint, retry_at = ssh
-            if prom is not None and ssh[0] != SSH_UP and prom[0] != SSH_UP:
+            if prom is not None and ssh[0] != HOST_CONNECTED and prom[0] != HOST_CONNECTED:
                 hint = "; ".join(x for x in (hint, f"Prometheus: {prom[0]}: {prom[1]}") if x)
         else:
             state, error = prom[0], prom[1]

@@ -20,9 +20,10 @@ import weakref
 
 from ..config import HostConfig, PrometheusSource, Settings
 from ..requests import RequestError
+from ..vocab import HOST_UNREACHABLE
 from .base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
 from .dcgm import SCRAPE_CLOCK_METRIC, HostGpus, history_by_host, latest_by_host, metrics_selector
-from .prometheus_api import STATE_UNREACHABLE, PromClient, PromError
+from .prometheus_api import PromClient, PromError
 from ..tasks import cancel_and_wait
 
 UNSUPPORTED = "unsupported"  # RequestError code: this feed carries no ops to the host
@@ -68,7 +69,7 @@ class PrometheusFeed(HostFeed):
     def latest(self, gpus: HostGpus | None, now: float) -> None:
         if gpus is None or gpus.time is None:
             if self.last_scrape is None:
-                self._set(STATE_UNREACHABLE, f"Prometheus at {self.source.url} has no DCGM series for host "
+                self._set(HOST_UNREACHABLE, f"Prometheus at {self.source.url} has no DCGM series for host "
                           f"{self.name!r} (labels Hostname/hostname{self._selector_words()})")
             else:
                 self._set("stale", f"no DCGM series for this host in Prometheus since "

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import httpx
 
+# A Prometheus failure is shown as one of these host states: not answering, or answering with a refusal.
 from ..vocab import HOST_PROBE_FAILED, HOST_UNREACHABLE
 
-# Host states a Prometheus failure is shown as.
-STATE_UNREACHABLE = HOST_UNREACHABLE
-STATE_REJECTED = HOST_PROBE_FAILED
 _ERROR_TEXT_MAX = 300
 
 
@@ -53,21 +51,21 @@ class PromClient:
         try:
             response = await self._client.get(path, params=params)
         except httpx.TimeoutException:
-            raise PromError(STATE_UNREACHABLE, f"{where} did not answer within {self.timeout:g}s") from None
+            raise PromError(HOST_UNREACHABLE, f"{where} did not answer within {self.timeout:g}s") from None
         except httpx.HTTPError as exc:
-            raise PromError(STATE_UNREACHABLE, f"cannot reach {where}: {exc or type(exc).__name__}") from None
+            raise PromError(HOST_UNREACHABLE, f"cannot reach {where}: {exc or type(exc).__name__}") from None
         body = _json_or_none(response)
         if response.status_code != 200:
             detail = _api_error(body) or response.text.strip()[:_ERROR_TEXT_MAX] or response.reason_phrase
             if response.status_code in (400, 422):
-                raise PromError(STATE_REJECTED, f"{where} rejected the query (HTTP {response.status_code}): {detail}")
-            raise PromError(STATE_UNREACHABLE, f"{where} answered HTTP {response.status_code}: {detail}")
+                raise PromError(HOST_PROBE_FAILED, f"{where} rejected the query (HTTP {response.status_code}): {detail}")
+            raise PromError(HOST_UNREACHABLE, f"{where} answered HTTP {response.status_code}: {detail}")
         if not isinstance(body, dict) or body.get("status") != "success":
             detail = _api_error(body) or "not a Prometheus API answer"
-            raise PromError(STATE_REJECTED, f"{where}: {detail}")
+            raise PromError(HOST_PROBE_FAILED, f"{where}: {detail}")
         data = body.get("data") or {}
         if data.get("resultType") != want or not isinstance(data.get("result"), list):
-            raise PromError(STATE_REJECTED, f"{where} answered a {data.get('resultType')!r}, expected a {want}")
+            raise PromError(HOST_PROBE_FAILED, f"{where} answered a {data.get('resultType')!r}, expected a {want}")
         return data["result"]
 
     async def aclose(self) -> None:
