@@ -16,7 +16,7 @@ from pathlib import Path
 from .errors import GpuwatchError
 from .jobs.logtail import sanitize_line
 from .views import JobView
-from .vocab import fmt_duration
+from .vocab import fmt_duration, fmt_utc
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 GAP = "·"  # a sample that was not measured: a gap, never a zero
@@ -55,10 +55,6 @@ def _md(text: str) -> str:
     return sanitize_line(text).replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _stamp(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
-
-
 def find_job(monitor, host: str, job: str, now: float) -> JobView:
     views = monitor.tracker.views(now) if monitor.tracker is not None else []
     for view in views:
@@ -81,17 +77,17 @@ def latest_dump(host: str, job: str) -> Path | None:
 def render_report(monitor, view: JobView, now: float, log_lines: int = DEFAULT_LOG_LINES,
                   dump_path: Path | None = None) -> str:
     out = [f"# Incident: {_md(view.name)} on {_md(view.host)}", "",
-           f"Written {_stamp(now)} by gpuwatch.", "", "## Verdict", ""]
+           f"Written {fmt_utc(now)} by gpuwatch.", "", "## Verdict", ""]
     detail = f" ({_md(view.detail)})" if view.detail else ""
     out.append(f"**{view.phase}**{detail} for {fmt_duration(max(0.0, now - view.since))} "
-               f"(since {_stamp(view.since)})" if view.since else f"**{view.phase}**{detail}")
+               f"(since {fmt_utc(view.since)})" if view.since else f"**{view.phase}**{detail}")
     if view.exit_code is not None or view.exit_signal is not None:
         out.append(f"\nExit: code {view.exit_code}, signal {view.exit_signal}")
     if view.advice:
         out.append(f"\nAdvice: {_md(view.advice)}")
     out += ["", "### Evidence", ""] + [f"- {_md(e)}" for e in view.evidence] + (["- (none)"] if not view.evidence else [])
     out += ["", "### Phase history", "", "| since (UTC) | phase |", "|---|---|"]
-    out += [f"| {_stamp(p.since)} | {p.phase} |" for p in view.history] or ["| - | - |"]
+    out += [f"| {fmt_utc(p.since)} | {p.phase} |" for p in view.history] or ["| - | - |"]
     out += ["", "## GPUs", ""]
     rec = monitor.store.hosts.get(view.host)
     gpus = [(i, rec.gpus[i]) for i in view.gpus if rec is not None and i in rec.gpus]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from functools import lru_cache
 
 from .errors import ConfigError
@@ -145,6 +146,11 @@ def fmt_coarse_age(seconds: float | None) -> str:
     if seconds < 1:
         return "<1s"
     return fmt_duration(seconds, unknown="-")
+
+
+def fmt_utc(t: float) -> str:
+    """A moment as the reports, the replay bar and the recording's damage note write it: "2026-12-02 03:10:00 UTC"."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
 
 
 def fmt_clock(seconds: float | None) -> str:

@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..vocab import fmt_utc
 from .format import RecordingError, check_header
 
 FLUSH_EVERY_S = 10.0  # a crash loses at most this much; flushing every line would cost ratio
@@ -113,6 +114,6 @@ def read_recording(path: Path | str) -> Loaded:
         raise RecordingError(f"{path}: no header line could be read"
                              + (f" ({damage})" if damage else " (the file is empty)"))
     if damage is not None:
-        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(lines[-1]["t"])) if lines else "its start"
+        when = fmt_utc(lines[-1]["t"]) if lines else "its start"
         damage = f"{path.name}: {damage}; replaying up to {when}"
     return Loaded(header, lines, damage)

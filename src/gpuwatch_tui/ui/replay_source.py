@@ -14,13 +14,9 @@ from typing import Callable
 from ..model import DirStat, ProcInfo
 from ..recording.timeline import Replay, Timeline
 from ..views import JobView
-from ..vocab import REPLAY_SPEEDS, fmt_clock
+from ..vocab import REPLAY_SPEEDS, fmt_clock, fmt_utc
 
 STEP_S = 0.25  # wall seconds between clock steps while playing (the UI redraws at most 4 Hz anyway)
-
-
-def _clock(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
 
 
 class ReplaySource:
@@ -102,7 +98,7 @@ class ReplaySource:
         """The header's words for "now": play state, speed, the recorded time, where in the recording."""
         mark = "▶" if self.playing else "⏸"
         t = self.replay.cursor
-        return (f"{mark} REPLAY {self.speed}x  {_clock(t)}  "
+        return (f"{mark} REPLAY {self.speed}x  {fmt_utc(t)}  "
                 f"{fmt_clock(t - self.timeline.start)}/{fmt_clock(self.timeline.end - self.timeline.start)}")
 
     # -- actions: a recording has no host to act on ------------------------------------------
