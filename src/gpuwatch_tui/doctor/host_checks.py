@@ -15,7 +15,7 @@ import statistics
 import time
 
 from ..config import HostConfig, Settings
-from ..hostsession import HostSession
+from ..feeds.hostsession import HostSession
 from ..model import HostSample
 from ..requests import RequestError
 from ..transport.failure import ConnectFailure

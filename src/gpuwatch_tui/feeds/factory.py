@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def make_feed(host: HostConfig, settings: Settings, sink: FeedSink, connector: SshConnector | None) -> HostFeed:
     """The probe feed, over SSH or as a local child; a Prometheus source's feed for a host whose GPUs
     Prometheus has; both layered (SSH first) for a host that has an ssh entry and a source."""
-    from ..hostsession import HostSession
+    from .hostsession import HostSession
 
     if host.source is None:
         return HostSession(host, settings, connector, sink)
