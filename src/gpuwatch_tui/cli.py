@@ -274,6 +274,11 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"gpuwatch: config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    if any(not s.hosts for s in config.sources):
+        # The hosts of a source without a `hosts` list are the ones Prometheus has series for now.
+        from .feeds.prometheus_discovery import with_discovered_hosts  # httpx only when a source needs it
+
+        config = with_discovered_hosts(config)
     for warning in config.warnings:
         print(f"gpuwatch: warning: {warning}", file=sys.stderr)
     if args.verb == "status":

@@ -14,7 +14,7 @@ import dataclasses
 import statistics
 import time
 
-from ..config import HostConfig, Settings
+from ..config_records import HostConfig, Settings
 from ..feeds.hostsession import HostSession
 from ..model import HostSample
 from ..requests import RequestError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..config import HostConfig, Settings
+from ..config_records import HostConfig, Settings
 from .base import FeedSink, HostFeed
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from ..config import HostConfig, Settings
+from ..config_records import HostConfig, Settings
 from .base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
 from .pending import PendingRequests
 from ..probe.frames import PROTOCOL_VERSION, FactCache, parse_sample

@@ -18,7 +18,7 @@ import asyncio
 import time
 import weakref
 
-from ..config import HostConfig, PrometheusSource, Settings
+from ..config_records import HostConfig, PrometheusSource, Settings
 from ..requests import RequestError
 from ..vocab import HOST_UNREACHABLE
 from .base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed

@@ -11,9 +11,14 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ..config import Config, HostConfig, JobConfig, split_ssh_target
+from typing import TYPE_CHECKING
+
+from ..config_records import HostConfig, JobConfig, split_ssh_target
 from .records import SlurmJob
 from .settings import SlurmConfig
+
+if TYPE_CHECKING:  # the assembled config is handed in by the CLI and the dashboard, above this wing
+    from ..config import Config
 
 
 def job_name(job: SlurmJob) -> str:

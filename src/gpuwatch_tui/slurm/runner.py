@@ -12,7 +12,7 @@ import asyncio
 import shlex
 from dataclasses import dataclass
 
-from ..config import HostConfig
+from ..config_records import HostConfig
 
 DEFAULT_TIMEOUT_S = 30.0
 

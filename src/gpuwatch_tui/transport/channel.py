@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
-from ..config import HostConfig
+from ..config_records import HostConfig
 from .link import LocalProbeLink, ProbeLink
 
 if TYPE_CHECKING:

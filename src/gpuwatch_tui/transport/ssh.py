@@ -12,7 +12,7 @@ import socket
 import asyncssh
 import asyncssh.config
 
-from ..config import HostConfig, Settings, split_ssh_target
+from ..config_records import HostConfig, Settings, split_ssh_target
 from .failure import ConnectFailure
 
 
