@@ -24,7 +24,7 @@ PACKAGE = "gpuwatch_tui"
 
 
 def build_graph() -> grimp.ImportGraph:
-    return grimp.build_graph(PACKAGE, exclude_type_checking_imports=True)
+    return grimp.build_graph(PACKAGE, exclude_type_checking_imports=True, cache_dir=None)
 
 
 def circles(graph: grimp.ImportGraph) -> list[list[str]]:

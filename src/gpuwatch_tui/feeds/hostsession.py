@@ -19,7 +19,7 @@ from .pending import PendingRequests
 from ..probe.frames import PROTOCOL_VERSION, FactCache, parse_sample
 from ..requests import BAD_ARGS, HOST_DOWN, LINK_LOST, TIMEOUT, RequestError
 from ..tasks import cancel_and_wait
-from ..transport.channel import probe_channel
+from ..transport.channel_choice import probe_channel
 from ..transport.failure import ConnectFailure
 from ..transport.link import ProbeExited, ProbeLink
 

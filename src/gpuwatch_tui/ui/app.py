@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from textual.app import App
-from textual.binding import Binding
 
 from ..actions.registry import ACTIONS, ActionSpec, allowed, by_name, running_words
+from .bindings import binding_for
 from .commands import GpuwatchCommands
 from .levels import FALLBACK_VARIABLES, job_has_ended
 from .messages import ActionFinished, ReportWritten, SourceChanged
@@ -27,28 +27,6 @@ def few_colours(color_system: str | None) -> bool:
     """True on terminals with 8 or 16 colours (TERM=xterm, Windows console), where theme colours
     are sent as the nearest ANSI colour and tints vanish."""
     return color_system in ("standard", "windows")
-
-
-# Registry keys as typed -> Textual's key names.
-_TEXTUAL_KEYS = {"?": "question_mark", "/": "slash"}
-# Registry actions the app runs itself; every other one is a job action (`action_job_action(name)`).
-_APP_METHODS = {
-    "quit": "quit", "help": "help", "pause": "toggle_pause", "theme": "next_theme", "dismiss": "dismiss_job",
-    "report": "write_report",
-}
-
-
-def textual_action(spec: ActionSpec) -> str:
-    """The Textual action string a registry action runs."""
-    method = _APP_METHODS.get(spec.name)
-    return method if method is not None else f"job_action({spec.name!r})"
-
-
-def binding_for(spec: ActionSpec) -> Binding:
-    key = _TEXTUAL_KEYS.get(spec.key, spec.key)
-    # The footer keeps to the app-wide keys (what fits in 80 columns); help and the palette list the rest.
-    return Binding(key, textual_action(spec), spec.title, show=spec.scope == "app",
-                   key_display=spec.key if key != spec.key else None)
 
 
 class GpuwatchApp(App):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from textual.binding import Binding
 
 from ..actions.registry import REPLAY_ACTIONS, ActionSpec
-from .app import GpuwatchApp, textual_action
+from .app import GpuwatchApp
+from .bindings import textual_action
 from .replay_source import ReplaySource
 
 # Registry keys as typed -> Textual's key names.
