@@ -1,4 +1,8 @@
-"""`gpuwatch`: the dashboard, and headless verbs on the same core (status, watch)."""
+"""`gpuwatch`: the dashboard, and headless verbs on the same core (status, watch).
+
+Each verb's modules (verbs/, ui/, monitor, alerts, slurm) are imported inside the function that runs
+it, on purpose: `gpuwatch --help` and the dashboard's first frame load only what they use
+(benchmarks/bench_ui_startup.py)."""
 
 from __future__ import annotations
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from ..errors import GpuwatchError
 from ..jobs.job_actions import DUMP, KILL, RESTART, DumpFinding
 from ..model import ChildProc, ProcInfo
+from ..slurm.cancel import CancelRefused, plan_cancel
+from ..slurm.hosts import slurm_id_of
 from ..views import JobView
 from . import registry
 from .audit import AuditError, AuditLog
@@ -156,9 +158,6 @@ class ActionService:
     def _slurm_kill_plan(self, view: JobView, spec) -> ActionPlan | None:
         """scancel for a job Slurm owns (named slurm-<id>): signalling its pids would leave the allocation
         (and the other nodes' ranks) behind. None for a job that is not Slurm's."""
-        from ..slurm.cancel import CancelRefused, plan_cancel
-        from ..slurm.hosts import slurm_id_of
-
         slurm_id = slurm_id_of(view.name)
         if slurm_id is None:
             return None

@@ -18,7 +18,7 @@ def make_runner(config: Config, connector=None) -> CommandRunner:
     if slurm.is_local:
         return LocalRunner()
     if connector is None:
-        from ..transport.ssh import SshConnector
+        from ..transport.ssh import SshConnector  # asyncssh only when the login node is remote
 
         connector = SshConnector(config.settings)
     return SshRunner(slurm.login_host, connector)

@@ -234,7 +234,7 @@ class GpuwatchApp(App):
         if not plan.confirm:
             self._start_action(plan)
             return
-        from .screens.confirm_action import ConfirmActionScreen
+        from .screens.confirm_action import ConfirmActionScreen  # not needed for the first frame
 
         def confirmed(ok: bool | None) -> None:
             if ok:
@@ -252,7 +252,7 @@ class GpuwatchApp(App):
 
     async def _run_action(self, plan) -> None:
         """The worker: runs the action and posts the outcome; the handler owns every bit of state."""
-        from ..actions.service import ActionRefused
+        from ..actions.service import ActionRefused  # the service is only needed once a key is pressed
 
         try:
             outcome = await self.source.run_action(plan)
@@ -293,7 +293,7 @@ class GpuwatchApp(App):
 
     def show_stacks(self, job_id: str) -> bool:
         """Open the stack view of the job's latest dump; False when none was taken."""
-        from .screens.stack_view import StackViewScreen
+        from .screens.stack_view import StackViewScreen  # not needed for the first frame
 
         dump = self.latest_dump(job_id)
         if dump is None:
@@ -320,7 +320,7 @@ class GpuwatchApp(App):
                         exit_on_error=False)
 
     async def _write_report(self, writer, job) -> None:
-        from ..incident_report import ReportError
+        from ..incident_report import ReportError  # not needed for the first frame
 
         try:
             path = await writer(job.id)
@@ -351,7 +351,7 @@ class GpuwatchApp(App):
             return
         self.source.dismiss_job(job_id)
         self.notify(f"dismissed {job.name or job_id} on {job.host}", timeout=2)
-        from .screens.job_screen import JobScreen
+        from .screens.job_screen import JobScreen  # not needed for the first frame
 
         if isinstance(self.screen, JobScreen) and self.screen.job_id == job_id:
             self.pop_screen()

@@ -1,4 +1,7 @@
-"""The verbs over recordings: `record`, `replay`, `demo`, and `report --recording F --at T`."""
+"""The verbs over recordings: `record`, `replay`, `demo`, and `report --recording F --at T`.
+
+Each verb imports what it alone uses, where it runs: `record` and `report` never load Textual, and
+`replay` never builds a Monitor."""
 
 from __future__ import annotations
 

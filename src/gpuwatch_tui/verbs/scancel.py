@@ -42,8 +42,9 @@ def add_parser(sub, common, epilog: str) -> None:
 
 async def run_scancel(config: Config, args, *, readonly: bool, stdin: TextIO | None = None,
                       out: TextIO | None = None, err: TextIO | None = None, audit: AuditLog | None = None) -> int:
-    from ..slurm.run import make_runner
+    # Not at the top: `gpuwatch` builds this verb's parser on every start, the dashboard's included.
     from ..slurm.client import SlurmClient
+    from ..slurm.run import make_runner
 
     stdin, out, err = stdin or sys.stdin, out or sys.stdout, err or sys.stderr
     audit = audit or AuditLog()
