@@ -13,11 +13,15 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
-import tomllib
 from collections import Counter
 from pathlib import Path
 
 import grimp
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "gpuwatch_tui"

@@ -58,7 +58,7 @@ class Config:
 
 
 def default_config_path() -> Path:
-    from platformdirs import user_config_dir
+    from platformdirs import user_config_dir  # not for `--help` or a run given --config
 
     return Path(user_config_dir("gpuwatch")) / "hosts.toml"
 

@@ -72,7 +72,7 @@ class RecordedSource:
         return None
 
     async def write_report(self, job_id: str):
-        from ..incident_report import ReportError
+        from ..incident_report import ReportError  # only once a report is asked for
 
         raise ReportError("incident reports are written from live hosts: this dashboard replays a recording")
 
