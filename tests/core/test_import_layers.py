@@ -1,8 +1,8 @@
 """Architecture rules, declared as import-linter contracts in pyproject.toml ([tool.importlinter]): the
-layers top to bottom, no circles inside any package, only ui/ imports textual and rich and only the
-CLI imports ui/, only transport/ imports asyncssh, and the probe (shipped to hosts) imports nothing of
-ours. The one rule import-linter cannot say, "the probe imports only the standard library", is
-checked here over the same graph (grimp's)."""
+layers top to bottom (and inside ui/: app, screens, widgets), no circles inside any package, only ui/
+imports textual and rich and only the CLI imports ui/, only transport/ imports asyncssh, and the probe
+(shipped to hosts) imports nothing of ours. The one rule import-linter cannot say, "the probe imports
+only the standard library", is checked here over the same graph (grimp's)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def test_the_contracts_catch_what_they_forbid(tmp_path):
         "transport/failure.py": "\nfrom ..monitor import Monitor  # noqa: E402,F401\n",
         "actions/registry.py": "\n\ndef _circle():\n    from .service import ActionService\n    return ActionService\n",
         "probe/ops_base.py": "\n\ndef _ours():\n    from gpuwatch_tui import vocab\n    return vocab\n",
+        "ui/widgets/line_list.py": "\n\ndef _up():\n    from ..screens import dashboard\n    return dashboard\n",
     }
     for path, text in additions.items():
         with open(src / path, "a", encoding="utf-8") as f:
@@ -56,14 +57,15 @@ def test_the_contracts_catch_what_they_forbid(tmp_path):
     run = lint_imports(tmp_path)
     assert run.returncode != 0
     report = run.stdout
-    for contract in ("The layers, top to bottom", "No circles among", "Only the CLI and its verbs import the dashboard",
-                     "Only gpuwatch_tui.ui imports textual and rich", "Only gpuwatch_tui.transport imports asyncssh",
-                     "gpuwatch_tui.probe imports nothing else"):
+    for contract in ("The layers, top to bottom", "Inside the dashboard", "No circles among",
+                     "Only the CLI and its verbs import the dashboard", "Only gpuwatch_tui.ui imports textual and rich",
+                     "Only gpuwatch_tui.transport imports asyncssh", "gpuwatch_tui.probe imports nothing else"):
         line = next((ln for ln in report.splitlines() if ln.startswith(contract)), "")
         assert "BROKEN" in line or "BROKEN" in report.split(contract, 1)[1].split("\n", 2)[1], (contract, report)
     for expected in ("gpuwatch_tui.store -> textual", "gpuwatch_tui.feeds.layered -> asyncssh",
                      "gpuwatch_tui.transport.failure -> gpuwatch_tui.monitor",
-                     "gpuwatch_tui.jobs.line_ring -> gpuwatch_tui.ui"):
+                     "gpuwatch_tui.jobs.line_ring -> gpuwatch_tui.ui",
+                     "gpuwatch_tui.ui.widgets.line_list -> gpuwatch_tui.ui.screens.dashboard"):
         assert expected in report, (expected, report)
 
 
