@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from .config import HostConfig, Settings
 from .feeds.base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
 from .feeds.pending import PendingRequests
-from .probe.frames import PROTOCOL_VERSION, FactCache, parse_sample
+from .feeds.probe_frames import FactCache, parse_sample
+from .probe.wire import PROTOCOL_VERSION
 from .requests import BAD_ARGS, HOST_DOWN, LINK_LOST, TIMEOUT, RequestError
 from .tasks import cancel_and_wait
 from .transport.channel import probe_channel
