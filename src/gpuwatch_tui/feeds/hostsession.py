@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from ..config_records import HostConfig, Settings
 from .base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
 from .pending import PendingRequests
-from ..probe.frames import PROTOCOL_VERSION, FactCache, parse_sample
+from .probe_frames import FactCache, parse_sample
+from ..probe.wire import PROTOCOL_VERSION
 from ..requests import BAD_ARGS, HOST_DOWN, LINK_LOST, TIMEOUT, RequestError
 from ..tasks import cancel_and_wait
 from ..transport.channel_choice import probe_channel
