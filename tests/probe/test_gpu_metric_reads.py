@@ -14,7 +14,7 @@ import time
 import pytest
 
 from gpuwatch_tui.probe import gpu_metrics
-from gpuwatch_tui.probe.bundle import build_payload, local_argv, probe_modules
+from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv, probe_modules
 from tests.support.fake_nvidia_smi import install_fake_nvidia_smi
 from tests.support.fake_smi_scenario import ScenarioFile
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch_tui import hostsession
+from gpuwatch_tui.feeds import hostsession
 from gpuwatch_tui.feeds import probe_frames
 from gpuwatch_tui.probe import wire
 from gpuwatch_tui.transport.probe_bundle import probe_modules

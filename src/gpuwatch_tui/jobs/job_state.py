@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ..model import DirStat, ExitInfo, ProcInfo
 from ..vocab import DEFAULT_STALL_AFTER_S
 from .job_actions import ActionRecord, DumpFinding
+from .cadence import Cadence
 from .interpret import LogInterpreter
 from .logtail import LogBuffer
 from .phase import ExitFacts, Verdict, format_history
@@ -55,6 +56,7 @@ class JobState:
     first_seen: float = 0.0
     last_seen: float = 0.0
     stall_after_s: float = DEFAULT_STALL_AFTER_S
+    cadence: Cadence = field(default_factory=Cadence, repr=False, compare=False)  # the job's own rhythm
     actions: list[ActionRecord] = field(default_factory=list)  # what gpuwatch did to it: kept across runs
     dump_finding: DumpFinding | None = None  # the latest py-spy dump's reading
     exit_status_known: bool = False  # the wrapper's exit record was read into `exit`

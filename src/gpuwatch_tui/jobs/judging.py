@@ -203,6 +203,9 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
             _thin(job, now)
     for buf in job.logs.values():
         buf.tick(now)
+    interp = job.interp
+    if interp is not None and job.cadence.note(interp.last_progress_at, interp.hint):
+        job.judged = None  # the quiet limit moved: the kept verdict's clock bands were taken with the old one
     if not procs or not _unchanged(job, now, skew):
         judge(job, now, skew)
 
@@ -270,7 +273,18 @@ def _index_at(samples, t: float, back: int, after: bool = False) -> int:
 _time = attrgetter("time")  # a sample's time: the bisection key (a C call, not a Python function)
 
 
-def observation(job: JobState, skew: float) -> JobObservation:
+def _hint_phase(job: JobState) -> str | None:
+    hint = job.interp.hint if job.interp is not None else None
+    return hint.phase if hint is not None else None
+
+
+def quiet_limit(job: JobState) -> float:
+    """How long the job's log may be quiet before its silence is judged (cadence.py): its rhythm's
+    limit where it has one, else its stall_after."""
+    return job.cadence.quiet_limit(_hint_phase(job), job.stall_after_s)
+
+
+def observation(job: JobState, skew: float, time_now: float | None = None) -> JobObservation:
     """What the phase engine reads about `job`: its samples, log facts, stdout target, exit."""
     interp = job.interp
     logs = job.logs
@@ -300,6 +314,8 @@ def observation(job: JobState, skew: float) -> JobObservation:
     return JobObservation(
         samples=job.samples,  # read, never kept, by the engine: no copy of up to WINDOW_S samples
         stall_after_s=job.stall_after_s,
+        quiet_limit_s=quiet_limit(job),
+        rhythm_line=job.cadence.line(_hint_phase(job), time_now) if time_now is not None else None,
         started_at=(job.started_at + skew) if job.started_at is not None else None,
         log=facts,
         stdout=lead.stdout if lead else None,
@@ -519,11 +535,11 @@ def _clock_bases(job: JobState, skew: float) -> tuple[tuple[float, ...], tuple[f
     return tuple(moving), tuple(fixed)
 
 
-def _next_deadline(bases: tuple[float, ...], stall_after: float, at: float) -> float:
+def _next_deadline(bases: tuple[float, ...], stall_after: float, at: float, quiet_limit: float | None = None) -> float:
     """The first moment after `at` at which `now - base` reaches one of the engine's thresholds for
     some base, less CLOCK_NOISE_S (a base read through the host's clock offset jitters by that much:
     judged up to that early, never late). A base from after `at` (a clock skew): at once."""
-    offsets = _offsets(stall_after)
+    offsets = _offsets(stall_after, quiet_limit)
     first = float("inf")
     for base in bases:
         if base > at:
@@ -600,21 +616,23 @@ def _unchanged(job: JobState, now: float, skew: float) -> bool:
     # The new basis (the facts and CPU class just compared are this frame's: not made twice)
     moving, fixed = _clock_bases(job, skew)
     stall = job.stall_after_s
+    limit = quiet_limit(job)
     job.judged = Judged(seq, progress_at, _facts(job, last) if facts is None else facts, now,
                         _cpu_class(job) if cpu_class is None else cpu_class, _gpu_bands(last.gpus), skew,
-                        job.started_at, samples[0].time, _log_positions(job.logs), _clock_bands(moving, stall, now),
+                        job.started_at, samples[0].time, _log_positions(job.logs), _clock_bands(moving, stall, now, limit),
                         interp.hint,
-                        _next_deadline(fixed, stall, now), _next_deadline(moving, stall, now),
+                        _next_deadline(fixed, stall, now, limit), _next_deadline(moving, stall, now, limit),
                         settled=not log_moved, refresh=same)
     return False
 
 
-def _clock_bands(bases: tuple[float, ...], stall_after: float, then: float) -> tuple[tuple[float, float], ...]:
+def _clock_bands(bases: tuple[float, ...], stall_after: float, then: float,
+                 quiet_limit: float | None = None) -> tuple[tuple[float, float], ...]:
     """Per log clock at the judgment (`then`): the band [lo, hi) of "how long ago" values in which
     every threshold of the engine answers as it did then. `bisect_right(offsets, x)` counts the
     thresholds <= x: it equals its value at the judgment, c, exactly when offsets[c - 1] <= x <
     offsets[c]. Taken once per judgment, so a frame compares each clock with two numbers."""
-    offsets = _offsets(stall_after)
+    offsets = _offsets(stall_after, quiet_limit)
     n = len(offsets)
     bands = []
     for base in bases:
@@ -662,14 +680,17 @@ _ROUNDING_S = 1e-6  # slack for the bisection in _next_deadline (the exact test 
 
 
 @lru_cache(maxsize=64)
-def _offsets(stall_after: float) -> tuple[float, ...]:
+def _offsets(stall_after: float, quiet_limit: float | None = None) -> tuple[float, ...]:
     """The thresholds the engine compares "how long ago" with (phase.py), sorted: the job's age
     (`age < threshold`, `age < min(threshold, YOUNG_S)`), the log's quiet time (`quiet_s <
     threshold`, `>= 60`, `< min(60, threshold / 2)`) and the output dir's last write (`< threshold`).
     The rate and compile windows are not here: the CPU class and recent compilers are compared on
     every frame (`_unchanged`), a spin is always judged. A rule that compares a new duration with
     `now` must add its threshold here (tests/jobs/test_kept_verdicts.py fails otherwise)."""
-    return tuple(sorted({0.0, stall_after, min(stall_after, YOUNG_S), 60.0, min(60.0, stall_after / 2)}))
+    limits = {0.0, stall_after, min(stall_after, YOUNG_S), 60.0, min(60.0, stall_after / 2)}
+    if quiet_limit is not None:
+        limits.add(quiet_limit)  # the job's rhythm's (cadence.py)
+    return tuple(sorted(limits))
 
 
 def _log_inputs(logs: dict) -> tuple:
@@ -776,7 +797,7 @@ def judge(job: JobState, now: float, skew: float, looked: bool = True) -> None:
         kept.refresh = False
         if kept.at == now and _refresh(job, kept, now):
             return
-    verdict = infer_phase(observation(job, skew), now, job.verdict)
+    verdict = infer_phase(observation(job, skew, now), now, job.verdict)
     if job.dump_finding is not None:
         verdict = annotate(verdict, job.dump_finding, ended=job.exit is not None)
     if job.verdict is None or verdict.phase != job.verdict.phase:

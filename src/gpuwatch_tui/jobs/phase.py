@@ -145,6 +145,10 @@ class JobObservation:
     has_gpus: bool = True  # whether the job holds GPUs at all (CPU-only jobs: False)
     compile_worker_since: float | None = None  # when the inductor worker pool first appeared
     killed_by: str | None = None  # "killed by USER via gpuwatch at ...": gpuwatch ended this run itself
+    # How long the log may be quiet before its silence is judged: the job's rhythm's limit (cadence.py),
+    # at most stall_after; None: stall_after. And the rhythm said in numbers, for the evidence.
+    quiet_limit_s: float | None = None
+    rhythm_line: str | None = None
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -475,6 +479,7 @@ class DecisionContext:
     quiet_from: float  # since when nothing was logged
     quiet_s: float
     threshold: float  # the job's stall_after
+    quiet_limit: float  # the job's rhythm's limit on a quiet log (<= threshold)
     gpu_busy: bool
     gpu_idle: bool
     gpu_spin: bool  # ~100% util at idle power: a kernel waiting (a collective), not computing
@@ -598,6 +603,7 @@ def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> 
     return DecisionContext(
         obs=obs, now=now, act=act, log=log, hint=log.hint, started=started, age=age, log_known=log_known,
         last_log=last_log, quiet_from=quiet_from, quiet_s=quiet_s, threshold=threshold,
+        quiet_limit=threshold if obs.quiet_limit_s is None else min(threshold, obs.quiet_limit_s),
         gpu_busy=gpu_busy, gpu_idle=gpu_idle, gpu_spin=gpu_spin, spin_idx=tuple(spin_idx),
         cpu_busy=act.cpu_cores is not None and act.cpu_cores >= CPU_BUSY_CORES,
         cpu_flat=act.cpu_cores is not None and act.cpu_cores < CPU_FLAT_CORES,
@@ -662,7 +668,12 @@ def _decide(ctx: DecisionContext) -> Decision:
         ev = [f"first seen, started {fmt_duration(ctx.age)} ago", ctx.log_line,
               ctx.cpu_line or "CPU rate not measured yet", *ctx.gpu_lines[:2]]
         return Decision("unknown", "observing", 0.2, ev, "", ctx.started)  # not known since it started
-    if ctx.quiet_s < ctx.threshold:
+    if ctx.quiet_s < ctx.quiet_limit:
+        return _active(ctx)
+    if ctx.quiet_s < ctx.threshold and not ctx.gpu_spin and not (
+            ctx.cpu_flat and not ctx.gpu_busy and (ctx.gpu_idle or not act.gpus)):
+        # Past the rhythm's limit, not the ceiling: only a job with nothing moving (CPU flat, its GPUs
+        # idle) or a spinning GPU is judged on its silence this early; anything else still works.
         return _active(ctx)
 
     # ---- the log has been quiet past the threshold
@@ -671,7 +682,7 @@ def _decide(ctx: DecisionContext) -> Decision:
     out = obs.output
     if ctx.gpu_spin:
         spin_gpus = ", ".join(f"GPU{i}" for i in ctx.spin_idx)
-        ev = [ctx.log_line, *ctx.gpu_lines,
+        ev = [ctx.log_line, obs.rhythm_line, *ctx.gpu_lines,
               f"{spin_gpus}: ~100% util at idle power: a kernel waiting, not computing",
               f"one rank spins {act.max_rank_cores:.1f} cores" if act.max_rank_cores else ctx.cpu_line,
               "GPU memory flat" if all(abs(d) < 64 for d in act.gpu_mem_delta.values()) else None]
@@ -693,7 +704,7 @@ def _decide(ctx: DecisionContext) -> Decision:
         advice, actions = ((BUFFERED_ADVICE, (RESTART,)) if ctx.buffered
                            else ("busy on CPU without logging: dump the stacks to see where", (DUMP,)))
         return Decision("silent", detail, 0.7 if ctx.buffered else 0.55, ev, advice, quiet_since, actions)
-    if out is not None and out.newest_mtime is not None and now - out.newest_mtime < ctx.threshold:
+    if out is not None and out.newest_mtime is not None and now - out.newest_mtime < ctx.quiet_limit:
         ev = [f"output dir written {fmt_duration(now - out.newest_mtime)} ago"
               + (f" ({out.newest_name})" if out.newest_name else ""), ctx.log_line, ctx.cpu_line, *ctx.gpu_lines[:2]]
         return Decision("checkpointing", "output-dir", 0.5, ev, "", out.newest_mtime)
@@ -712,7 +723,7 @@ def _decide(ctx: DecisionContext) -> Decision:
                         quiet_since, (DUMP,))
     # Nothing moves: no log, no CPU, no GPU work.
     held = any((g.mem_used_mib or 0) > 0 for g in act.gpus.values())
-    ev = [ctx.log_line, ctx.cpu_line or "CPU time unknown", *ctx.gpu_lines,
+    ev = [ctx.log_line, obs.rhythm_line, ctx.cpu_line or "CPU time unknown", *ctx.gpu_lines,
           "GPU memory held, no kernels running" if held and ctx.gpu_idle else None,
           f"last log phase: {hint.phase} ({fmt_duration(now - hint.time)} ago)" if hint is not None else None,
           progress_line]
