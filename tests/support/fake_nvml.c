@@ -11,6 +11,11 @@
  *   GPUWATCH_FAKE_NVML_NO_POWER   set: power readings fail with NVML_ERROR_NOT_SUPPORTED (as on some boards)
  *   GPUWATCH_FAKE_NVML_MEM_CLOCK  the memory clock in MHz every GPU reports; unset: the memory clock is
  *                                 NVML_ERROR_NOT_SUPPORTED (the H200 recordings have no memory clock to replay)
+ *   GPUWATCH_FAKE_NVML_GPM    a file of GPM rows recorded on an H200 (tests/data/gpm-h200), one a line:
+ *                             "GPU UTIL POWER_W SM_ACTIVE TENSOR_ACTIVE DRAM_ACTIVE". A GPU with rows supports GPM
+ *                             (nvmlGpmQueryDeviceSupport), and its utilisation and power are its current row's;
+ *                             each nvmlGpmSampleGet moves it to its next row (cycling), and nvmlGpmMetricsGet
+ *                             answers the row of the newer sample. A GPU without rows: GPM unsupported.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +47,26 @@ static long mem_clock = -1;  /* -1: not supported */
 static unsigned long calls[MAX_GPUS];  /* per GPU: makes the moving figures move, as real ones do */
 static char devices[MAX_GPUS];  /* a handle is a pointer into this array */
 
+/* GPM replay: per GPU, its rows and the one it is at */
+#define MAX_GPM_ROWS 4096
+typedef struct { double util, power_w, sm, tensor, dram; } gpm_row_t;
+static gpm_row_t gpm_rows[MAX_GPUS][MAX_GPM_ROWS];
+static int gpm_count[MAX_GPUS];
+static int gpm_at[MAX_GPUS];
+static const gpm_row_t *gpm_row(int i) { return gpm_count[i] ? &gpm_rows[i][gpm_at[i] % gpm_count[i]] : NULL; }
+static void load_gpm(const char *path) {
+    memset(gpm_count, 0, sizeof gpm_count);
+    memset(gpm_at, 0, sizeof gpm_at);
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f) return;
+    int g;
+    gpm_row_t r;
+    while (fscanf(f, "%d %lf %lf %lf %lf %lf", &g, &r.util, &r.power_w, &r.sm, &r.tensor, &r.dram) == 6) {
+        if (g >= 0 && g < MAX_GPUS && gpm_count[g] < MAX_GPM_ROWS) gpm_rows[g][gpm_count[g]++] = r;
+    }
+    fclose(f);
+}
+
 static int index_of(nvmlDevice_t h) {
     long i = (char *)h - devices;
     return (i >= 0 && i < gpus) ? (int)i : -1;
@@ -57,6 +82,7 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
     no_power = getenv("GPUWATCH_FAKE_NVML_NO_POWER") != NULL;
     const char *mc = getenv("GPUWATCH_FAKE_NVML_MEM_CLOCK");
     mem_clock = mc ? atol(mc) : -1;
+    load_gpm(getenv("GPUWATCH_FAKE_NVML_GPM"));
     const char *p = getenv("GPUWATCH_FAKE_NVML_PIDS");
     while (p && *p && npids < MAX_PIDS) {
         char *end;
@@ -107,6 +133,8 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t h, nvmlUtilization_t *u)
     int i = index_of(h);
     if (i < 0) return NVML_ERROR_INVALID_ARGUMENT;
     calls[i]++;
+    const gpm_row_t *r = gpm_row(i);
+    if (r) { u->gpu = (unsigned int)r->util; u->memory = 0; return NVML_SUCCESS; }
     u->gpu = jobs_on(i) ? 90 + (unsigned int)(calls[i] % 10) : 0;
     u->memory = jobs_on(i) ? 40 + (unsigned int)(calls[i] % 7) : 0;
     return NVML_SUCCESS;
@@ -133,6 +161,8 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t h, unsigned int *mw) {
     int i = index_of(h);
     if (i < 0) return NVML_ERROR_INVALID_ARGUMENT;
     if (no_power) return NVML_ERROR_NOT_SUPPORTED;
+    const gpm_row_t *r = gpm_row(i);
+    if (r) { *mw = (unsigned int)(r->power_w * 1000.0); return NVML_SUCCESS; }
     *mw = jobs_on(i) ? 680000 + (unsigned int)(calls[i] % 13) * 997 : 81340;
     return NVML_SUCCESS;
 }
@@ -176,5 +206,60 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h, unsigned in
         k++;
     }
     *count = k;
+    return NVML_SUCCESS;
+}
+
+/* ---- GPM (nvidia-ml-py's structs: c_nvmlGpmSupport_t, c_nvmlGpmMetricsGet_t) */
+enum { GPM_GRAPHICS_UTIL = 1, GPM_SM_UTIL = 2, GPM_SM_OCCUPANCY = 3, GPM_ANY_TENSOR_UTIL = 5, GPM_DRAM_BW_UTIL = 10 };
+#define GPM_METRIC_MAX 477
+typedef struct { int gpu; int row; } gpm_sample_t;
+typedef struct { unsigned int version, isSupportedDevice; } nvmlGpmSupport_t;
+typedef struct { const char *shortName, *longName, *unit; } metric_info_t;
+typedef struct { unsigned int metricId; nvmlReturn_t nvmlReturn; double value; metric_info_t info; } nvmlGpmMetric_t;
+typedef struct {
+    unsigned int version, numMetrics;
+    gpm_sample_t *sample1, *sample2;
+    nvmlGpmMetric_t metrics[GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t h, nvmlGpmSupport_t *s) {
+    int i = index_of(h);
+    if (i < 0 || s == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    s->isSupportedDevice = gpm_count[i] > 0;
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlGpmSampleAlloc(gpm_sample_t **out) {
+    if (out == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    *out = calloc(1, sizeof(gpm_sample_t));
+    (*out)->gpu = -1;
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlGpmSampleFree(gpm_sample_t *s) { free(s); return NVML_SUCCESS; }
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t h, gpm_sample_t *s) {
+    int i = index_of(h);
+    if (i < 0 || s == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!gpm_count[i]) return NVML_ERROR_NOT_SUPPORTED;
+    gpm_at[i]++;
+    s->gpu = i;
+    s->row = gpm_at[i] % gpm_count[i];
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *m) {
+    if (m == NULL || m->sample1 == NULL || m->sample2 == NULL || m->numMetrics > GPM_METRIC_MAX)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    int i = m->sample2->gpu;
+    if (i < 0 || i != m->sample1->gpu) return NVML_ERROR_INVALID_ARGUMENT;
+    const gpm_row_t *r = &gpm_rows[i][m->sample2->row];
+    for (unsigned int k = 0; k < m->numMetrics; k++) {
+        nvmlGpmMetric_t *x = &m->metrics[k];
+        x->nvmlReturn = NVML_SUCCESS;
+        switch (x->metricId) {
+        case GPM_SM_UTIL: x->value = r->sm; break;
+        case GPM_ANY_TENSOR_UTIL: x->value = r->tensor; break;
+        case GPM_DRAM_BW_UTIL: x->value = r->dram; break;
+        case GPM_GRAPHICS_UTIL: x->value = r->util; break;
+        default: x->nvmlReturn = NVML_ERROR_NOT_SUPPORTED; x->value = 0;
+        }
+    }
     return NVML_SUCCESS;
 }

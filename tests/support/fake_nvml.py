@@ -4,6 +4,7 @@ out (the driver's own cost per call)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -31,3 +32,23 @@ def fake_nvml_env(folder: Path, gpus: int, pids: list[int], env: dict[str, str] 
     env["GPUWATCH_FAKE_NVML_GPUS"] = str(gpus)
     env["GPUWATCH_FAKE_NVML_PIDS"] = ",".join(str(p) for p in pids)
     return env
+
+
+GPM_RECORDING = Path(__file__).resolve().parent.parent / "data" / "gpm-h200" / "samples.jsonl"
+
+
+def gpm_rows(path: Path, plan: dict[int, str], recording: Path = GPM_RECORDING) -> Path:
+    """Write the stand-in's GPM replay file (GPUWATCH_FAKE_NVML_GPM): per GPU index, the steady samples of
+    one segment of the H200 recording (its first two samples, the segment before and the ramp up, left out)."""
+    by_segment: dict[str, list[dict]] = {}
+    for line in recording.read_text().splitlines():
+        row = json.loads(line)
+        if "seg" in row and isinstance(row.get("gpm"), dict) and "sm_util" in row["gpm"]:
+            by_segment.setdefault(row["seg"], []).append(row)
+    lines = []
+    for gpu, segment in plan.items():
+        for row in by_segment[segment][2:]:
+            g = row["gpm"]
+            lines.append(f"{gpu} {row['util']} {row['power_w']} {g['sm_util']} {g['tensor']} {g['dram_bw']}")
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -98,6 +98,19 @@ METRICS = (
               smi="clocks.mem", dcgm="DCGM_FI_DEV_MEM_CLOCK",
               prom=("gpuwatch_gpu_memory_clock_hertz", "GPU memory clock", 1e6),
               column="MEM CLK", suffix=" MHz"),
+    # NVML GPM (Hopper and later; gpu_gpm.py reads them, seldom): what the SMs really do. A kernel that
+    # waits (a rank spinning in a collective) is 100% "util" with ~0 SM activity and no DRAM traffic.
+    # DCGM's profiling fields (DCGM_FI_PROF_*) are ratios of 1, not percents: not mapped here.
+    GpuMetric("sm_active_pct", "%", "SM active", cadence=SLOW,
+              prom=("gpuwatch_gpu_sm_active_percent", "GPU SM activity (NVML GPM; DCGM's SM active)", 1),
+              column="SM ACT", suffix="%"),
+    GpuMetric("tensor_active_pct", "%", "tensor active", cadence=SLOW,
+              prom=("gpuwatch_gpu_tensor_active_percent",
+                    "GPU tensor pipe activity (NVML GPM; DCGM's tensor pipe active)", 1),
+              column="TENSOR", suffix="%"),
+    GpuMetric("dram_active_pct", "%", "DRAM bandwidth", cadence=SLOW,
+              prom=("gpuwatch_gpu_dram_active_percent", "GPU DRAM bandwidth in use (NVML GPM; DCGM's DRAM active)", 1),
+              column="DRAM", suffix="%"),
 )
 
 BY_NAME = dict((m.name, m) for m in METRICS)

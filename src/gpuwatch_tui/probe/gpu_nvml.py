@@ -5,6 +5,7 @@
 import time
 
 import gpu_metrics
+from gpu_gpm import EMPTY as NO_GPM, GpmReader
 from wire import GPU_FACTS
 
 
@@ -130,6 +131,10 @@ class NvmlSource(object):
             self.direct = NvmlDirect(nvml, self.handles, self.every, self.display_reads)
         except Exception:
             self.direct = None  # an NVML module unlike nvidia-ml-py's: through its functions, as they are
+        try:
+            self.gpm = GpmReader(nvml, self.handles)
+        except Exception:
+            self.gpm = None  # no GPM here (before Hopper, an older driver or nvidia-ml-py): the power signal alone
 
     def _try(self, fn, *args):
         try:
@@ -242,9 +247,22 @@ class NvmlSource(object):
                 # each frame its own list: whoever edits one leaves the kept list
                 entry["processes"] = [dict(p) for p in kept[2]]
             out.append(entry)
+        gpm = self.gpm
+        if gpm is None:
+            for entry in out:
+                entry.update(NO_GPM)
+            return out
+        limits = self.limits
+        gpm.due([e["util_pct"] for e in out],
+                [e["power_w"] * 1000.0 / limits[e["index"]] if e.get("power_w") is not None and limits[e["index"]]
+                 else None for e in out], mono)
+        for entry in out:
+            entry.update(gpm.figures(entry["index"], mono))
         return out
 
     def close(self):
+        if self.gpm is not None:
+            self.gpm.close()
         try:
             self.nvml.nvmlShutdown()
         except Exception:

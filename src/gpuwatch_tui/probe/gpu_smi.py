@@ -13,6 +13,8 @@ from output import CHILDREN
 
 # The query: index, uuid, name, each metric of the table that names an nvidia-smi field, the driver last.
 SMI_METRICS = tuple(m.name for m in gpu_metrics.SMI_METRICS)
+# The table's readings nvidia-smi has no field for (GPM's): sent as None, so every reading is a key
+NOT_IN_SMI = tuple((name, None) for name in gpu_metrics.READINGS if name not in SMI_METRICS)
 SMI_FIELDS = "index,uuid,name,%s,driver_version" % ",".join(m.smi for m in gpu_metrics.SMI_METRICS)
 SMI_APP_FIELDS = "timestamp,gpu_uuid,pid,used_memory"
 
@@ -161,6 +163,7 @@ class SmiSource(object):
             except ValueError:
                 continue
             gpu = {"index": index, "uuid": f[1], "name": f[2]}
+            gpu.update(NOT_IN_SMI)
             for name, text in zip(SMI_METRICS, f[3:last]):
                 gpu[name] = _f(text)  # "[N/A]" (a field this GPU does not report): None
             self.gpus[index] = gpu
