@@ -166,14 +166,16 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
             for i in (held if len(held) == 1 else sorted(held)):
                 if i < count:
                     g = frame_gpus[i]
-                    gpus.append(GpuReading(i, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
+                    gpus.append(GpuReading(i, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w,
+                                           g.sm_active_pct, g.tensor_active_pct, g.dram_active_pct))
         else:
             count = len(frame_gpus)
             found = (frame_gpus[i] for i in sorted(held)) if all(
                 i < count and frame_gpus[i].index == i for i in held) else (g for g in frame_gpus if g.index in held)
             for g in found:
                 if any(gp.pid in main or gp.pid in children for gp in g.processes):
-                    gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w))
+                    gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w,
+                                               g.sm_active_pct, g.tensor_active_pct, g.dram_active_pct))
         known = job.gpus
         for r in gpus:
             if r.index not in known:

@@ -35,6 +35,14 @@ GPU_WORKING_POWER_FRACTION = 0.30
 # Clearly computing, not just holding a context: what overrides a start-up log line (a torchrun banner).
 # An NCCL all-reduce loop on 2 H200s drew 255-280 W (36-40%); held-idle is ~17%, training ~99%.
 GPU_COMPUTING_POWER_FRACTION = 0.35
+# GPM: a kernel that waits (busy-wait, a collective spinning) is 100% util at ~0.8% SM active and no DRAM
+# traffic on an H200; a bf16 matmul 94% SM, a copy loop 95% SM / 84% DRAM.
+GPM_WAIT_SM_PCT = 5.0
+GPM_WAIT_DRAM_PCT = 2.0
+GPM_WORK_SM_PCT = 20.0  # SMs this busy: working, whatever the power says
+# A spin GPM confirms is called stalled this soon after the log went quiet (the power signal alone keeps
+# the job's own limit: a small model can compute at 100% util and low power).
+GPM_SPIN_STALL_S = 60.0
 COMPILE_RECENT_S = 30.0  # compiler children seen this recently still count as compiling
 MIN_SPIN_S = 15.0  # util-without-power must hold this long (within the quiet period) to be a spin
 MID_RUN_S = 10.0  # a job first seen this long after its process started was found mid-run
@@ -60,6 +68,10 @@ class GpuReading:
     mem_used_mib: float | None
     power_w: float | None
     power_limit_w: float | None
+    # NVML GPM (Hopper and later; None elsewhere or not read lately): what the SMs really do
+    sm_active_pct: float | None = None
+    tensor_active_pct: float | None = None
+    dram_active_pct: float | None = None
 
     @property
     def power_fraction(self) -> float | None:
@@ -307,11 +319,19 @@ def _gpu_facts(act: _Activity, quiet: _Activity | None = None) -> tuple[bool, bo
             continue
         utils.append(util)
         pf = g.power_fraction
-        if util >= GPU_BUSY_UTIL and (pf is None or pf >= GPU_WORKING_POWER_FRACTION):
+        sm = g.sm_active_pct
+        if util >= GPU_BUSY_UTIL and (pf is None or pf >= GPU_WORKING_POWER_FRACTION
+                                      or (sm is not None and sm >= GPM_WORK_SM_PCT)):
             busy = True
         sustained = quiet.gpu_util_min.get(idx, util) >= GPU_SPIN_UTIL and quiet.span_s >= MIN_SPIN_S
+        if not sustained:
+            continue
+        if sm is not None:  # GPM says it: the SMs wait or work, whatever the power
+            if gpm_waiting(g):
+                spinning.append(idx)
+            continue
         peak_pf = quiet.gpu_power_frac_max.get(idx)
-        if sustained and peak_pf is not None and peak_pf < GPU_WORKING_POWER_FRACTION:
+        if peak_pf is not None and peak_pf < GPU_WORKING_POWER_FRACTION:
             spinning.append(idx)
     idle = bool(utils) and all(u < GPU_IDLE_UTIL for u in utils)
     if not utils:
@@ -323,6 +343,21 @@ def _gpu_facts(act: _Activity, quiet: _Activity | None = None) -> tuple[bool, bo
             for i, g in act.gpus.items()
         )
     return busy, idle, bool(spinning), spinning
+
+
+def gpm_waiting(g: GpuReading) -> bool:
+    """High util with the SMs idle and no DRAM traffic (GPM): a kernel waiting, not computing."""
+    sm = g.sm_active_pct
+    return (sm is not None and (g.util_pct or 0) >= GPU_SPIN_UTIL and sm < GPM_WAIT_SM_PCT
+            and (g.dram_active_pct is None or g.dram_active_pct < GPM_WAIT_DRAM_PCT))
+
+
+def _gpm_spin_line(g: GpuReading) -> str:
+    tensor = f", tensor {g.tensor_active_pct:.0f}%" if g.tensor_active_pct is not None else ""
+    dram = f", DRAM {g.dram_active_pct:.0f}%" if g.dram_active_pct is not None else ""
+    power = f", {g.power_w:.0f} W" if g.power_w is not None else ""
+    return (f"GPU{g.index}: {g.util_pct:.0f}% util but SM active {g.sm_active_pct:.2g}%{tensor}{dram}{power}: "
+            "a kernel waiting, not computing (GPM)")
 
 
 def _computing(sample: ResourceSample) -> bool:
@@ -353,6 +388,9 @@ def _gpu_lines(gpus: dict[int, GpuReading], limit: int = 4) -> list[str]:
             if g.power_limit_w:
                 pw += f" ({g.power_w / g.power_limit_w:.0%} of limit)"
             parts.append(pw)
+        if g.sm_active_pct is not None:
+            parts.append(f"SM {g.sm_active_pct:.0f}% active"
+                         + (f", tensor {g.tensor_active_pct:.0f}%" if g.tensor_active_pct is not None else ""))
         text = parts[0] + " " + ", ".join(parts[1:])
         out.append(text)
     if len(items) > limit:
@@ -579,7 +617,7 @@ def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> 
     # (the period's minimum util and peak power include this sample): else skip that second look.
     quiet_act = act
     if any(g.util_pct is not None and g.util_pct >= GPU_SPIN_UTIL
-           and (g.power_fraction is None or g.power_fraction < GPU_WORKING_POWER_FRACTION)
+           and (g.power_fraction is None or g.power_fraction < GPU_WORKING_POWER_FRACTION or gpm_waiting(g))
            for g in act.gpus.values()):
         quiet_act = _activity(obs.samples, now, window=max(1.0, min(RATE_WINDOW_S, quiet_s) - 0.05))
     gpu_busy, gpu_idle, gpu_spin, spin_idx = _gpu_facts(act, quiet_act)
@@ -603,13 +641,22 @@ def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> 
     return DecisionContext(
         obs=obs, now=now, act=act, log=log, hint=log.hint, started=started, age=age, log_known=log_known,
         last_log=last_log, quiet_from=quiet_from, quiet_s=quiet_s, threshold=threshold,
-        quiet_limit=threshold if obs.quiet_limit_s is None else min(threshold, obs.quiet_limit_s),
+        quiet_limit=_quiet_limit(obs, threshold, act, spin_idx),
         gpu_busy=gpu_busy, gpu_idle=gpu_idle, gpu_spin=gpu_spin, spin_idx=tuple(spin_idx),
         cpu_busy=act.cpu_cores is not None and act.cpu_cores >= CPU_BUSY_CORES,
         cpu_flat=act.cpu_cores is not None and act.cpu_cores < CPU_FLAT_CORES,
         buffered=buffered, stdout_line=stdout_line, gpu_lines=tuple(gpu_lines), cpu_line=cpu_line,
         progress_line=progress_line, log_line=log_line, live_phase=live_phase,
     )
+
+
+def _quiet_limit(obs: JobObservation, threshold: float, act: _Activity, spin_idx: list[int]) -> float:
+    """How long the log may be quiet: the job's rhythm's limit (at most stall_after), and at most
+    GPM_SPIN_STALL_S where GPM confirms a GPU of the job spins."""
+    limit = threshold if obs.quiet_limit_s is None else min(threshold, obs.quiet_limit_s)
+    if spin_idx and any(gpm_waiting(act.gpus[i]) for i in spin_idx if i in act.gpus):
+        limit = min(limit, GPM_SPIN_STALL_S)
+    return limit
 
 
 def _decide(ctx: DecisionContext) -> Decision:
@@ -682,8 +729,9 @@ def _decide(ctx: DecisionContext) -> Decision:
     out = obs.output
     if ctx.gpu_spin:
         spin_gpus = ", ".join(f"GPU{i}" for i in ctx.spin_idx)
-        ev = [ctx.log_line, obs.rhythm_line, *ctx.gpu_lines,
-              f"{spin_gpus}: ~100% util at idle power: a kernel waiting, not computing",
+        gpm = [_gpm_spin_line(act.gpus[i]) for i in ctx.spin_idx if i in act.gpus and gpm_waiting(act.gpus[i])]
+        ev = [ctx.log_line, obs.rhythm_line, *gpm, *ctx.gpu_lines,
+              None if gpm else f"{spin_gpus}: ~100% util at idle power: a kernel waiting, not computing",
               f"one rank spins {act.max_rank_cores:.1f} cores" if act.max_rank_cores else ctx.cpu_line,
               "GPU memory flat" if all(abs(d) < 64 for d in act.gpu_mem_delta.values()) else None]
         return Decision("stalled", "nccl-spin", 0.8, ev,
