@@ -31,3 +31,21 @@ async def test_eta_goes_when_the_job_ends(app, source):
         source.advance(1)
         await pilot.pause()
         assert table.get_cell(TRAINING, "eta") == "20:34"
+
+
+async def test_a_stalled_job_shows_no_rate_and_no_eta_until_it_moves_again(app, source):
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.screen.query_one(JobsTable)
+        await pilot.pause()
+        job = next(j for j in source.jobs() if j.id == TRAINING)
+        rate = table.get_cell(TRAINING, "rate")
+        assert rate not in ("-", "") and table.get_cell(TRAINING, "eta") not in ("-", "")
+        source.set_job(TRAINING, phase="stalled", alive=True,
+                       progress=dataclasses.replace(job.progress, eta_s=1234.0))
+        source.advance(1)
+        await pilot.pause()
+        assert (table.get_cell(TRAINING, "rate"), table.get_cell(TRAINING, "eta")) == ("-", "-")
+        source.set_job(TRAINING, phase="training", alive=True)
+        source.advance(1)
+        await pilot.pause()
+        assert table.get_cell(TRAINING, "eta") == "20:34" and table.get_cell(TRAINING, "rate") == rate

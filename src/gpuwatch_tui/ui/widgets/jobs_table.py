@@ -73,9 +73,9 @@ SORT_KEYS: dict[str, Callable[[JobView], Any]] = {
     "phase": lambda j: (levels.PHASE_URGENCY.get(j.phase, 99), j.host),
     "since": lambda j: -(j.since or 0.0),  # longest in its phase first
     "progress": lambda j: -_progress_fraction(j),
-    "rate": lambda j: -(j.progress.rate or 0.0),
+    "rate": lambda j: 0.0 if j.phase == "stalled" else -(j.progress.rate or 0.0),
     "loss": lambda j: j.progress.loss or float("inf"),
-    "eta": lambda j: float("inf") if levels.job_has_ended(j) else j.progress.eta_s or float("inf"),
+    "eta": lambda j: float("inf") if levels.job_has_ended(j) or j.phase == "stalled" else j.progress.eta_s or float("inf"),
 }
 
 
@@ -232,10 +232,11 @@ class JobsTable(LineList, can_focus=True):
             "since": since_text,
             "progress": formatting.progress(progress),
             "progress:short": short_progress(progress),
-            "rate": formatting.rate(progress),
+            # A stalled job makes no progress: its last rate and ETA would read as a promise.
+            "rate": "-" if job.phase == "stalled" else formatting.rate(progress),
             "loss": formatting.loss(progress),
             # An ended job has no time left: its last ETA would read as a promise.
-            "eta": "-" if levels.job_has_ended(job) else formatting.duration(progress.eta_s),
+            "eta": "-" if levels.job_has_ended(job) or job.phase == "stalled" else formatting.duration(progress.eta_s),
         }
 
     def show(self, jobs: list[JobView], now: float, force: bool = False,
