@@ -490,6 +490,15 @@ def log_age_line(quiet_s: float) -> str:
     return f"last log line {fmt_duration(quiet_s)} ago"
 
 
+def _bar_full(log: LogFacts) -> bool:
+    """Whether the log's phase progress bar (checkpoint shards) reached its total."""
+    pp = log.phase_progress
+    try:
+        return bool(pp) and pp.get("total") is not None and float(pp["step"]) >= float(pp["total"]) > 0
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 def _phase_progress_evidence(log: LogFacts) -> str | None:
     pp = log.phase_progress
     if not pp or "step" not in pp:
@@ -800,6 +809,14 @@ def _active(ctx: DecisionContext) -> Decision:
                   f"last phase line: {hint.text[:120]}", last_line, warn_buffer, spin_warning]
             advice, actions = (UNFLUSHED_ADVICE, (RESTART,)) if warn_buffer else ("", ())
             return Decision("training", None, 0.55 if now_computing else 0.45, ev, advice, computed[0], actions)
+    if hint is not None and hint.phase == "loading" and _bar_full(log) and obs.samples and _computing(obs.samples[-1]):
+        # The loading bar reached its total and since then the GPUs compute (high util, well above
+        # held-idle power): the load is over and the job trains, though no line of its own said so yet.
+        computed = [s.time for s in obs.samples if s.time >= hint.time and _computing(s)]
+        if computed:
+            ev = [f"log: {_phase_progress_evidence(log)} (done)", *ctx.gpu_lines[:4],
+                  f"GPUs computing since {fmt_duration(now - computed[0])} ago", ctx.cpu_line, last_line]
+            return Decision("training", None, 0.6, ev, "", computed[0])
     if hint is not None:
         phase = hint.phase
         ev = [f"log: {hint.text[:120]}", last_line]
