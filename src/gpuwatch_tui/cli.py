@@ -186,7 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser(
         "demo", parents=[common], help="the dashboard on a bundled recording of real H200 runs (no GPU needed)",
         description="Replays a recording bundled with gpuwatch, made on real H200 GPUs (torch.compile's first "
-        "compile, buffered stdout, a Python hang, an NCCL hang), looping. Same keys as `replay`.",
+        "compile, buffered stdout, a Python hang, an NCCL hang), looping. Same keys as `replay`. Its verdicts were "
+        "judged at stall_after = 30 s (the default is 5 min, the ceiling for a job with no rhythm of its own "
+        "yet; a job that logged steps is judged on its own rhythm: a hang about a minute after its last step).",
         epilog=EXIT_CODES_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     demo.add_argument("--speed", type=int, default=DEMO_SPEED, choices=REPLAY_SPEEDS,
