@@ -12,7 +12,7 @@ import pytest
 
 from gpuwatch_tui.feeds import hostsession
 from gpuwatch_tui.feeds import probe_frames
-from gpuwatch_tui.probe import wire
+from gpuwatch_tui.probe import gpu_metrics, wire
 from gpuwatch_tui.transport.probe_bundle import probe_modules
 
 from .test_nvml_reads import ScriptedNvml
@@ -39,7 +39,8 @@ def keys_read(path: Path) -> set[str]:
 
 
 def every_wire_key() -> set[str]:
-    return {key for name in dir(wire) if name.endswith("_KEYS") for key in getattr(wire, name)}
+    # (and the name of the function the parser generates from the metric table, read from its namespace)
+    return {key for name in dir(wire) if name.endswith("_KEYS") for key in getattr(wire, name)} | {"with_readings"}
 
 
 def test_both_sides_read_the_one_contract():
@@ -53,8 +54,10 @@ def test_both_sides_read_the_one_contract():
 
 def test_every_key_the_frame_parser_reads_is_one_the_probe_sends():
     read = keys_read(Path(probe_frames.__file__))
-    assert {"procs", "cmdline", "util_pct", "newest_name", "seen_gone_at"} <= read  # (the scan finds the reads)
+    assert {"procs", "cmdline", "index", "newest_name", "seen_gone_at"} <= read  # (the scan finds the reads)
     assert read - every_wire_key() == set()
+    # a GPU's metrics are read by the metric table's names (gpu_metrics.NAMES), not literal keys
+    assert set(gpu_metrics.NAMES) <= every_wire_key()
 
 
 def test_the_keys_read_by_a_parser_that_drifted_are_caught(tmp_path):

@@ -5,7 +5,7 @@
 import time
 
 import gpu_metrics
-from gpu_gpm import EMPTY as NO_GPM, GpmReader
+from gpu_gpm import EMPTY as NO_GPM, KEYS as NO_GPM_KEYS, GpmReader
 from wire import GPU_FACTS
 
 
@@ -131,6 +131,10 @@ class NvmlSource(object):
             self.direct = NvmlDirect(nvml, self.handles, self.every, self.display_reads)
         except Exception:
             self.direct = None  # an NVML module unlike nvidia-ml-py's: through its functions, as they are
+        # The table's readings this NVML module cannot read (a constant it lacks): sent as None, so every
+        # reading is a key of a GPU's entry
+        read = set(("util_pct", "mem_used_mib") + NO_GPM_KEYS) | set(r[0] for r in self.every + self.display_reads)
+        self.unread = tuple((name, None) for name in gpu_metrics.READINGS if name not in read)
         try:
             self.gpm = GpmReader(nvml, self.handles)
         except Exception:
@@ -247,6 +251,9 @@ class NvmlSource(object):
                 # each frame its own list: whoever edits one leaves the kept list
                 entry["processes"] = [dict(p) for p in kept[2]]
             out.append(entry)
+        if self.unread:
+            for entry in out:
+                entry.update(self.unread)
         gpm = self.gpm
         if gpm is None:
             for entry in out:

@@ -8,8 +8,9 @@ import json
 
 try:  # shipped: the probe's siblings are top-level modules on the host
     import gpu_metrics
-except ImportError:  # the local side (the frame parser) imports the package
-    from . import gpu_metrics
+except ImportError:  # the local side (the frame parser) imports the package (no relative import: shipped)
+    import importlib
+    gpu_metrics = importlib.import_module(__name__.rpartition(".")[0] + ".gpu_metrics")
 
 
 PROTOCOL_VERSION = 1
