@@ -5,22 +5,66 @@
 # frames on stdout, and it exits as soon as stdin closes, so a dropped connection cannot
 # leave it behind.
 #
-# When shipped, the bundle puts BUNDLE = {"modules": {...}, "options": {...}} in globals.
+# When shipped, the bundle puts BUNDLE = {"modules": {...}, "options": {...}} in globals: every other
+# module of the probe comes in it, by the plain name it is imported as here (see ShippedModules).
 import binascii
 import importlib
-import json
+import importlib.machinery
 from operator import is_, itemgetter
 import os
 import re
-import shutil
 import signal
 from stat import S_ISREG
-import subprocess
 import sys
 import threading
 import time
 
-PROTOCOL_VERSION = 1
+
+class ShippedModules(object):
+    """Lets `import NAME` find the modules that came in the bundle: the probe's modules import one
+    another by plain name, in any order, and nothing is written to the host's disk."""
+
+    def __init__(self, sources):
+        self.sources = sources
+
+    def find_spec(self, name, path, target=None):
+        if path is not None or name not in self.sources:
+            return None
+        return importlib.machinery.ModuleSpec(name, self, origin="<gpuwatch %s>" % name)
+
+    def create_module(self, spec):
+        return None  # the default module object
+
+    def exec_module(self, module):
+        name = module.__name__
+        exec(compile(self.sources[name], "<gpuwatch %s>" % name, "exec"), module.__dict__)
+
+
+def folder_modules(folder):
+    """The probe's other modules as read from the folder this file is in (the probe run from a
+    checkout rather than shipped): what the bundle would carry."""
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py") and name not in ("agent.py", "__init__.py"):
+            with open(os.path.join(folder, name), "rb") as f:
+                out[name[:-3]] = f.read().decode("utf-8")
+    return out
+
+
+try:
+    BUNDLE  # noqa: B018 - set by the bootstrap when shipped
+except NameError:
+    BUNDLE = {"modules": folder_modules(os.path.dirname(os.path.abspath(__file__))), "options": {}}
+BUNDLE_MODULES = BUNDLE.get("modules", {})
+# First on the path: a shipped module is the probe's own even where the host has one of the same name.
+if not any(getattr(f, "sources", None) is BUNDLE_MODULES for f in sys.meta_path):
+    sys.meta_path.insert(0, ShippedModules(BUNDLE_MODULES))
+
+from gpu_choice import NoGpu, open_gpu_source  # noqa: E402 - shipped: found through the finder above
+from ops_base import fd_target as read_fd_target  # noqa: E402
+from output import emit, shutdown  # noqa: E402
+from wire import CHILD_FACTS, GPU_FACTS, ROOT_FACTS, TAIL_EVENTS, TAIL_FACTS  # noqa: E402
+
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 TAIL_CAP_BYTES = 256 * 1024  # at most this much of one log per frame; the rest waits (see Tail)
@@ -31,44 +75,6 @@ TAIL_CAP_BYTES = 256 * 1024  # at most this much of one log per frame; the rest 
 TAIL_CHECK_S = 15.0
 DIR_ENTRY_CAP = 2000
 SMALL_THREAD_COUNT = 16  # processes with at most this many threads have every thread's children read
-SMI_FIELDS = (
-    "index,uuid,name,utilization.gpu,memory.used,memory.total,"
-    "temperature.gpu,power.draw,power.limit,clocks.sm,driver_version"
-)
-SMI_APP_FIELDS = "timestamp,gpu_uuid,pid,used_memory"
-
-_out_lock = threading.Lock()
-_children = []  # subprocesses we started (nvidia-smi); killed on exit
-
-
-# One encoder for every frame: json.dumps with options builds a JSONEncoder per call. (No circular check:
-# a frame is a tree the probe builds.)
-_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False)
-
-
-def encode_frame(frame):
-    """A frame as written: one line of compact JSON, version stamped."""
-    frame["v"] = PROTOCOL_VERSION
-    return (_ENCODER.encode(frame) + "\n").encode()
-
-
-def emit(frame):
-    data = encode_frame(frame)
-    with _out_lock:
-        try:
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            shutdown(0)
-
-
-def shutdown(code):
-    for child in _children:
-        try:
-            child.kill()
-        except Exception:
-            pass
-    os._exit(code)
 
 
 def read_text(path, limit=65536):
@@ -483,19 +489,10 @@ def read_parent(pid, raw=None):
     return int(fields[1]), round(BOOT_TIME + int(fields[19]) / float(CLK_TCK), 2), comm
 
 
-_OPS_BASE = []
-
-
 def fd_target(pid, fd):
     """ops_base.fd_target (one helper for the sampler and the capture op); None if unreadable."""
-    if not _OPS_BASE:
-        try:
-            _OPS_BASE.append(load_shipped_module("ops_base"))  # always in the bundle
-        except ImportError:
-            # The probe's code run from a checkout with no bundle (as the tests load it).
-            _OPS_BASE.append(importlib.import_module("gpuwatch_tui.probe.ops_base"))
     try:
-        return _OPS_BASE[0].fd_target(pid, fd)
+        return read_fd_target(pid, fd)
     except OSError:
         return None
 
@@ -668,19 +665,6 @@ class ProcCache(object):
                 del self.static[key]
 
 
-# With fact deltas on, a frame carries these fields of a process, a GPU or a log tail only when they are
-# new or changed since the frame that last sent them (see FrameDeltas); the client fills them back in
-# (frames.FactCache). They are the ones that change rarely: comparing a field costs the probe about
-# what encoding it does, so the ones that move every sample (CPU, power, ...) are always sent.
-ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_reason", "is_python",
-              "env_readable", "uid", "user", "dist", "ppid", "start_time", "name", "sid", "pgid")
-CHILD_FACTS = ("cmdline", "uid", "user", "ppid", "name", "start_time")
-GPU_FACTS = ("uuid", "name", "mem_total_mib", "power_limit_w", "processes")
-# (Not the size: a growing log's moves at every poll, and with it in, its facts never compared equal at once and
-# every tail took the slow way in _strip, each sample. Sent every frame; the client keeps it as a fact still.)
-TAIL_FACTS = ("path", "mtime", "error")
-# Per-frame events, not state: left out when empty (the client reads them as empty).
-TAIL_EVENTS = (("data", ""), ("reset", False), ("skipped", 0), ("cut", []))
 # Every fact is sent in full this often anyway (a client that dropped a frame recovers), all in one frame: a
 # frame that resends is a full sample (Probe.lean_sample), one per period, not one per entry first seen at
 # its own time (until round 10 each entry had its own period).
@@ -1193,502 +1177,10 @@ def proc_info(stat, cache, descendants, now, refresh, compilers_seen=(), deltas=
 
 # ---------------------------------------------------------------- GPUs
 
-class NoGpu(object):
-    name = "none"
-    driver = None
-
-    def __init__(self, reason=None):
-        self.error = reason
-
-    def sample(self):
-        return []
-
-    def close(self):
-        pass
-
-
-# A GPU's process list (nvmlDeviceGetComputeRunningProcesses, ~310 us on an H200, the dearest NVML call) is
-# kept while the GPU's memory used does not change, and read again this often anyway. A process that starts
-# or ends on a GPU takes or frees memory, so the list follows it at the next sample as before; what waits up
-# to this long is only a change that moves no memory at all. No verdict changes: the engine reads a job's GPU
-# from its pid being on the list, and a job that gets on or off a GPU moves the memory used (was 5 s).
-PROCS_MAX_AGE_S = 30.0
-# A GPU's display-only readings, its temperature and SM clock, are read this often and repeated in between:
-# a die's temperature moves over seconds, and only the grid, the history and the metrics export show it;
-# the SM clock only the JSON and the metrics export carry (no rule of the engine reads either). Two driver
-# calls per GPU a sample saved (a cold one is ~50 us on an H200; issue #7, rounds 8 and 10).
-DISPLAY_READ_EVERY_S = 5.0
-
-
-class NvmlDirect(object):
-    """The five readings a sample takes of every GPU (utilisation, memory v1, power, temperature, SM
-    clock), through NVML's C functions as nvidia-ml-py resolved them, into structs made once per GPU.
-
-    The same calls as nvidia-ml-py's wrappers make, without what they add per call (a function
-    lookup under a lock, a new struct, a return-code check that raises): about half of a GPU's share
-    of a sample's Python time. A call that fails reads as None, as a failed wrapper call does.
-    Raises (and the wrappers are used) where nvidia-ml-py does not look as expected."""
-
-    def __init__(self, nvml, handles):
-        import ctypes
-        get = nvml._nvmlGetFunctionPointer
-        self.util_fn = get("nvmlDeviceGetUtilizationRates")
-        self.mem_fn = get("nvmlDeviceGetMemoryInfo")
-        self.power_fn = get("nvmlDeviceGetPowerUsage")
-        self.temp_fn = get("nvmlDeviceGetTemperature")
-        self.clock_fn = get("nvmlDeviceGetClockInfo")
-        self.sensor = ctypes.c_uint(nvml.NVML_TEMPERATURE_GPU)
-        self.clock = ctypes.c_uint(nvml.NVML_CLOCK_SM)
-        self.gpus = []
-        for h in handles:
-            util, mem = nvml.c_nvmlUtilization_t(), nvml.c_nvmlMemory_t()
-            power, temp, clock = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
-            refs = tuple(ctypes.byref(x) for x in (util, mem, power, temp, clock))
-            # The struct fields read through plain ctypes views of their bytes: nvidia-ml-py's structs
-            # read a field through a __getattribute__ of their own (a Python call per field).
-            views = (self.field(util, "gpu"), self.field(mem, "used"), self.field(mem, "total"))
-            self.gpus.append((h, util, mem, power, temp, clock) + refs + views)
-
-    @staticmethod
-    def field(struct, name):
-        """A ctypes value sharing the bytes of `struct`'s field `name`."""
-        kind = dict(type(struct)._fields_)[name]
-        return kind.from_buffer(struct, getattr(type(struct), name).offset)
-
-    def read(self, i, with_display=True):
-        """(util %, (memory used, total) as v1 reports them, power mW, temperature C, SM clock MHz).
-        `with_display` False: the temperature and SM clock are not read (None)."""
-        (h, util, mem, power, temp, clock, util_ref, mem_ref, power_ref, temp_ref, clock_ref,
-         util_gpu, mem_used, mem_total) = self.gpus[i]
-        return (util_gpu.value if self.util_fn(h, util_ref) == 0 else None,
-                (mem_used.value, mem_total.value) if self.mem_fn(h, mem_ref) == 0 else None,
-                power.value if self.power_fn(h, power_ref) == 0 else None,
-                temp.value if with_display and self.temp_fn(h, self.sensor, temp_ref) == 0 else None,
-                clock.value if with_display and self.clock_fn(h, self.clock, clock_ref) == 0 else None)
-
-
-class NvmlSource(object):
-    name = "nvml"
-
-    def __init__(self, nvml):
-        self.nvml = nvml
-        self.error = None
-        nvml.nvmlInit()
-        self.handles = []
-        for i in range(nvml.nvmlDeviceGetCount()):
-            self.handles.append(nvml.nvmlDeviceGetHandleByIndex(i))
-        self.static = []
-        for h in self.handles:
-            self.static.append({
-                "uuid": _s(nvml.nvmlDeviceGetUUID(h)),
-                "name": _s(nvml.nvmlDeviceGetName(h)),
-                "total": None,
-            })
-        self.limits = [None] * len(self.handles)
-        self.limits_at = 0.0
-        # Per GPU: (memory used, when read, its compute processes). Listing processes is the dearest NVML
-        # call (two driver round trips and a struct per process: a fifth of the probe's CPU on an H200 in a
-        # sandbox); a process that starts, ends or grows changes the memory used, so the list is read again
-        # then, and at least every PROCS_MAX_AGE_S.
-        self.gpu_procs = [None] * len(self.handles)
-        self.mem_v2 = hasattr(nvml, "nvmlMemory_v2")
-        # Per GPU: (bytes v1 counts as used that v2 leaves out, v2's total). v2 memory costs ~80 us
-        # on an H200 one second apart, v1 ~10 us: v1 is read each sample and this taken off it.
-        self.reserved = [None] * len(self.handles)
-        self.display = [(None, None)] * len(self.handles)  # the last (temperature, SM clock) read (DISPLAY_READ_EVERY_S)
-        self.facts = [None] * len(self.handles)  # (memory total, power limit, process list, their GPU_FACTS)
-        self.display_at = -DISPLAY_READ_EVERY_S
-        self.driver = _s(self._try(nvml.nvmlSystemGetDriverVersion) or "") or None
-        try:
-            self.direct = NvmlDirect(nvml, self.handles)
-        except Exception:
-            self.direct = None  # an NVML module unlike nvidia-ml-py's: through its functions, as they are
-
-    def _try(self, fn, *args):
-        try:
-            return fn(*args)
-        except Exception:
-            return None
-
-    def readings(self, i, h, with_display=True):
-        """(util %, (memory used, total) per v1, power mW, temperature C, SM clock MHz); None where unreadable
-        (the temperature and SM clock too where `with_display` is False)."""
-        if self.direct is not None:
-            return self.direct.read(i, with_display)
-        nvml, get = self.nvml, self._try
-        util = get(nvml.nvmlDeviceGetUtilizationRates, h)
-        mem = get(nvml.nvmlDeviceGetMemoryInfo, h)
-        return (None if util is None else util.gpu, None if mem is None else (mem.used, mem.total),
-                get(nvml.nvmlDeviceGetPowerUsage, h),
-                get(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU) if with_display else None,
-                get(nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM) if with_display else None)
-
-    def memory(self, i, h, v1):
-        """(used, total) in bytes as v2 reports them (what nvidia-smi shows: v2 excludes memory the
-        driver reserves), v1's where there is no v2; None if unreadable. `v1`: (used, total) as the
-        v1 call read them this sample."""
-        nvml = self.nvml
-        if v1 is None:
-            return None
-        if not self.mem_v2:
-            return v1
-        reserved = self.reserved[i]
-        if reserved is not None:
-            return max(0, v1[0] - reserved[0]), reserved[1]
-        try:
-            v2 = nvml.nvmlDeviceGetMemoryInfo(h, version=nvml.nvmlMemory_v2)
-        except Exception:
-            self.mem_v2 = False  # no v2 here: v1 as it is, from now on
-            return v1
-        # Two equal v1 readings around the v2 one: nothing was allocated in between, so the
-        # difference is the reservation alone (else it is measured again at the next sample).
-        after = self._try(nvml.nvmlDeviceGetMemoryInfo, h)
-        if after is not None and after.used == v1[0] and v1[0] >= v2.used:
-            self.reserved[i] = (v1[0] - v2.used, v2.total)
-        return v2.used, v2.total
-
-    def processes(self, h):
-        procs = []
-        for p in self._try(self.nvml.nvmlDeviceGetComputeRunningProcesses, h) or []:
-            used = getattr(p, "usedGpuMemory", None)
-            procs.append({"pid": int(p.pid),
-                          "mem_used_mib": None if not isinstance(used, int) or used >= (1 << 60)
-                          else round(used / 1048576.0, 1)})
-        return procs
-
-    # sample() takes `known` (FrameDeltas.known_gpu): a GPU whose facts the client has is built without them
-    leaves_known_facts_out = True
-
-    def sample(self, known=None):
-        """The GPUs' entries. `known(index, facts)`: whether the client has these GPU_FACTS values (a tuple
-        in that order); a GPU's entry leaves them out, unbuilt, where it has (None: every fact, every
-        frame). `self.pids`: the pids on the GPUs, as the entries' process lists (built or not) name them."""
-        nvml = self.nvml
-        now = time.time()
-        mono = time.monotonic()
-        self.pids = pids = set()
-        if now - self.limits_at > 30:
-            self.limits = [self._try(nvml.nvmlDeviceGetEnforcedPowerLimit, h) for h in self.handles]
-            self.reserved = [None] * len(self.handles)  # measured again now and then
-            self.limits_at = now
-        with_display = not 0.0 <= mono - self.display_at < DISPLAY_READ_EVERY_S
-        if with_display:
-            self.display_at = mono
-        display = self.display
-        direct, reserved, last_facts = self.direct, self.reserved, self.facts
-        out = []
-        for i, h in enumerate(self.handles):
-            # (the usual case inline, a call each fewer a GPU: the direct read, and v1's figures less what the
-            # driver reserves, once measured: see memory)
-            util, v1, power, temp, clock = direct.read(i, with_display) if direct is not None else \
-                self.readings(i, h, with_display)
-            if with_display:
-                display[i] = (temp, clock)
-            else:
-                temp, clock = display[i]
-            r = reserved[i]
-            mem = (max(0, v1[0] - r[0]), r[1]) if r is not None and v1 is not None else self.memory(i, h, v1)
-            limit = self.limits[i]
-            mem_used = None if mem is None else mem[0]
-            kept = self.gpu_procs[i]
-            if kept is None or kept[0] != mem_used or mem_used is None or mono - kept[1] >= PROCS_MAX_AGE_S:
-                kept = self.gpu_procs[i] = (mem_used, mono, self.processes(h))
-            for p in kept[2]:
-                pids.add(p["pid"])
-            entry = {"index": i, "util_pct": util,
-                     "mem_used_mib": None if mem is None else round(mem[0] / 1048576.0, 1),
-                     "temp_c": temp, "power_w": None if power is None else round(power / 1000.0, 2),
-                     "sm_clock_mhz": clock}
-            # GPU_FACTS, made again only when what they are made of moved (the same tuple: compared at once)
-            total = None if mem is None else mem[1]
-            last = last_facts[i]
-            if last is not None and last[0] == total and last[1] == limit and last[2] is kept[2]:
-                facts = last[3]
-            else:
-                static = self.static[i]
-                facts = (static["uuid"], static["name"], None if total is None else round(total / 1048576.0, 1),
-                         None if limit is None else round(limit / 1000.0, 2), kept[2])
-                last_facts[i] = (total, limit, kept[2], facts)
-            if known is None or not known(i, facts):
-                entry.update(zip(GPU_FACTS, facts))
-                # each frame its own list: whoever edits one leaves the kept list
-                entry["processes"] = [dict(p) for p in kept[2]]
-            out.append(entry)
-        return out
-
-    def close(self):
-        try:
-            self.nvml.nvmlShutdown()
-        except Exception:
-            pass
-
-
-def _s(value):
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-def _f(text):
-    text = text.strip()
-    if not text or text.startswith("[") or text in ("N/A", "Unknown Error"):
-        return None  # "[N/A]", "[Not Supported]"
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _find_prctl():
-    try:
-        import ctypes
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except Exception:
-        return None
-
-
-# Looked up here, in the parent: after fork, with reader threads running, the child must not
-# import anything (the import lock may be held by a thread that no longer exists there).
-_PRCTL = _find_prctl()
-
-
-def die_with_parent():
-    """In the child: get SIGTERM when the probe dies, even by SIGKILL. An idle `-lms` stream
-    writes nothing, so it would never get SIGPIPE and would outlive us."""
-    if _PRCTL is not None:
-        _PRCTL(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:
-            os._exit(1)  # the probe died before prctl took effect
-
-
-class SmiStream(object):
-    """One long-running `nvidia-smi ... -lms N` whose latest lines are kept by a thread."""
-
-    def __init__(self, exe, query, interval_ms):
-        args = [exe, query, "--format=csv,noheader,nounits", "-lms", str(int(interval_ms))]
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     preexec_fn=die_with_parent,
-                                     stderr=subprocess.PIPE, close_fds=True)
-        _children.append(self.proc)
-        self.last_line_at = time.time()
-        self.lines = []  # (arrival time, fields)
-        self.lock = threading.Lock()
-        self.stderr = b""
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_err, daemon=True).start()
-
-    def _read(self):
-        # Whole reads, not a line at a time: nvidia-smi writes a tick's lines together, so the
-        # thread wakes once a tick rather than once a GPU.
-        fd = self.proc.stdout.fileno()
-        pending = b""
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                chunk = b"\n" if pending else b""  # a last line without its newline still counts
-                if not chunk:
-                    break
-            lines = (pending + chunk).split(b"\n")
-            pending = lines.pop()
-            if not lines:
-                continue
-            parsed = [[f.strip() for f in raw.decode("utf-8", "replace").split(",")] for raw in lines]
-            now = time.time()
-            with self.lock:
-                self.last_line_at = now
-                self.lines.extend((now, fields) for fields in parsed)
-                if len(self.lines) > 4096:
-                    del self.lines[:2048]
-
-    def _read_err(self):
-        self.stderr = self.proc.stderr.read(4096)
-
-    def take(self):
-        with self.lock:
-            lines, self.lines = self.lines, []
-        return lines
-
-    def close(self):
-        try:
-            self.proc.kill()
-            self.proc.wait()
-        except Exception:
-            pass
-
-
-class SmiSource(object):
-    name = "nvidia-smi"
-
-    def __init__(self, exe, interval):
-        self.driver = None
-        self.exe = exe
-        self.interval_ms = max(100, int(interval * 1000))
-        self.error = None
-        self.gpus = {}
-        self.apps = []
-        self.apps_at = 0.0
-        self.restart_delay = 5.0
-        self.restart_at = None
-        self._start_streams()
-
-    def _start_streams(self):
-        self.gpu_stream = SmiStream(self.exe, "--query-gpu=" + SMI_FIELDS, self.interval_ms)
-        self.app_stream = SmiStream(self.exe, "--query-compute-apps=" + SMI_APP_FIELDS, self.interval_ms)
-
-    def _restart_if_due(self):
-        """A driver reset or a crashed nvidia-smi should not need a reconnect: try again, backing off."""
-        now = time.time()
-        if self.restart_at is None:
-            self.restart_at = now + self.restart_delay
-            self.restart_delay = min(60.0, self.restart_delay * 2)
-        elif now >= self.restart_at:
-            self.close()
-            self.restart_at = None
-            self._start_streams()
-
-    def check_started(self, wait=2.0):
-        """Raise if nvidia-smi dies at once (no driver, no devices)."""
-        deadline = time.time() + wait
-        while time.time() < deadline:
-            if self.gpu_stream.lines:
-                return
-            code = self.gpu_stream.proc.poll()
-            if code is not None:
-                time.sleep(0.05)
-                msg = (self.gpu_stream.stderr or b"").decode("utf-8", "replace").strip()
-                out = " ".join(f for _, fs in self.gpu_stream.take() for f in fs)
-                raise RuntimeError("nvidia-smi exited %d: %s" % (code, (msg or out)[:300]))
-            time.sleep(0.02)
-
-    def sample(self):
-        for _, f in self.gpu_stream.take():
-            if len(f) < 10:
-                continue
-            try:
-                index = int(f[0])
-            except ValueError:
-                continue
-            self.gpus[index] = {
-                "index": index, "uuid": f[1], "name": f[2], "util_pct": _f(f[3]),
-                "mem_used_mib": _f(f[4]), "mem_total_mib": _f(f[5]), "temp_c": _f(f[6]),
-                "power_w": _f(f[7]), "power_limit_w": _f(f[8]), "sm_clock_mhz": _f(f[9]),
-            }
-            if len(f) > 10 and f[10] and not f[10].startswith("["):  # "[N/A]" is no version
-                self.driver = f[10]
-        batch = self.app_stream.take()
-        if batch:
-            # Lines of one tick share a timestamp: keep the newest tick only.
-            newest = batch[-1][1][0]
-            self.apps = [fs for _, fs in batch if fs and fs[0] == newest and len(fs) >= 4]
-            self.apps_at = batch[-1][0]
-        elif time.time() - self.apps_at > 2.5 * self.interval_ms / 1000.0:
-            self.apps = []  # nvidia-smi prints nothing for a tick with no compute apps
-        # Never repeat the last numbers as if live: a dead or silent nvidia-smi is an error.
-        code = self.gpu_stream.proc.poll()
-        if code is not None:
-            self.gpus = {}
-            self._restart_if_due()
-            msg = (self.gpu_stream.stderr or b"").decode("utf-8", "replace").strip()
-            raise RuntimeError("nvidia-smi exited %d%s" % (code, (": " + msg[:300]) if msg else ""))
-        silent = time.time() - self.gpu_stream.last_line_at
-        if silent > max(3.0, 5 * self.interval_ms / 1000.0):
-            self.gpus = {}
-            self._restart_if_due()
-            raise RuntimeError("nvidia-smi: no output for %.0fs" % silent)
-        self.restart_delay = 5.0  # healthy again
-        out = []
-        for index in sorted(self.gpus):
-            g = dict(self.gpus[index])
-            g["processes"] = []
-            for fs in self.apps:
-                if fs[1] == g["uuid"]:
-                    try:
-                        g["processes"].append({"pid": int(fs[2]), "mem_used_mib": _f(fs[3])})
-                    except ValueError:
-                        pass
-            out.append(g)
-        return out
-
-    def close(self):
-        self.gpu_stream.close()
-        self.app_stream.close()
-
-
-class ShippedModules(object):
-    """Lets `import NAME` find the modules that came in the bundle: the op modules import
-    ops_base by that plain name, in any order, and nothing is written to the host's disk."""
-
-    def __init__(self, sources):
-        self.sources = sources
-
-    def find_spec(self, name, path, target=None):
-        if path is not None or name not in self.sources:
-            return None
-        import importlib.machinery
-        return importlib.machinery.ModuleSpec(name, self, origin="<gpuwatch %s>" % name)
-
-    def create_module(self, spec):
-        return None  # the default module object
-
-    def exec_module(self, module):
-        name = module.__name__
-        exec(compile(self.sources[name], "<gpuwatch %s>" % name, "exec"), module.__dict__)
-
-
-def load_shipped_module(name):
-    """A module from the bundle (compiled on first use), else one installed on the host."""
-    if name in BUNDLE_MODULES and not any(isinstance(f, ShippedModules) for f in sys.meta_path):
-        sys.meta_path.insert(0, ShippedModules(BUNDLE_MODULES))
-    return importlib.import_module(name)
-
 
 def op_module_names():
     """The request handlers that came in the bundle: every ops_*.py but the shared base."""
     return [n for n in BUNDLE_MODULES if n.startswith("ops_") and n != "ops_base"]
-
-
-def nvml_library_loads():
-    import ctypes
-    try:
-        ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError:
-        raise RuntimeError("libnvidia-ml.so.1 not found (no NVIDIA driver here)")
-
-
-def open_gpu_source(prefer, interval):
-    """NVML, then nvidia-smi streaming, then none; say why each was passed over."""
-    reasons = []
-    if prefer in ("auto", "nvml"):
-        try:
-            nvml_library_loads()  # cheap; compiling pynvml (~120 ms) is not
-            nvml = load_shipped_module("pynvml")
-            source = NvmlSource(nvml)
-            if source.handles or prefer == "nvml":
-                return source
-            reasons.append("NVML: no devices")
-        except Exception as exc:
-            reasons.append("NVML: %s" % (str(exc) or type(exc).__name__))
-    if prefer in ("auto", "nvidia-smi"):
-        exe = shutil.which("nvidia-smi")
-        if exe is None:
-            reasons.append("nvidia-smi: not on PATH")
-        else:
-            try:
-                source = SmiSource(exe, interval)
-                source.check_started()
-                return source
-            except Exception as exc:
-                try:
-                    source.close()
-                except Exception:
-                    pass
-                msg = str(exc)
-                if "No devices were found" in msg:
-                    reasons.append("nvidia-smi: no devices")
-                else:
-                    reasons.append(msg)
-    return NoGpu("; ".join(reasons) or None)
 
 
 # ---------------------------------------------------------------- logs and dirs
@@ -2494,8 +1986,8 @@ class Probe(object):
 
     def run(self):
         self.gpu = open_gpu_source(self.prefer, self.interval)
-        dispatch = load_shipped_module("dispatch")
-        ops, op_errors = dispatch.load_ops(load_shipped_module, op_module_names())
+        dispatch = importlib.import_module("dispatch")
+        ops, op_errors = dispatch.load_ops(importlib.import_module, op_module_names())
         dispatcher = dispatch.Dispatcher(self, emit, ops, op_errors)
         emit({"type": "hello", "pid": os.getpid(), "python": sys.version.split()[0],
               "hostname": os.uname()[1], "gpu_source": self.gpu.name,
@@ -2539,12 +2031,6 @@ def main():
         emit({"type": "fatal", "error": "%s: %s" % (type(exc).__name__, exc)})
         shutdown(3)
 
-
-try:
-    BUNDLE  # noqa: B018 - set by the bootstrap when shipped
-except NameError:
-    BUNDLE = {"modules": {}, "options": {}}
-BUNDLE_MODULES = BUNDLE.get("modules", {})
 
 if __name__ in ("__main__", "__gpuwatch_probe__"):
     main()

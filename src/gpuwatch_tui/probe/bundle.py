@@ -30,15 +30,16 @@ def probe_source() -> str:
     return resources.files("gpuwatch_tui.probe").joinpath("agent.py").read_text(encoding="utf-8")
 
 
-@lru_cache(maxsize=1)
-def request_modules() -> dict[str, str]:
-    """The probe's request side: the dispatcher and every op module (probe/ops_*.py).
+# The local side's modules that still sit beside the probe's: never shipped.
+LOCAL_MODULES = frozenset(("agent.py", "__init__.py", "bundle.py", "frames.py"))
 
-    They are small and always shipped, so every host answers the same ops."""
+
+@lru_cache(maxsize=1)
+def probe_modules() -> dict[str, str]:
+    """Every module of the probe but agent.py (the wire contract, /proc reading, the GPU sources, the
+    dispatcher and its ops_*.py): all small and always shipped, so every host runs the same probe."""
     folder = resources.files("gpuwatch_tui.probe")
-    names = ["dispatch.py"] + sorted(
-        p.name for p in folder.iterdir() if p.name.startswith("ops_") and p.name.endswith(".py")
-    )
+    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".py") and p.name not in LOCAL_MODULES)
     return {name[:-3]: folder.joinpath(name).read_text(encoding="utf-8") for name in names}
 
 
@@ -58,7 +59,7 @@ def nvml_modules() -> dict[str, str]:
 
 def shipped_modules(with_nvml: bool = True) -> dict[str, str]:
     """Every module the probe gets along with agent.py, by the name it is imported as there."""
-    return {**request_modules(), **(nvml_modules() if with_nvml else {})}
+    return {**probe_modules(), **(nvml_modules() if with_nvml else {})}
 
 
 @lru_cache(maxsize=2)
@@ -87,3 +88,34 @@ def remote_command(python: str, prefix: list[str], env: dict[str, str]) -> str:
 
 def local_argv(python: str, env_prefix: list[str] | None = None) -> list[str]:
     return list(env_prefix or []) + [python, "-c", BOOTSTRAP]
+
+
+class LoadedProbe:
+    """The probe loaded in this process as a host loads it (for tests and benchmarks): agent.py's code run
+    in a namespace of its own with the shipped modules as its BUNDLE, each imported by plain name through
+    the probe's own finder. `ns`: agent.py's globals; `module(name)`: a shipped module as the probe imported
+    it. close() takes the finder and the shipped modules out of this process again (and puts back any of the
+    same names that were there before), so each load starts afresh."""
+
+    def __init__(self, options: dict | None = None, with_nvml: bool = False) -> None:
+        import sys  # noqa: PLC0415
+
+        self._sys = sys
+        modules = shipped_modules(with_nvml)
+        self._names = set(modules) | {"pynvml"}
+        self._saved = {name: sys.modules.pop(name) for name in self._names if name in sys.modules}
+        self._finders = list(sys.meta_path)
+        self.ns = {"__name__": "probe_under_test", "BUNDLE": {"modules": modules, "options": dict(options or {})}}
+        exec(compile(probe_source(), "agent.py", "exec"), self.ns)
+
+    def module(self, name: str):
+        import importlib  # noqa: PLC0415
+
+        return importlib.import_module(name)
+
+    def close(self) -> None:
+        sys = self._sys
+        sys.meta_path[:] = [f for f in sys.meta_path if f in self._finders]
+        for name in self._names:
+            sys.modules.pop(name, None)
+        sys.modules.update(self._saved)
