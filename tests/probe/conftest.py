@@ -27,6 +27,14 @@ def probe_ns(probe_loaded):
 
 
 @pytest.fixture
+def probe_mod(probe_loaded):
+    """probe_mod(name): a shipped module of the probe loaded by probe_loaded (its own copy: a test may set
+    its globals)."""
+    return probe_loaded.module
+
+
+
+@pytest.fixture
 def spawn():
     """start(code, *python_args, **popen_kw): a Python process of the test's, killed at its end with
     every process it started."""

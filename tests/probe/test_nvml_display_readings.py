@@ -54,7 +54,7 @@ def test_gpu_facts_the_client_has_are_left_out_unbuilt_and_fill_back_to_the_full
     monkeypatch.setattr(gpu_nvml.time, "time", lambda: clock[0])
     lean, full = gpu_nvml.NvmlSource(nvml_lean), gpu_nvml.NvmlSource(nvml_full)
     lean.direct = full.direct = None
-    deltas = probe_loaded.ns["FrameDeltas"]()
+    deltas = probe_loaded.module("frame_deltas").FrameDeltas()
     client: dict[int, dict] = {}
     left_out = 0
     for i in phases["idle"] + phases["held"] + phases["training"]:

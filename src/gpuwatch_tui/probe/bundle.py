@@ -113,6 +113,19 @@ class LoadedProbe:
 
         return importlib.import_module(name)
 
+    def loaded_modules(self) -> list:
+        """The shipped modules the probe has imported so far."""
+        return [self._sys.modules[name] for name in sorted(self._names) if name in self._sys.modules and
+                name != "pynvml"]
+
+    def set_global(self, name: str, value) -> None:
+        """Set a global of the whole probe: agent.py's and that of every shipped module it loaded that has one
+        by this name (`os`, `time`), as in one namespace of its code."""
+        self.ns[name] = value
+        for module in self.loaded_modules():
+            if name in vars(module):
+                setattr(module, name, value)
+
     def close(self) -> None:
         sys = self._sys
         sys.meta_path[:] = [f for f in sys.meta_path if f in self._finders]

@@ -33,3 +33,11 @@ GPU_FACTS = ("uuid", "name", "mem_total_mib", "power_limit_w", "processes")
 TAIL_FACTS = ("path", "mtime", "error")
 # Per-frame events, not state: left out when empty (the client reads them as empty).
 TAIL_EVENTS = (("data", ""), ("reset", False), ("skipped", 0), ("cut", []))
+
+
+# The compilers a first torch.compile (or a CUDA extension build) runs as children of a job: the probe reports
+# the ones it sees between samples (CompilerWatch), and the phase engine reads a job as compiling by them.
+COMPILER_NAMES = frozenset((
+    "gcc", "cc", "cc1", "cc1plus", "g++", "c++", "clang", "clang++", "ld", "ld.lld", "as", "collect2",
+    "ptxas", "nvcc", "cicc", "nvlink", "fatbinary", "cudafe++", "ninja", "nvdisasm",
+))
