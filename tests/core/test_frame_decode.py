@@ -12,7 +12,7 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gpuwatch_tui.probe.bundle import LoadedProbe
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe
 from gpuwatch_tui.probe.wire import PROTOCOL_VERSION
 from gpuwatch_tui.transport.frame_decode import decode_frame
 

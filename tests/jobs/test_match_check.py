@@ -14,8 +14,8 @@ import pytest
 
 from gpuwatch_tui.jobs.match_check import match_warning
 from gpuwatch_tui.jobs.settings import JobSpec
-from gpuwatch_tui.probe.bundle import LoadedProbe
-from gpuwatch_tui.probe.frames import parse_sample
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe
+from gpuwatch_tui.feeds.probe_frames import parse_sample
 
 
 

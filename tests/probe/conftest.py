@@ -8,7 +8,7 @@ import sys
 import psutil
 import pytest
 
-from gpuwatch_tui.probe.bundle import LoadedProbe
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe
 
 
 @pytest.fixture

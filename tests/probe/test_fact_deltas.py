@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from gpuwatch_tui.probe.bundle import build_payload, local_argv
-from gpuwatch_tui.probe.frames import FactCache, parse_sample
+from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv
+from gpuwatch_tui.feeds.probe_frames import FactCache, parse_sample
 
 ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "is_python", "uid", "user")
 

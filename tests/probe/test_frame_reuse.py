@@ -21,7 +21,7 @@ import pytest
 
 from gpuwatch_tui.jobs.grouping_reuse import frame_key
 from gpuwatch_tui.model import HostSample
-from gpuwatch_tui.probe.frames import FactCache, parse_sample
+from gpuwatch_tui.feeds.probe_frames import FactCache, parse_sample
 
 from .test_fact_deltas import ShippedProbe
 

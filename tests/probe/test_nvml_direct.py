@@ -16,7 +16,7 @@ from tests.support.fake_nvml import build_fake_nvml, fake_nvml_env
 COMPARE = r"""
 import json, sys
 import pynvml
-from gpuwatch_tui.probe.bundle import LoadedProbe
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe
 NvmlSource = LoadedProbe().module("gpu_nvml").NvmlSource
 direct, wrapped = NvmlSource(pynvml), NvmlSource(pynvml)
 assert direct.direct is not None

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gpuwatch_tui.probe.bundle import build_payload, local_argv
+from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv
 
 
 def _sample_for(probe, pid):

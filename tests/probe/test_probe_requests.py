@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from gpuwatch_tui.probe.bundle import LoadedProbe, build_payload, local_argv, probe_modules, probe_source
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe, build_payload, local_argv, probe_modules
 from tests.core.proctree import ProcTree, start_ticks
 
 
@@ -87,7 +87,7 @@ def test_hello_lists_the_ops_of_every_shipped_op_module(probe):
     # Every probe/ops_*.py is shipped, and each loads on this Python without error.
     names = set(probe_modules())
     assert {"dispatch", "ops_base", "ops_procs", "wire"} <= names
-    folder = os.path.dirname(sys.modules["gpuwatch_tui.probe.bundle"].__file__)
+    folder = os.path.dirname(sys.modules["gpuwatch_tui.transport.probe_bundle"].__file__)
     assert {n[:-3] for n in os.listdir(folder) if n.startswith("ops_") and n.endswith(".py")} <= names
     assert "proc_tree" in probe.hello["ops"]
     assert probe.hello["op_errors"] == {}
@@ -286,10 +286,3 @@ def test_a_broken_op_module_costs_only_its_own_ops(dispatch_module):
     dispatch.Dispatcher(None, out.emit, ops, errors).handle({"op": "frobnicate", "id": 1})
     message = out.wait_for(lambda f: f.get("id") == 1)["error"]["message"]
     assert "proc_tree" in message and "ops_broken" in message
-
-
-def test_shipped_modules_are_python_3_6_syntax():
-    import ast
-
-    for name, source in [("agent", probe_source()), *probe_modules().items()]:
-        ast.parse(source, filename=name, feature_version=(3, 6))

@@ -74,9 +74,8 @@ SMALL_THREAD_COUNT = 16  # processes with at most this many threads have every t
 # Every process's stat is read again this often (a full /proc walk); in between, every new pid is looked at at
 # the sample after it was handed out (JobCandidates.poll). What only a full walk sees: a pid that ended and
 # was handed out again between two looks (the pid space wrapping within a second), a process adopted by
-# another (trees follow adoption themselves: TREE_WALK_AT_LEAST_S), and the host's process count. It was
-# 60 s until round 10 (issue #7): a full walk reads ~200 stats on an idle VM, 3.5 ms of CPU on the H200 host,
-# 60 us a sample at 1 Hz; a busy node has thousands of processes.
+# another (trees follow adoption themselves: TREE_WALK_AT_LEAST_S), and the host's process count. A full
+# walk reads ~200 stats on an idle VM, 3.5 ms of CPU on the H200 host; a busy node has thousands of processes.
 WALK_AT_LEAST_S = 300.0
 # A descendant of a watched process (never a watched process itself) that was asleep (state S) with the same
 # CPU time at its last two reads is read again this often, and at once at the sample after a process started
@@ -91,7 +90,7 @@ WALK_AT_LEAST_S = 300.0
 # does not hide, and quiet thresholds are minutes; compile detection reads new children (seen at the next
 # sample) and a worker's reaped-children CPU (a reap moves the tasks total: read at once).
 IDLE_CHILD_READ_S = 5.0
-# Decision (issue #7, round 9): a watched process's descendants are not walked again (no children list,
+# A watched process's descendants are not walked again (no children list,
 # no parent link followed) while loadavg's mark (tasks total, last pid: PidCursor(tasks=True)) stands
 # since the last walk: the last walk's list stands, each one's stat read as IDLE_CHILD_READ_S says.
 # Exact: a fork or clone (a thread too) takes a pid and moves the last pid; a reaped task moves the tasks
@@ -102,9 +101,9 @@ IDLE_CHILD_READ_S = 5.0
 # read at least every IDLE_CHILD_READ_S, which bounds how late that is. A walk at least this often is the
 # safety net for what the mark cannot show at all: links found by a /proc walk or the look at new pids (a
 # child of a non-main thread of a process with many threads is only found there) are walked at their
-# sample, and any other case this reasoning missed is picked up within this interval. It was IDLE_CHILD_READ_S (5 s)
-# until round 10: each walk is a full sample (Probe.lean_sample cannot walk), one in five, where nothing it
-# guards against had ever been seen; every other reason to walk is read at the sample it happens.
+# sample, and any other case this reasoning missed is picked up within this interval. Not shorter: each
+# walk is a full sample (Probe.lean_sample cannot walk), and every other reason to walk is read at the sample
+# it happens.
 TREE_WALK_AT_LEAST_S = 30.0
 
 
@@ -422,7 +421,7 @@ class Probe(object):
         # to its parent below (children_of, walked at once: a child of a non-main thread of a process with many
         # threads is found there, not in the children files read). So a walk between two full ones adds only
         # cmdline matches: it runs, on a tick where a pid was handed out since the last, only where they are
-        # wanted. (Until round 10 it ran on every such tick, a full sample with its own /proc listing each.)
+        # wanted.
         # (A tick with nothing to scan is the lean path's too: lean_sample.)
         if now - self.last_scan >= self.scan_interval:
             moved = self.walk_pids.changed(loadavg)  # asked every time, so it always covers one interval

@@ -11,12 +11,12 @@ from wire import GPU_FACTS
 # kept while the GPU's memory used does not change, and read again this often anyway. A process that starts
 # or ends on a GPU takes or frees memory, so the list follows it at the next sample as before; what waits up
 # to this long is only a change that moves no memory at all. No verdict changes: the engine reads a job's GPU
-# from its pid being on the list, and a job that gets on or off a GPU moves the memory used (was 5 s).
+# from its pid being on the list, and a job that gets on or off a GPU moves the memory used.
 PROCS_MAX_AGE_S = 30.0
 # A GPU's display-only readings, its temperature and SM clock, are read this often and repeated in between:
 # a die's temperature moves over seconds, and only the grid, the history and the metrics export show it;
 # the SM clock only the JSON and the metrics export carry (no rule of the engine reads either). Two driver
-# calls per GPU a sample saved (a cold one is ~50 us on an H200; issue #7, rounds 8 and 10).
+# calls per GPU a sample saved (a cold one is ~50 us on an H200).
 DISPLAY_READ_EVERY_S = 5.0
 
 

@@ -45,7 +45,7 @@ def fd_target_again(pid, fd, last, now):
 def fd_fact(target):
     """A target as the frame carries it (without the probe's own bookkeeping). Not its file's size: nothing
     reads it (the engine reads a target's path and kind), and keeping it current cost a stat per process
-    every few seconds, and an entry whose facts changed every time it did (issue #7, round 10)."""
+    every few seconds, and an entry whose facts changed every time it did."""
     if target is None:
         return None
     return {"path": target["path"], "kind": target["kind"], "append": target["append"]}
@@ -108,8 +108,8 @@ DIST_VALUE_MAX = 256
 
 # A process's cwd and stdout/stderr targets are read again `slow_refresh` (5 s) after they were read, then
 # twice as long after each read that found them the same, up to this many times `slow_refresh` (60 s): on a
-# host of long jobs that is 3 readlinks per job a minute instead of 36 (issue #7, round 11: they were 17% of
-# a sample's system calls). A change starts over at `slow_refresh`, and a new process is read at once, so a
+# host of long jobs that is 3 readlinks per job a minute instead of 36 (at a fixed 5 s they were 17% of a
+# sample's system calls). A change starts over at `slow_refresh`, and a new process is read at once, so a
 # job that moves its cwd or output early in its life (Hydra's chdir) is seen within seconds as before.
 SLOW_FACTS_BACKOFF = 12
 

@@ -11,8 +11,8 @@ import time
 TAIL_CAP_BYTES = 256 * 1024  # at most this much of one log per frame; the rest waits (see Tail)
 # A log that keeps growing has its path stat'ed this often: what only that stat sees is a log deleted (or
 # replaced) while its writer keeps writing the old file, and the true mtime. A rotation the writer follows or a
-# truncation is seen at the first poll that reads nothing, at once (Tail.poll). Was 5 s: 8 growing logs, a stat
-# and a full poll 1.6 times a sample (issue #7, round 11).
+# truncation is seen at the first poll that reads nothing, at once (Tail.poll). At 5 s, 8 growing logs cost a
+# stat and a full poll 1.6 times a sample.
 TAIL_CHECK_S = 15.0
 DIR_ENTRY_CAP = 2000
 

@@ -22,7 +22,7 @@ def encode_frame(frame):
 
 # With fact deltas on, a frame carries these fields of a process, a GPU or a log tail only when they are
 # new or changed since the frame that last sent them (see FrameDeltas); the client fills them back in
-# (frames.FactCache). They are the ones that change rarely: comparing a field costs the probe about
+# (probe_frames.FactCache). They are the ones that change rarely: comparing a field costs the probe about
 # what encoding it does, so the ones that move every sample (CPU, power, ...) are always sent.
 ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_reason", "is_python",
               "env_readable", "uid", "user", "dist", "ppid", "start_time", "name", "sid", "pgid")
@@ -33,6 +33,28 @@ GPU_FACTS = ("uuid", "name", "mem_total_mib", "power_limit_w", "processes")
 TAIL_FACTS = ("path", "mtime", "error")
 # Per-frame events, not state: left out when empty (the client reads them as empty).
 TAIL_EVENTS = (("data", ""), ("reset", False), ("skipped", 0), ("cut", []))
+# What the client keeps of a tail from frame to frame: its facts, and its size (sent every frame).
+TAIL_KEPT = TAIL_FACTS + ("size",)
+
+# The frames the probe writes ("type"), and the keys of each part of them. A frame with fact deltas on lacks
+# the facts the client has; a key not listed here is one the client does not know (it ignores it), and a key
+# the client reads that is not listed is one no probe sends (tests/probe/test_wire_contract.py holds both
+# sides to these lists).
+FRAME_TYPES = ("hello", "sample", "reply", "pong", "error", "fatal")
+HELLO_KEYS = ("type", "v", "pid", "python", "hostname", "gpu_source", "gpu_error", "cpu_count", "boot_time",
+              "clk_tck", "ops", "op_errors", "fact_deltas")
+SAMPLE_KEYS = ("type", "v", "t", "gpu_source", "gpu_error", "gpus", "procs", "gone", "matches", "candidates",
+               "tails", "dirs", "probe_cpu_s", "scanned_procs", "load1", "cpu_pct", "cpu_count", "mem_total_kib",
+               "mem_avail_kib", "driver")
+PROC_KEYS = ("pid", "start_ticks", "state", "cpu_s", "cpu_children_s", "rss_bytes", "threads", "children",
+             "compilers_seen") + ROOT_FACTS
+CHILD_KEYS = ("pid", "state", "cpu_s", "start_ticks") + CHILD_FACTS
+FD_TARGET_KEYS = ("path", "kind", "append")  # a process's stdout and stderr
+GONE_KEYS = ("pid", "start_time", "seen_gone_at")
+GPU_KEYS = ("index", "util_pct", "mem_used_mib", "temp_c", "power_w", "sm_clock_mhz") + GPU_FACTS
+GPU_PROCESS_KEYS = ("pid", "mem_used_mib")
+TAIL_KEYS = ("key", "data", "reset", "skipped", "size", "cut") + TAIL_FACTS
+DIR_KEYS = ("key", "path", "exists", "files", "total_bytes", "newest_mtime", "newest_name", "error")
 
 
 # The compilers a first torch.compile (or a CUDA extension build) runs as children of a job: the probe reports

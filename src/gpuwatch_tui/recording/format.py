@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..model import ChildProc, DirStat, FdTarget, GpuProcess, GpuSample, HostSample, ProcInfo
-from ..probe.frames import parse_dir
+from ..feeds.probe_frames import parse_dir
 
 FORMAT = "gpuwatch-recording"
 VERSION = 1

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..model import DirStat, GpuSample, HostSample, ProcInfo
-from ..probe.frames import parse_dir, parse_gpu, parse_proc
+from ..feeds.probe_frames import parse_dir, parse_gpu, parse_proc
 from ..store import Store
 from ..views import JobView
 

@@ -16,8 +16,7 @@ from ..model import (
     ProcInfo,
     TailChunk,
 )
-
-PROTOCOL_VERSION = 1
+from ..probe.wire import CHILD_FACTS, GPU_FACTS, ROOT_FACTS, TAIL_KEPT
 
 # The same records, built without the class call's own steps (quick_record).
 _ChildProc = ChildProc.make
@@ -60,18 +59,12 @@ def parse_gpu(raw: dict) -> GpuSample:
     )
 
 
-# A probe that sends fact deltas (its hello says `fact_deltas`) leaves these fields of a process, a GPU
-# and a log tail out of a frame while they have not changed (agent.FrameDeltas), and empty per-frame
-# events of a tail (data, reset, skipped, cut), which read as empty.
-ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_reason", "is_python",
-              "env_readable", "uid", "user", "dist", "ppid", "start_time", "name", "sid", "pgid")
-CHILD_FACTS = ("cmdline", "uid", "user", "ppid", "name", "start_time")
-GPU_FACTS = ("uuid", "name", "mem_total_mib", "power_limit_w", "processes")
-TAIL_FACTS = ("path", "size", "mtime", "error")  # (today's probe sends the size in every frame)
+# A probe that sends fact deltas (its hello says `fact_deltas`) leaves the wire's facts of a process, a GPU
+# and a log tail out of a frame while they have not changed (the probe's FrameDeltas), and empty per-frame
+# events of a tail (wire.TAIL_EVENTS), which read as empty.
 _ROOT_FACTS = frozenset(ROOT_FACTS)
 _CHILD_FACTS = frozenset(CHILD_FACTS)
 _GPU_FACTS = frozenset(GPU_FACTS)
-_TAIL_FACTS = frozenset(TAIL_FACTS)
 _MISSING = object()
 
 
@@ -357,7 +350,7 @@ def _learn_tails(entries: list, old: dict) -> tuple[list, dict]:
             known = old.get(key)
             if known is None:
                 known = {}
-        for name in TAIL_FACTS:
+        for name in TAIL_KEPT:
             if name in entry:
                 known[name] = entry[name]
         new[key] = known

@@ -30,16 +30,13 @@ def probe_source() -> str:
     return resources.files("gpuwatch_tui.probe").joinpath("agent.py").read_text(encoding="utf-8")
 
 
-# The local side's modules that still sit beside the probe's: never shipped.
-LOCAL_MODULES = frozenset(("agent.py", "__init__.py", "bundle.py", "frames.py"))
-
-
 @lru_cache(maxsize=1)
 def probe_modules() -> dict[str, str]:
     """Every module of the probe but agent.py (the wire contract, /proc reading, the GPU sources, the
     dispatcher and its ops_*.py): all small and always shipped, so every host runs the same probe."""
     folder = resources.files("gpuwatch_tui.probe")
-    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".py") and p.name not in LOCAL_MODULES)
+    names = sorted(p.name for p in folder.iterdir()
+                   if p.name.endswith(".py") and p.name not in ("agent.py", "__init__.py"))
     return {name[:-3]: folder.joinpath(name).read_text(encoding="utf-8") for name in names}
 
 
@@ -128,7 +125,31 @@ class LoadedProbe:
 
     def close(self) -> None:
         sys = self._sys
+        self._close_descriptors()
         sys.meta_path[:] = [f for f in sys.meta_path if f in self._finders]
         for name in self._names:
             sys.modules.pop(name, None)
         sys.modules.update(self._saved)
+
+    def _close_descriptors(self) -> None:
+        """Close what the probe's objects keep open (on a host that lasts until the probe exits; here a test
+        process would run out of descriptors over hundreds of loads)."""
+        import gc  # noqa: PLC0415
+        import os  # noqa: PLC0415
+
+        kinds = tuple(getattr(m, kind) for m in self.loaded_modules()
+                      for kind in ("KeptFile", "ProcFiles", "PidCursor", "Tail") if kind in vars(m))
+        for obj in gc.get_objects():
+            if not isinstance(obj, kinds):
+                continue
+            fds = list(getattr(obj, "fds", {}).values())
+            if isinstance(getattr(obj, "fd", None), int):
+                fds.append(obj.fd)
+                obj.fd = None
+            if hasattr(obj, "fds"):
+                obj.fds = {}
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
