@@ -94,6 +94,21 @@ def checkpoint_then_stall(tracker: JobTracker) -> list[tuple]:
     return shown
 
 
+def rhythm_then_hang(tracker: JobTracker) -> list[tuple]:
+    """A step every 20 s (8 of them: the job's own rhythm), CPU flat and the GPU held idle, then no line:
+    training until the log has been quiet 5 x 20 s (jobs/cadence.py), then stalled, long before stall_after."""
+    shown, data = [], b""
+    for i in range(270):
+        t = 1001.0 + i
+        p = proc(101, 1, ["python", "-u", "train.py"], cpu=5.0, start=1000.0, unbuffered=True)
+        line = f"step {i // 20 + 1}/100000 loss 0.5\n".encode() if i % 20 == 0 and i < 160 else b""
+        data += line
+        tails = _tails(tracker, data, line) if line else []
+        tracker.update(HOST, sample(t, {101: p}, [gpu(0, [101], 0.0, 119.0)], tails=tails), now=t)
+        shown.append(_shown(tracker, t))
+    return shown
+
+
 SCENARIOS = {
     # name: (run, settings, the threshold the verdict changes at: left out of _offsets, it must show)
     "young_unread": (young_unread, JobSettings(stall_after_s=300), lambda stall: judging.YOUNG_S),
@@ -103,6 +118,7 @@ SCENARIOS = {
         checkpoint_then_stall,
         JobSettings(jobs=(JobSpec("save", HOST, match="save.py", output_dir="/work/out", stall_after_s=30),)),
         lambda stall: stall),
+    "rhythm_then_hang": (rhythm_then_hang, JobSettings(stall_after_s=300), lambda stall: 100.0),
 }
 
 
@@ -131,8 +147,8 @@ def test_a_deadline_without_the_threshold_shows_a_stale_verdict(monkeypatch, nam
     run, settings, threshold = SCENARIOS[name]
     real = judging._offsets
 
-    def without(stall_after: float) -> tuple[float, ...]:
-        return tuple(o for o in real(stall_after) if o != threshold(stall_after))
+    def without(stall_after: float, quiet_limit: float | None = None) -> tuple[float, ...]:
+        return tuple(o for o in real(stall_after, quiet_limit) if o != threshold(stall_after))
 
     every = _judged_every_frame(monkeypatch, run, settings)
     monkeypatch.setattr(judging, "_offsets", without)
@@ -151,3 +167,5 @@ def test_the_scenarios_reach_the_verdicts_they_are_about(monkeypatch):
     assert ("training", 0.9) in quiet and ("training", 0.7) in quiet and quiet[-1][0] == "silent", quiet
     assert {p for p, _ in phases["checkpoint_then_stall"]} >= {"checkpointing", "stalled"}, \
         phases["checkpoint_then_stall"]
+    hang = phases["rhythm_then_hang"]
+    assert hang[0][0] in ("starting", "training") and ("training", 0.9) in hang and hang[-1][0] == "stalled", hang
