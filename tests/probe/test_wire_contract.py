@@ -4,6 +4,8 @@ carry exactly the wire's keys, and every key the client's frame parser reads is 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,10 +15,9 @@ import pytest
 from gpuwatch_tui.feeds import hostsession
 from gpuwatch_tui.feeds import probe_frames
 from gpuwatch_tui.probe import gpu_metrics, wire
-from gpuwatch_tui.transport.probe_bundle import probe_modules
+from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv, probe_modules
 
 from .test_nvml_reads import ScriptedNvml
-from .test_probe_requests import RunningProbe
 
 CHILD = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
          "time.sleep(60)")
@@ -106,12 +107,11 @@ def test_a_real_probes_frames_carry_exactly_the_wires_keys(probe_ns, probe_mod, 
 
 
 def test_a_real_probes_hello_carries_exactly_the_wires_keys():
-    probe = RunningProbe()
-    try:
-        assert probe.hello["type"] == "hello" and set(probe.hello) == set(wire.HELLO_KEYS)
-    finally:
-        probe.proc.stdin.close()
-        probe.proc.wait(10)
+    # the probe as a host runs it; stdin closed after the payload: it says hello, then exits
+    run = subprocess.run(local_argv(sys.executable), input=build_payload({"interval": 1, "gpu_source": "none"}),
+                         capture_output=True, timeout=60, check=False)
+    hello = json.loads(run.stdout.split(b"\n", 1)[0])
+    assert hello["type"] == "hello" and set(hello) == set(wire.HELLO_KEYS)
 
 
 def test_the_shipped_modules_are_python_3_6_grammar():

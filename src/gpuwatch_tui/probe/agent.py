@@ -61,8 +61,7 @@ from candidates import JobCandidates  # noqa: E402 - shipped: found through the 
 from compiler_watch import COMPILER_POLL_QUIET_S, CompilerWatch  # noqa: E402
 from frame_deltas import FrameDeltas  # noqa: E402
 from gpu_choice import NoGpu, open_gpu_source  # noqa: E402
-from host_facts import (  # noqa: E402
-    BOOT_TIME, CLK_TCK, PROC_LOADAVG, EverySoOften, HostCpu, load1, own_cpu_s, read_meminfo, read_text)
+from host_facts import BOOT_TIME, CLK_TCK, PROC_LOADAVG, HostReadings, load1, read_text  # noqa: E402
 from output import emit, shutdown  # noqa: E402
 from process_facts import ProcCache, proc_info  # noqa: E402
 from procfs import PidCursor, ProcFiles, all_pids, handed_out_span, read_parent, read_stat  # noqa: E402
@@ -175,7 +174,6 @@ class Probe(object):
         self.wants_gen = 0  # bumped by each set_wants
         self.last_walk = 0.0  # when every process's stat was last read (a full walk)
         self.walk_pids = PidCursor()
-        self.cpu_count = os.cpu_count()
         self.watched_keys = {}  # pid -> start of processes reported last frame
         self.match_pids = {}
         # Send fixed process facts only when they change: the client asks for it at start (an
@@ -186,12 +184,7 @@ class Probe(object):
         self.compiler_polls = int(options.get("compiler_polls", 3))  # between two samples
         self.candidate_pids = {}  # pid -> why it is a job before it uses a GPU (last scan)
         self.gpu = NoGpu()
-        self.host_cpu = HostCpu()
-        # (through a lambda: HostCpu.percent as the class has it at each read, wrapped or not)
-        # The first read has nothing to compare with: the second sample gives a first figure (over its interval).
-        self.host_cpu_pct = EverySoOften(lambda: self.host_cpu.percent(), until_known=True)
-        self.host_memory = EverySoOften(read_meminfo)
-        self.own_cpu = EverySoOften(own_cpu_s)
+        self.host = HostReadings()
         # A client that vanished without closing our stdin (a blackholed link) is noticed by its
         # missing pings: we then exit rather than linger on the host.
         self.idle_exit = float(options.get("idle_exit_s", 0) or 0)
@@ -281,7 +274,7 @@ class Probe(object):
         self.last_scan = now if gen == self.wants_gen else 0.0
         if full:
             self.last_walk = now
-            self.cpu_count = os.cpu_count()
+            self.host.count_cpus()
         self.scanned_procs = len(live)
         self.cache.forget_except(set(live.items()))
 
@@ -631,15 +624,16 @@ class Probe(object):
         known = None if self.deltas is None else self.deltas.known_tail
         frame["tails"] = [t.poll(now, known) for t in tails]
         frame["dirs"] = [dir_stat(k, p) for k, p in dirs]
-        frame["probe_cpu_s"] = self.own_cpu.get(now)  # our own cost, for the overhead figure
+        host = self.host
+        frame["probe_cpu_s"] = host.own_cpu.get(now)
         frame["scanned_procs"] = self.scanned_procs
         load = load1(loadavg)
         if load is not None:
             frame["load1"] = load
         # What top shows first: host CPU busy %, RAM used/total; and the driver beside the GPU model.
-        frame["cpu_pct"] = self.host_cpu_pct.get(now)  # a HOST_SLOW_READ_S average, repeated in between
-        frame["cpu_count"] = self.cpu_count  # read again at each /proc walk (CPUs rarely come and go)
-        frame["mem_total_kib"], frame["mem_avail_kib"] = self.host_memory.get(now)
+        frame["cpu_pct"] = host.cpu_pct.get(now)  # a HOST_SLOW_READ_S average, repeated in between
+        frame["cpu_count"] = host.cpu_count
+        frame["mem_total_kib"], frame["mem_avail_kib"] = host.memory.get(now)
         frame["driver"] = getattr(self.gpu, "driver", None)
         if self.deltas is not None:
             self.deltas.apply(frame, now, procs_done=True)

@@ -135,3 +135,21 @@ def read_meminfo():
         elif line.startswith(b"MemAvailable:"):
             avail = int(line.split()[1])
     return total, avail
+
+
+class HostReadings(object):
+    """The host-wide figures of a sample frame besides the load average: CPU busy %, CPU count, RAM and the
+    probe's own CPU time, each read only as often as it moves (HOST_SLOW_READ_S; the CPU count at each full
+    /proc walk: count_cpus)."""
+
+    def __init__(self):
+        self.cpu_count = os.cpu_count()
+        self.cpu = HostCpu()
+        # (through a lambda: HostCpu.percent as the class has it at each read, wrapped or not)
+        # The first read has nothing to compare with: the second sample gives a first figure (over its interval).
+        self.cpu_pct = EverySoOften(lambda: self.cpu.percent(), until_known=True)
+        self.memory = EverySoOften(read_meminfo)
+        self.own_cpu = EverySoOften(own_cpu_s)  # our own cost, for the overhead figure
+
+    def count_cpus(self):
+        self.cpu_count = os.cpu_count()
