@@ -315,10 +315,11 @@ class ActionService:
                                     host=plan.host, job=plan.job, save_dir=self.dumps_dir())
         except DumpFailed as exc:
             return ActionOutcome(plan, "failed", None, str(exc))
+        report.compare_with(self._dumps.get(plan.job_id))
         self._dumps[plan.job_id] = report
         hint = phase_hint(report.analysis)
         clock = time.strftime("%H:%M", time.localtime(report.taken_at))
-        evidence = f"py-spy {clock}: {report.analysis.summary}"
+        evidence = "; ".join([f"py-spy {clock}: {report.analysis.summary}", *report.findings()])
         tracker.record_dump(plan.job_id, DumpFinding(report.taken_at, evidence, hint[0] if hint else None,
                                                      hint[1] if hint else None,
                                                      str(report.saved_to) if report.saved_to else None))
