@@ -38,7 +38,7 @@ async def gather(request: Request, targets: Sequence, host: str, *, ras: bool = 
     try:
         reply = await request("fr_dump", {"targets": refs, "timeout_s": FR_TIMEOUT_S}, FR_TIMEOUT_S + 15)
         records = flight_recorder.records_from_reply(host, reply)
-        if any(r.ok or "not set" not in r.message for r in records):
+        if any(r.ok or r.code not in flight_recorder.QUIET_CODES for r in records):
             out.fr_records = [asdict(r) for r in records]
     except Exception as exc:  # an older probe without the op, a lost link: the dump stands without it
         out.notes.append(f"{host}: flight recorder not read ({_message(exc)})")

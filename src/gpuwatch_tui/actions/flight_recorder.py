@@ -13,11 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-FR_ENV = {  # turned on by a restart with the recorder (settings: flight_recorder_on_restart)
-    "TORCH_FR_BUFFER_SIZE": "2000",
-}
-PIPE_VAR = "TORCH_NCCL_DEBUG_INFO_PIPE_FILE"
-DUMP_VAR = "TORCH_FR_DUMP_TEMP_FILE"
+PIPE_VAR = "TORCH_NCCL_DEBUG_INFO_PIPE_FILE"  # a restart sets these with [actions] flight_recorder = true
+QUIET_CODES = ("not-enabled", "not-a-rank")  # no dump, and nothing wrong: no recorder, or a launcher
 
 
 @dataclass(frozen=True)
@@ -29,6 +26,7 @@ class RankRecord:
     message: str = ""
     pg_status: dict = field(default_factory=dict)  # pg -> last_enqueued/started/completed
     entries: tuple = ()  # compact entries, oldest first
+    code: str = ""  # why there is no dump: not-enabled, not-a-rank (nothing to say), timeout, ...
 
     def last(self, pg: str) -> dict | None:
         return next((e for e in reversed(self.entries) if e.get("pg") == pg and not e.get("p2p")), None)
@@ -102,7 +100,7 @@ def records_from_reply(host: str, reply: dict) -> list[RankRecord]:
         entries = tuple(e for e in (r.get("entries") or []) if isinstance(e, dict) and isinstance(e.get("seq"), int))
         status = {str(k): v for k, v in (r.get("pg_status") or {}).items() if isinstance(v, dict)}
         out.append(RankRecord(rank, host, int(r.get("pid") or 0), bool(r.get("ok")),
-                              str(r.get("message") or r.get("code") or ""), status, entries))
+                              str(r.get("message") or r.get("code") or ""), status, entries, str(r.get("code") or "")))
     return out
 
 
@@ -118,9 +116,9 @@ def _where(entry: dict) -> str:
 def analyse(records: Sequence[RankRecord]) -> FrAnalysis | None:
     """None when no rank has the recorder on (nothing to say)."""
     have = [r for r in records if r.ok]
-    not_enabled = tuple(r.pid for r in records if not r.ok and "not set" in r.message)
+    not_enabled = tuple(r.pid for r in records if not r.ok and r.code in QUIET_CODES)
     failed = tuple(f"rank {r.rank} on {r.host}: {r.message}" for r in records
-                   if not r.ok and "not set" not in r.message)
+                   if not r.ok and r.code not in QUIET_CODES)
     if not have:
         return None if not failed else FrAnalysis(tuple(records), {}, (), (), not_enabled, failed,
                                                   "flight recorder: no dump; " + "; ".join(failed))

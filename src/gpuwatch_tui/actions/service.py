@@ -219,7 +219,8 @@ class ActionService:
         _, _, facts, when = captured
         try:
             plan = build_restart(facts, host=view.host, job=view.name, log_mode=self.settings.restart_log_mode,
-                                 local_user=self.local_user, now=now, kill_tree=tree)
+                                 local_user=self.local_user, now=now, kill_tree=tree,
+                                 flight_recorder=self.settings.flight_recorder)
         except ValueError as exc:
             raise ActionRefused(str(exc)) from None
         age = now - when
