@@ -121,16 +121,21 @@ def window_recording(recordings: list[Path], start: float, end: float) -> tuple[
 
 def write_bundle(monitor, host: str, job: str, directory: Path | str | None = None, *,
                  recordings: list[Path] = (), window_s: float = DEFAULT_WINDOW_S, now: float | None = None,
-                 log_lines: int = DEFAULT_LOG_LINES, dumps_dir: Path | None = None) -> Path:
-    """Write the bundle for `job` on `host`; returns its path. Raises BundleError / ReportError."""
+                 log_lines: int = DEFAULT_LOG_LINES, dumps_dir: Path | None = None,
+                 view=None, report: str | None = None) -> Path:
+    """Write the bundle for `job` on `host`; returns its path. Raises BundleError / ReportError.
+    The dashboard renders the report on its loop and passes `view` and `report`: the rest (the window's
+    recording, the files) touches no live state and runs in a thread."""
     from .actions.dump import _safe
     from .incident_report import reports_dir
 
     now = time.time() if now is None else now
-    view = find_job(monitor, host, job, now)
+    view = view if view is not None else find_job(monitor, host, job, now)
     start = now - window_s
     dumps = _dumps_of(view.name, start, dumps_dir)
-    report = redact_text(render_report(monitor, view, now, log_lines, dumps[-1] if dumps else None))
+    if report is None:
+        report = render_report(monitor, view, now, log_lines, dumps[-1] if dumps else None)
+    report = redact_text(report)
     recording, rec_note = window_recording(list(recordings), start, now)
     manifest = {"format": FORMAT, "version": VERSION, "host": view.host, "job": view.name, "job_id": view.id,
                 "written": now, "window": [start, now], "recording": rec_note, "dumps": [], "files": ["report.md"]}
