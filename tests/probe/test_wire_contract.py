@@ -40,8 +40,7 @@ def keys_read(path: Path) -> set[str]:
 
 
 def every_wire_key() -> set[str]:
-    # (and the name of the function the parser generates from the metric table, read from its namespace)
-    return {key for name in dir(wire) if name.endswith("_KEYS") for key in getattr(wire, name)} | {"with_readings"}
+    return {key for name in dir(wire) if name.endswith("_KEYS") for key in getattr(wire, name)}
 
 
 def test_both_sides_read_the_one_contract():
@@ -57,7 +56,7 @@ def test_every_key_the_frame_parser_reads_is_one_the_probe_sends():
     read = keys_read(Path(probe_frames.__file__))
     assert {"procs", "cmdline", "index", "newest_name", "seen_gone_at"} <= read  # (the scan finds the reads)
     assert read - every_wire_key() == set()
-    # a GPU's metrics are read by the metric table's names (gpu_metrics.NAMES), not literal keys
+    # A GPU's readings are read by the names of the metric table, which the wire's GPU_KEYS are made of.
     assert set(gpu_metrics.NAMES) <= every_wire_key()
 
 

@@ -5,7 +5,7 @@
 import time
 
 import gpu_metrics
-from gpu_gpm import EMPTY as NO_GPM, KEYS as NO_GPM_KEYS, GpmReader
+from gpu_gpm import EMPTY as NO_GPM, GpmReader
 from wire import GPU_FACTS
 
 
@@ -25,7 +25,7 @@ DISPLAY_READ_EVERY_S = 5.0
 def nvml_scalar_reads(nvml, cadence):
     """(metric name, C function name, its constant's value or None, divisor, digits) of each metric of
     `cadence` that NVML gives as one unsigned int, as the table names its call. A metric whose
-    constant this nvidia-ml-py lacks is left out (it reads as None)."""
+    constant this nvidia-ml-py lacks is left out (NvmlSource.unread: it reads as None)."""
     out = []
     for m in gpu_metrics.nvml_reads(cadence):
         fn, const = m.nvml
@@ -124,6 +124,10 @@ class NvmlSource(object):
         self.display_reads = nvml_scalar_reads(nvml, gpu_metrics.DISPLAY)
         # Per GPU: the last display readings, scaled, as (name, value) pairs (DISPLAY_READ_EVERY_S).
         self.display = [tuple((r[0], None) for r in self.display_reads)] * len(self.handles)
+        # The table's NVML readings this nvidia-ml-py has no constant for: None in every entry, as a failed read.
+        read = set(r[0] for r in self.every + self.display_reads)
+        self.unread = tuple((m.name, None) for m in gpu_metrics.METRICS
+                            if m.nvml is not None and m.kind == gpu_metrics.READING and m.name not in read)
         self.facts = [None] * len(self.handles)  # (memory total, power limit, process list, their GPU_FACTS)
         self.display_at = -DISPLAY_READ_EVERY_S
         self.driver = _s(self._try(nvml.nvmlSystemGetDriverVersion) or "") or None
@@ -131,10 +135,6 @@ class NvmlSource(object):
             self.direct = NvmlDirect(nvml, self.handles, self.every, self.display_reads)
         except Exception:
             self.direct = None  # an NVML module unlike nvidia-ml-py's: through its functions, as they are
-        # The table's readings this NVML module cannot read (a constant it lacks): sent as None, so every
-        # reading is a key of a GPU's entry
-        read = set(("util_pct", "mem_used_mib") + NO_GPM_KEYS) | set(r[0] for r in self.every + self.display_reads)
-        self.unread = tuple((name, None) for name in gpu_metrics.READINGS if name not in read)
         try:
             self.gpm = GpmReader(nvml, self.handles)
         except Exception:
@@ -212,7 +212,7 @@ class NvmlSource(object):
         with_display = not 0.0 <= mono - self.display_at < DISPLAY_READ_EVERY_S
         if with_display:
             self.display_at = mono
-        display, every, display_reads = self.display, self.every, self.display_reads
+        display, every, display_reads, unread = self.display, self.every, self.display_reads, self.unread
         direct, reserved, last_facts = self.direct, self.reserved, self.facts
         out = []
         for i, h in enumerate(self.handles):
@@ -236,6 +236,8 @@ class NvmlSource(object):
             for (name, _, _, divisor, digits), value in zip(every, now_read):
                 entry[name] = value if value is None or divisor == 1 else round(value / float(divisor), digits)
             entry.update(display[i])
+            if unread:
+                entry.update(unread)
             # GPU_FACTS, made again only when what they are made of moved (the same tuple: compared at once)
             total = None if mem is None else mem[1]
             last = last_facts[i]
@@ -251,9 +253,6 @@ class NvmlSource(object):
                 # each frame its own list: whoever edits one leaves the kept list
                 entry["processes"] = [dict(p) for p in kept[2]]
             out.append(entry)
-        if self.unread:
-            for entry in out:
-                entry.update(self.unread)
         gpm = self.gpm
         if gpm is None:
             for entry in out:

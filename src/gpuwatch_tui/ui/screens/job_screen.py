@@ -175,7 +175,7 @@ class JobScreen(Screen):
         ranks = self.query_one(RankTable)
         ranks.display = bool(job.ranks)  # a job over several hosts: one row per rank
         if job.ranks:
-            ranks.show(job.ranks, now)
+            ranks.show(job.ranks, now, nccl_verdicts(self.app, self.job_id))
         self.query_one(ProcessTable).show(source.job_procs(self.job_id), now, sampled_at)
         self.query_one(OutdirLine).show(source.job_outdir(self.job_id), now)
 
@@ -265,3 +265,12 @@ class JobScreen(Screen):
             self.query_one(LogView).focus()
             return
         self.app.pop_screen()
+
+
+def nccl_verdicts(app, job_id: str) -> dict[int, str]:
+    """rank -> NCCL RAS's word on it ("behind: ...") from the job's latest dump; only the ranks it flags."""
+    latest = getattr(app, "latest_dump", None)
+    dump = latest(job_id) if latest is not None else None
+    ras = getattr(dump, "ras", None) or {}
+    return {r["rank"]: f"{r['verdict']} ({r['evidence']})" for r in ras.get("ranks") or ()
+            if isinstance(r, dict) and r.get("verdict") not in (None, "ok") and isinstance(r.get("rank"), int)}
