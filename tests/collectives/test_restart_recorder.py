@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 from gpuwatch_tui.actions.restart import build_restart
 from gpuwatch_tui.actions.settings import ActionSettings
@@ -19,6 +21,10 @@ import ops_spawn  # noqa: E402  - the probe module, as shipped
 def captured_of(env: dict) -> dict:
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
     try:
+        # Popen may return while exec is still setting up the new image: its argv is empty until then.
+        deadline = time.monotonic() + 30
+        while not Path(f"/proc/{p.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
         return ops_spawn.op_capture({"pid": p.pid, "start_ticks": start_ticks(p.pid)})
     finally:
         p.kill()
