@@ -27,7 +27,7 @@ def proc(pid: int, cpu: float, children: int = 0) -> ProcInfo:
 def gpu(index: int, util: float, pid: int | None = None) -> GpuSample:
     procs = (GpuProcess(pid, 40_000.0),) if pid else ()
     return GpuSample(index, f"GPU-{index}", "NVIDIA H200", util, 40_000.0, 143_771.0, 50.0, 600.0, 700.0, 1980.0,
-                     procs)
+                     processes=procs)
 
 
 def job(phase: str, t: float, step: int, points: list[dict]) -> dict:
