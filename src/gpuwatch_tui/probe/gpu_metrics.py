@@ -92,6 +92,10 @@ METRICS = (
               smi="clocks.sm", dcgm="DCGM_FI_DEV_SM_CLOCK",
               prom=("gpuwatch_gpu_sm_clock_hertz", "GPU SM clock", 1e6),
               column="SM CLK", suffix=" MHz"),
+    GpuMetric("mem_clock_mhz", "MHz", "memory clock", cadence=DISPLAY, nvml=("nvmlDeviceGetClockInfo", "NVML_CLOCK_MEM"),
+              smi="clocks.mem", dcgm="DCGM_FI_DEV_MEM_CLOCK",
+              prom=("gpuwatch_gpu_memory_clock_hertz", "GPU memory clock", 1e6),
+              column="MEM CLK", suffix=" MHz"),
 )
 
 BY_NAME = dict((m.name, m) for m in METRICS)
