@@ -88,3 +88,12 @@ def test_nvml_reads_the_memory_clock_through_its_own_clock_constant(nvml_folder,
     for gpu in got["direct"]:
         assert gpu["mem_clock_mhz"] == mem_clock
         assert gpu["sm_clock_mhz"] == 345  # the SM clock is still the SM clock's
+
+
+def test_the_probe_and_the_parser_agree_on_a_gpus_facts(probe_loaded):
+    """A metric row of kind FACT is sent only when it changes; the NVML source builds the facts of
+    wire.GPU_FACTS by hand (they are read their own ways), so a new fact row must reach both."""
+    from gpuwatch_tui.probe.frames import GPU_FACTS
+
+    assert probe_loaded.module("wire").GPU_FACTS == GPU_FACTS
+    assert probe_loaded.module("gpu_metrics").FACTS == gpu_metrics.FACTS
