@@ -50,6 +50,8 @@ class GpuMetric(object):
         self.nvml = nvml
         self.nvml_divisor = nvml_divisor
         self.digits = digits
+        if nvml_divisor != 1 and digits is None:
+            raise ValueError("%s: a scaled NVML reading needs its digits" % name)
         self.smi = smi
         self.dcgm = dcgm
         self.summary = summary

@@ -35,10 +35,11 @@ def nvml_scalar_reads(nvml, cadence):
 
 
 def scaled(value, divisor, digits):
-    """An NVML number in the metric's unit (a power in mW: divisor 1000), rounded to `digits` if given."""
+    """An NVML number in the metric's unit (a power in mW: divisor 1000), rounded to `digits`. (Written out
+    in NvmlSource.sample for the readings of every sample.)"""
     if value is None or divisor == 1:
         return value
-    return round(value / float(divisor), digits) if digits is not None else value / float(divisor)
+    return round(value / float(divisor), digits)
 
 
 class NvmlDirect(object):
@@ -149,8 +150,8 @@ class NvmlSource(object):
         util = get(nvml.nvmlDeviceGetUtilizationRates, h)
         mem = get(nvml.nvmlDeviceGetMemoryInfo, h)
 
-        def read(reads):
-            return [get(getattr(nvml, fn), h) if const is None else get(getattr(nvml, fn), h, const)
+        def read(reads):  # (a function this module lacks: None, as a failed call)
+            return [get(getattr(nvml, fn, None), h) if const is None else get(getattr(nvml, fn, None), h, const)
                     for _, fn, const, _, _ in reads]
         return (None if util is None else util.gpu, None if mem is None else (mem.used, mem.total),
                 read(self.every), read(self.display_reads) if with_display else None)
@@ -228,7 +229,7 @@ class NvmlSource(object):
             entry = {"index": i, "util_pct": util,
                      "mem_used_mib": None if mem is None else round(mem[0] / 1048576.0, 1)}
             for (name, _, _, divisor, digits), value in zip(every, now_read):
-                entry[name] = scaled(value, divisor, digits)
+                entry[name] = value if value is None or divisor == 1 else round(value / float(divisor), digits)
             entry.update(display[i])
             if unread:
                 entry.update(unread)
