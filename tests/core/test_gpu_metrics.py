@@ -13,7 +13,7 @@ from gpuwatch_tui.export.collector import GpuwatchCollector
 from gpuwatch_tui.feeds import dcgm
 from gpuwatch_tui.model import GpuProcess, GpuSample, HostSample
 from gpuwatch_tui.probe import gpu_metrics
-from gpuwatch_tui.probe.frames import FactCache, parse_gpu, parse_sample
+from gpuwatch_tui.feeds.probe_frames import FactCache, parse_gpu, parse_sample
 from gpuwatch_tui.recording import format as fmt
 from gpuwatch_tui.status_table import render_status
 from gpuwatch_tui.store import Store

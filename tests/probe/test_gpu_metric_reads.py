@@ -14,7 +14,7 @@ import time
 import pytest
 
 from gpuwatch_tui.probe import gpu_metrics
-from gpuwatch_tui.probe.bundle import build_payload, local_argv, probe_modules
+from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv, probe_modules
 from tests.support.fake_nvidia_smi import install_fake_nvidia_smi
 from tests.support.fake_smi_scenario import ScenarioFile
 
@@ -90,10 +90,12 @@ def test_nvml_reads_the_memory_clock_through_its_own_clock_constant(nvml_folder,
         assert gpu["sm_clock_mhz"] == 345  # the SM clock is still the SM clock's
 
 
-def test_the_probe_and_the_parser_agree_on_a_gpus_facts(probe_loaded):
-    """A metric row of kind FACT is sent only when it changes; the NVML source builds the facts of
-    wire.GPU_FACTS by hand (they are read their own ways), so a new fact row must reach both."""
-    from gpuwatch_tui.probe.frames import GPU_FACTS
+def test_the_wire_names_every_metric_of_the_table_on_both_sides(probe_loaded):
+    """The probe's wire (loaded as a host loads it) and the client's read the same table: every reading is a
+    key of a GPU entry, every fact one sent only when it changes (the NVML source reads the facts its own way)."""
+    from gpuwatch_tui.probe import wire
 
-    assert probe_loaded.module("wire").GPU_FACTS == GPU_FACTS
-    assert probe_loaded.module("gpu_metrics").FACTS == gpu_metrics.FACTS
+    shipped = probe_loaded.module("wire")
+    assert shipped is not wire and shipped.GPU_KEYS == wire.GPU_KEYS and shipped.GPU_FACTS == wire.GPU_FACTS
+    assert set(gpu_metrics.READINGS) <= set(wire.GPU_KEYS)
+    assert wire.GPU_FACTS == ("uuid", "name", *gpu_metrics.FACTS, "processes")

@@ -61,10 +61,10 @@ _sample_readings = attrgetter(*gpu_metrics.READINGS)
 def _readings_rebuilder():
     args = ", ".join("r[%d]" % gpu_metrics.READINGS.index(m.name) if m.kind == gpu_metrics.READING
                      else "prev." + m.name for m in gpu_metrics.METRICS)
-    namespace = {"_make": _GpuSample}
-    exec(f"def with_readings(prev, r):\n    return _make(prev.index, prev.uuid, prev.name, {args}, prev.processes)\n",
+    namespace, name = {"_make": _GpuSample}, "with_readings"  # (a name, not a key of the wire)
+    exec(f"def {name}(prev, r):\n    return _make(prev.index, prev.uuid, prev.name, {args}, prev.processes)\n",
          namespace)  # noqa: S102 - built only from the metric table's names
-    return namespace["with_readings"]
+    return namespace[name]
 
 
 _with_readings = _readings_rebuilder()
