@@ -17,6 +17,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
+from ...actions.collective_evidence import ras_report
 from ...actions.registry import by_name, running_words
 from ...views import JobView
 from ..levels import job_has_ended
@@ -271,6 +272,7 @@ def nccl_verdicts(app, job_id: str) -> dict[int, str]:
     """rank -> NCCL RAS's word on it ("behind: ...") from the job's latest dump; only the ranks it flags."""
     latest = getattr(app, "latest_dump", None)
     dump = latest(job_id) if latest is not None else None
-    ras = getattr(dump, "ras", None) or {}
-    return {r["rank"]: f"{r['verdict']} ({r['evidence']})" for r in ras.get("ranks") or ()
-            if isinstance(r, dict) and r.get("verdict") not in (None, "ok") and isinstance(r.get("rank"), int)}
+    report = ras_report(getattr(dump, "ras", None))
+    if report is None:
+        return {}
+    return {r.rank: f"{r.verdict} ({r.evidence})" for r in report.flagged}
