@@ -6,9 +6,8 @@
 # Standard library only, Python 3.6+. Shipped inside the probe bundle as the module "wire".
 import json
 
-if __package__:  # the client's copy (gpuwatch_tui.probe.wire); no relative import: the file is shipped as is
-    import importlib
-    gpu_metrics = importlib.import_module(__package__ + ".gpu_metrics")
+if __package__:  # the client's copy (gpuwatch_tui.probe.wire)
+    from . import gpu_metrics
 else:  # shipped: a sibling module, found through the bundle's finder
     import gpu_metrics
 
