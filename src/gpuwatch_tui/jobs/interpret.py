@@ -4,6 +4,7 @@ progress, and failures (tracebacks, OOM, NCCL timeouts, dead workers, exit codes
 from __future__ import annotations
 
 import re
+import signal as _signal
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -15,7 +16,8 @@ _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s?")
 _EXCEPTION_LINE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*)(?::\s*(?P<msg>.*))?$")
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 # Details that say more than "an exception happened": preferred as the verdict's detail.
-SPECIFIC_FAILURES = ("oom", "cuda-error", "nccl-timeout", "nccl-error", "worker-died", "collective-error")
+SPECIFIC_FAILURES = ("oom", "cuda-error", "nccl-timeout", "nccl-error", "worker-died", "collective-error", "segfault",
+                     "killed", "oom-killer")
 MAX_TRACEBACK_LINES = 400
 # Another rank may log a step already in flight right after a rank dies; only progress this long
 # after an error shows the error was survived.
@@ -62,6 +64,7 @@ class LogInterpreter:
     failures: list[Failure] = field(default_factory=list)  # since the last sign of progress
     finished_at: float | None = None
     finished_text: str | None = None
+    finished_seq: int | None = None
     exit_code: int | None = None  # from the log (torchrun's root cause, launchers)
     exit_rank: int | None = None
     signal: str | None = None
@@ -140,19 +143,24 @@ class LogInterpreter:
                                               _rank(text, m), rule))
                 elif event == "finished":
                     self.finished_at = now
-                    self.finished_text = text[:300]
+                    self.finished_text = _summary(text, 300)
+                    self.finished_seq = self.seq
                 elif event == "exit-code":
-                    self._exit_code(m, text)
+                    self._exit_code(m, text, now)
                 elif event == "signal":
-                    self.signal = m.fields.get("msg") or f"signal {m.fields.get('signal')}"
+                    self.signal = m.fields.get("msg") or _signal_name(m.fields.get("signal"))
+                    self._add_failure(Failure("signal", _summary(text), now, self.seq, _rank(text, m), rule))
         if "Root Cause (first observed failure)" in text:
             self._in_root_cause = True
 
-    def _exit_code(self, m: LineMatch, text: str) -> None:
+    def _exit_code(self, m: LineMatch, text: str, now: float) -> None:
         try:
             code = int(m.fields.get("exit_code", ""))
         except ValueError:
             return
+        if code < 0:  # a launcher's report of a child ended by a signal (subprocess convention: -9 is SIGKILL)
+            self._add_failure(Failure("signal", f"{_summary(text)} ({_signal_name(-code)})", now, self.seq,
+                                      _rank(text, m), "exit-code"))
         # torchrun lists every failed rank; the root cause block names the one that started it.
         if self._in_root_cause or self.exit_code is None:
             self.exit_code = code
@@ -208,17 +216,30 @@ class LogInterpreter:
 
     @property
     def failure(self) -> Failure | None:
-        """The failure to report: the first specific one (OOM, NCCL...), else the first."""
+        """The failure to report: the first specific one (OOM, NCCL, a segfault...), else a signal when the
+        launcher's root cause is one (not a rank it SIGTERMed after another rank failed), else the first."""
         if not self.failures:
             return None
         for f in self.failures:
             if f.detail in SPECIFIC_FAILURES:
                 return f
+        if self.exit_code is None or self.exit_code < 0:
+            for f in self.failures:
+                if f.detail == "signal":
+                    return f
         return self.failures[0]
 
     @property
     def in_traceback(self) -> bool:
         return bool(self._open)
+
+
+def _signal_name(number: str | int | None) -> str:
+    """"SIGKILL" for 9; "signal N" for a number this platform does not name."""
+    try:
+        return _signal.Signals(int(number)).name
+    except (TypeError, ValueError):
+        return f"signal {number}"
 
 
 def _summary(text: str, limit: int = 160) -> str:

@@ -112,6 +112,8 @@ class LogFacts:
     observed: bool = True
     size: int | None = None  # the file's size as the probe last reported it (0: really empty)
     mtime: float | None = None  # the file's mtime (local clock): when it was last written
+    finished_text: str | None = None  # the log's own completion line (a run summary, "Training completed")
+    finished_seq: int | None = None  # its line number, to order it against the failure's
 
 
 @quick_init
@@ -864,15 +866,23 @@ def _ended(ctx: DecisionContext) -> Decision:
         return Decision("crashed", detail, 0.95, ev, tail_advice, ended, (DISMISS,))
     # Exit status unknown (the probe did not start the process): read the log's last word.
     ev_unknown = "process gone, exit status unknown (not started by gpuwatch)"
+    p = log.progress
+    if log.finished_at is not None and (failure is None or (log.finished_seq or 0) > failure.seq):
+        # The run's own completion summary, after any error it survived: a clean finish.
+        ev = [f"log: {log.finished_text}" if log.finished_text else "log: training finished", ev_unknown,
+              progress_line]
+        return Decision("finished", None, 0.8, ev, "", ended)
     if failure is not None:
         return Decision("crashed", failure.detail, 0.85, [fail_line, ev_unknown, progress_line], tail_advice,
                         failure.time, (DISMISS,))
     if log.exit_code is not None and log.exit_code != 0:
         return Decision("crashed", "exit-code", 0.85, [f"log: exit code {log.exit_code}", ev_unknown, progress_line],
                         tail_advice, ended, (DISMISS,))
-    p = log.progress
-    if log.finished_at is not None:
-        return Decision("finished", None, 0.8, ["log: training finished", ev_unknown, progress_line], "", ended)
+    hint = ctx.hint
+    if hint is not None and hint.phase == "checkpointing" and ctx.live_phase != "stalled":
+        # The last thing the run said was a save, and then it ended: its final save.
+        ev = [f"log ends with a save: {hint.text[:120]}", ev_unknown, progress_line]
+        return Decision("finished", None, 0.6, ev, "", ended)
     # We did not start it, so its exit status and any signal are unknowable: say so, then the usual causes.
     gone = "process gone without a completion line or a traceback; exit status unknown (not started by gpuwatch)"
     causes = "likely causes: a signal (SIGTERM or SIGKILL: kill, a scheduler, the OOM killer) or a segfault"

@@ -42,12 +42,17 @@ def parse_number(text: str | None) -> float | None:
 
 
 def parse_clock(text: str | None) -> float | None:
-    """tqdm's elapsed/remaining: "05:12", "1:02:03", "2d 01:00:00"; "?" -> None."""
+    """A remaining or elapsed time as logs print it: tqdm's "05:12", "1:02:03", "2d 01:00:00"; Python's
+    timedelta "1 day, 5:36:12"; Keras' "12s"; "1h 02m 03s". "?" -> None."""
     if not text or "?" in text:
         return None
+    text = text.strip()
+    if text[-1:] in "smhd" and ":" not in text:
+        return _parse_units(text)
     days = 0.0
     if "d" in text:
         d, _, text = text.partition("d")
+        text = text.lstrip("ays,").strip()  # "2d 01:00:00", "1 day, 5:36:12", "3 days, 0:00:01"
         try:
             days = float(d.strip())
         except ValueError:
@@ -60,6 +65,18 @@ def parse_clock(text: str | None) -> float | None:
     for p in parts:
         seconds = seconds * 60 + p
     return days * 86400 + seconds
+
+
+_UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+_UNIT_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([dhms])")
+
+
+def _parse_units(text: str) -> float | None:
+    """"12s", "3m 5s", "1h02m", "2d 3h": the sum of its parts; None when anything else is in it."""
+    parts = _UNIT_PART.findall(text)
+    if not parts or _UNIT_PART.sub("", text).strip(" ,"):
+        return None
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
 
 
 def parse_rate(rate: str | None, unit: str | None) -> tuple[float | None, str | None]:
