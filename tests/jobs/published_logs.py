@@ -131,6 +131,7 @@ def replay(excerpt: Excerpt, rules: RuleSet | None = None) -> Outcome:
         progress=progress if progress.updated_at is not None else None, last_progress_at=interp.last_progress_at,
         exit_code=interp.exit_code, signal=interp.signal, phase_progress=dict(interp.phase_progress),
         phase_progress_phase=interp.phase_progress_phase, observed=True, size=size, mtime=t,
+        finished_text=interp.finished_text, finished_seq=interp.finished_seq,
     )
     stdout = FdTarget(LOG_PATH, "file", append=False, size=size)
     obs = JobObservation(samples=samples, started_at=start, log=log, stdout=stdout, stderr=stdout,

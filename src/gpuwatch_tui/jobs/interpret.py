@@ -17,8 +17,11 @@ _EXCEPTION_LINE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*)(?::\s*(?P<msg>.*))?$")
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 # Details that say more than "an exception happened": preferred as the verdict's detail.
 SPECIFIC_FAILURES = ("oom", "cuda-error", "nccl-timeout", "nccl-error", "worker-died", "collective-error", "segfault",
-                     "killed", "oom-killer")
+                     "killed")
 MAX_TRACEBACK_LINES = 400
+# The rule of a failure read from a launcher's report of a child's end (exitcode -9, Signal 9 (SIGKILL)):
+# it names the crash only when it is the root cause (not a rank the launcher SIGTERMed after another failed).
+LAUNCHER_REPORT = "launcher-report"
 # Another rank may log a step already in flight right after a rank dies; only progress this long
 # after an error shows the error was survived.
 RECOVERY_S = 20.0
@@ -149,7 +152,8 @@ class LogInterpreter:
                     self._exit_code(m, text, now)
                 elif event == "signal":
                     self.signal = m.fields.get("msg") or _signal_name(m.fields.get("signal"))
-                    self._add_failure(Failure("signal", _summary(text), now, self.seq, _rank(text, m), rule))
+                    self._add_failure(Failure(_signal_detail(m.fields.get("signal")), _summary(text), now, self.seq,
+                                              _rank(text, m), LAUNCHER_REPORT))
         if "Root Cause (first observed failure)" in text:
             self._in_root_cause = True
 
@@ -159,8 +163,8 @@ class LogInterpreter:
         except ValueError:
             return
         if code < 0:  # a launcher's report of a child ended by a signal (subprocess convention: -9 is SIGKILL)
-            self._add_failure(Failure("signal", f"{_summary(text)} ({_signal_name(-code)})", now, self.seq,
-                                      _rank(text, m), "exit-code"))
+            self._add_failure(Failure(_signal_detail(-code), f"{_summary(text)} ({_signal_name(-code)})", now,
+                                      self.seq, _rank(text, m), LAUNCHER_REPORT))
         # torchrun lists every failed rank; the root cause block names the one that started it.
         if self._in_root_cause or self.exit_code is None:
             self.exit_code = code
@@ -221,17 +225,29 @@ class LogInterpreter:
         if not self.failures:
             return None
         for f in self.failures:
-            if f.detail in SPECIFIC_FAILURES:
+            if f.detail in SPECIFIC_FAILURES and f.rule != LAUNCHER_REPORT:
                 return f
-        if self.exit_code is None or self.exit_code < 0:
-            for f in self.failures:
-                if f.detail == "signal":
-                    return f
+        code = self.exit_code
+        if code is None or code < 0:
+            reported = [f for f in self.failures if f.rule == LAUNCHER_REPORT]
+            if reported:
+                root = _signal_detail(-code) if code is not None else None
+                return next((f for f in reported if f.detail == root), reported[0])
         return self.failures[0]
 
     @property
     def in_traceback(self) -> bool:
         return bool(self._open)
+
+
+def _signal_detail(number: str | int | None) -> str:
+    """The crash reason of a child ended by this signal: SIGKILL (the OOM killer, kill -9) "killed",
+    SIGSEGV "segfault", any other "signal"."""
+    try:
+        signum = int(number)
+    except (TypeError, ValueError):
+        return "signal"
+    return "killed" if signum == _signal.SIGKILL else "segfault" if signum == _signal.SIGSEGV else "signal"
 
 
 def _signal_name(number: str | int | None) -> str:

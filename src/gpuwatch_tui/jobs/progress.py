@@ -272,6 +272,7 @@ def _float_reads(text: str) -> bool:
 
 
 _new = tuple.__new__  # a NamedTuple made without its __new__'s Python call
+_NO_DIGITS = str.maketrans("", "", "0123456789.")
 _point_time = attrgetter("time")  # the bisection key of the step history (a C call, not a lambda)
 
 
@@ -367,7 +368,9 @@ class ProgressTracker:
             history.popleft()
 
     def _bar_accepts(self, desc: str, step: float, total: float | None, now: float) -> bool:
-        key = (desc, total)
+        # One bar whatever numbers its description carries (torchtune's "1|31|Loss: 1.19": they change
+        # on every frame); bars told apart by their words ("Epoch 3" / "Validation DataLoader 0").
+        key = (desc.translate(_NO_DIGITS) if desc else desc, total)
         bar = self._bar
         accept = (
             bar is None
