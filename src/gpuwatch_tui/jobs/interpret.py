@@ -27,6 +27,7 @@ LAUNCHER_REPORT = "launcher-report"
 RECOVERY_S = 20.0
 RECOVERY_STEPS = 3
 _new = tuple.__new__  # a NamedTuple made without its __new__'s Python call
+ESCAPED_CR = "#015"
 
 
 class PhaseHint(NamedTuple):
@@ -96,6 +97,8 @@ class LogInterpreter:
 
     def _line(self, text: str, now: float) -> LineMatch | LineTemplate:
         self.seq += 1
+        if ESCAPED_CR in text:
+            text = last_frame(text)
         if text.startswith("=== gpuwatch: "):
             self.restart_marker = parse_marker(text) or self.restart_marker
         # A line of a known shape with no event, outside a traceback (most lines of a training log),
@@ -112,6 +115,8 @@ class LogInterpreter:
         if not text or text == self._last_live:
             return
         self._last_live = text
+        if ESCAPED_CR in text:
+            text = last_frame(text)
         m = self.rules.template(text) or self.rules.match(text)
         self._apply(m, text, now, complete=False)
 
@@ -238,6 +243,17 @@ class LogInterpreter:
     @property
     def in_traceback(self) -> bool:
         return bool(self._open)
+
+
+def last_frame(text: str) -> str:
+    """The last frame of a line whose carriage returns a log collector wrote as "#015" (syslog's escape,
+    SageMaker's MPI capture): what a terminal would show. Frames of only whitespace and escaped cursor
+    moves (a nested bar's "#033[A") are skipped."""
+    frames = text.split(ESCAPED_CR)
+    for frame in reversed(frames):
+        if frame.replace("#033[A", "").strip():
+            return frame
+    return frames[-1]
 
 
 def _signal_detail(number: str | int | None) -> str:

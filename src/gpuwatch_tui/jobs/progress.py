@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 
 _SI = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "Z": 1e21, "Y": 1e24}
+_THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+$")
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([kMGTPEZY]?)\s*$")
 # A bar that has not moved for this long no longer holds the display against another bar.
 BAR_STALE_S = 30.0
@@ -35,6 +36,8 @@ def parse_number(text: str | None) -> float | None:
             pass
     if text.lower() in ("nan", "inf", "-inf", "+inf"):
         return float(text.lower())
+    if "," in text and _THOUSANDS.match(text):  # "1,234" (the HF Trainer's header)
+        return float(text.replace(",", ""))
     m = _NUMBER.match(text)
     if not m:
         return None
@@ -335,6 +338,8 @@ class ProgressTracker:
                 cur.total = None
             if is_bar:
                 cur.desc = desc or None
+        elif total is not None and not is_bar:
+            cur.total = total  # a header's total ("Total optimization steps = 460") before the first step
         if rate is not None:
             cur.rate, cur.unit = rate, unit
         if loss is not None:
@@ -368,9 +373,10 @@ class ProgressTracker:
             history.popleft()
 
     def _bar_accepts(self, desc: str, step: float, total: float | None, now: float) -> bool:
-        # One bar whatever numbers its description carries (torchtune's "1|31|Loss: 1.19": they change
-        # on every frame); bars told apart by their words ("Epoch 3" / "Validation DataLoader 0").
-        key = (desc.translate(_NO_DIGITS) if desc else desc, total)
+        # One bar whatever numbers its description carries (torchtune's "1|31|Loss: 1.19", YOLO's right-
+        # aligned loss columns: they change on every frame); bars told apart by their words ("Epoch 3" /
+        # "Validation DataLoader 0").
+        key = ("".join(desc.translate(_NO_DIGITS).split()) if desc else desc, total)
         bar = self._bar
         accept = (
             bar is None
