@@ -272,6 +272,22 @@ class _Prefilter:
         self.blind = [digit_blind(rule.pattern) for rule, _, _ in checks]
         self._digit_readers = [t for t in self._tests if not self.blind[t[0]]]
         self._order = [rule for rule, _, _ in checks]
+        # For a line of a new shape, every rule's needed text is looked for: each distinct piece once (rules
+        # share "loss", "epoch", "/s"...), each piece standing for the rules that need it (bit i: test i).
+        self._always = 0
+        plain: dict[str, int] = {}
+        folded_pieces: dict[str, int] = {}
+        for bit, (_, _, alternatives, folded) in enumerate(self._tests):
+            if not alternatives:
+                self._always |= 1 << bit
+            for piece in alternatives:
+                into = folded_pieces if folded else plain
+                into[piece] = into.get(piece, 0) | 1 << bit
+        self._plain = tuple(plain.items())
+        self._folded = tuple(folded_pieces.items())
+        self._folded_all = 0
+        for _, bits in self._folded:
+            self._folded_all |= bits
         # shape -> (digit-blind rules that matched it, its template or None, digit readers to ask)
         self._shapes: dict[bytes | str, tuple[tuple[int, ...], LineTemplate | None, list]] = {}
 
@@ -282,7 +298,7 @@ class _Prefilter:
         shape = line_shape(line)
         kept = self._shapes.get(shape)
         if kept is None:
-            return self._passing(line, self._tests), shape, None
+            return self._passing_all(line), shape, None
         known, template, readers = kept
         readers = self._passing(line, readers) if readers else readers
         if not readers:
@@ -327,6 +343,29 @@ class _Prefilter:
             hay = text.lower() if folded else text
             if any(piece.translate(_DIGITS_TO_ZERO) in hay for piece in alternatives):
                 out.append(test)
+        return out
+
+    def _passing_all(self, line: str) -> list[tuple[int, Rule]]:
+        """`_passing(line, self._tests)`, each distinct piece looked for once."""
+        bits = self._always
+        for piece, rules in self._plain:
+            if piece in line:
+                bits |= rules
+        if self._folded:
+            if line.isascii():
+                lowered = line.lower()
+                for piece, rules in self._folded:
+                    if piece in lowered:
+                        bits |= rules
+            else:
+                bits |= self._folded_all  # see _passing: no lowercase check on a non-ASCII line
+        tests = self._tests
+        out = []
+        while bits:
+            low = bits & -bits
+            test = tests[low.bit_length() - 1]
+            out.append((test[0], test[1]))
+            bits ^= low
         return out
 
     @staticmethod
