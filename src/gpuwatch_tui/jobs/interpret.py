@@ -17,7 +17,7 @@ _EXCEPTION_LINE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*)(?::\s*(?P<msg>.*))?$")
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 # Details that say more than "an exception happened": preferred as the verdict's detail.
 SPECIFIC_FAILURES = ("oom", "cuda-error", "nccl-timeout", "nccl-error", "worker-died", "collective-error", "segfault",
-                     "killed")
+                     "killed", "signal")
 MAX_TRACEBACK_LINES = 400
 # The rule of a failure read from a launcher's report of a child's end (exitcode -9, Signal 9 (SIGKILL)):
 # it names the crash only when it is the root cause (not a rank the launcher SIGTERMed after another failed).

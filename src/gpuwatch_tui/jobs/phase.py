@@ -876,7 +876,8 @@ def _ended(ctx: DecisionContext) -> Decision:
         return Decision("crashed", failure.detail, 0.85, [fail_line, ev_unknown, progress_line], tail_advice,
                         failure.time, (DISMISS,))
     if log.exit_code is not None and log.exit_code != 0:
-        return Decision("crashed", "exit-code", 0.85, [f"log: exit code {log.exit_code}", ev_unknown, progress_line],
+        # A launcher (torchrun, deepspeed, accelerate) reported its child's failing exit code.
+        return Decision("crashed", "child-failed", 0.85, [f"log: exit code {log.exit_code}", ev_unknown, progress_line],
                         tail_advice, ended, (DISMISS,))
     hint = ctx.hint
     if hint is not None and hint.phase == "checkpointing" and ctx.live_phase != "stalled":
@@ -896,6 +897,12 @@ def _ended(ctx: DecisionContext) -> Decision:
         ev = [gone, "it was stalled (no progress) before it vanished", at, causes, progress_line]
         return Decision("crashed", detail, 0.7, ev, check + tail_advice, ended, (DISMISS,))
     complete = p is not None and p.step is not None and p.total is not None and p.step >= p.total
+    last_epoch = (p is not None and p.epoch is not None and p.epochs is not None and p.epochs > 0
+                  and p.epoch >= p.epochs)
+    if last_epoch and not complete:
+        ev = [f"it was in its last epoch ({p.epoch:g}/{p.epochs:g}) when it ended; no completion line",
+              ev_unknown, progress_line]
+        return Decision("finished", None, 0.55, ev, "", ended)
     if complete:
         # Not a completion line, but the job was working right up to its last step: most likely done.
         ev = [f"progress reached its total ({p.step:g}/{p.total:g}) while working; no completion line",

@@ -166,7 +166,7 @@ def _assemble(found: list[tuple[Rule, str | None, dict]]) -> LineMatch:
         numbers = {k: v for k, v in groups.items() if k in _NUMBER_KEYS}
         if rule.progress is None and phase is None:
             followers.append(numbers)
-        elif rule.progress is None and result.phase not in (None, "training"):
+        elif rule.progress is None and result.phase == "evaluating":
             # A generic training shape (a "loss: 0.31") on a line an earlier rule says is evaluation
             # (timm's "Test: [0/29] ... Loss: 0.31"): that phase's numbers, not training progress.
             _merge(result.phase_progress, numbers)
