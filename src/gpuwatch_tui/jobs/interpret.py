@@ -8,7 +8,7 @@ import signal as _signal
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .progress import ProgressTracker
+from .progress import ProgressTracker, parse_number
 from .restart_marker import RestartMarker, parse_marker
 from .rules import LineMatch, LineTemplate, RuleSet
 
@@ -136,7 +136,7 @@ class LogInterpreter:
         if m.phase_progress:
             self.phase_progress = m.phase_progress_of(text)
             self.phase_progress_phase = m.phase
-        if m.phase:
+        if m.phase and not (m.phase == "training" and self._bar_counts_validation(m, text)):
             since = now
             if self.hint is not None and self.hint.phase == m.phase:
                 since = self.hint.since
@@ -161,6 +161,20 @@ class LogInterpreter:
                                               _rank(text, m), LAUNCHER_REPORT))
         if "Root Cause (first observed failure)" in text:
             self._in_root_cause = True
+
+    def _bar_counts_validation(self, m: LineMatch | LineTemplate, text: str) -> bool:
+        """Whether a training bar's frame, drawn while a validation bar runs, is counting the validation's
+        batches: Lightning 1.x's epoch bar has train + validation batches as its total and moves on through
+        validation, its frames interleaved with the validation bar's. Then it is still evaluating: the
+        epoch bar has fewer steps left than the validation bar's total (none left: validation is over)."""
+        hint = self.hint
+        if hint is None or hint.phase != "evaluating" or self.phase_progress_phase != "evaluating" or not m.progress:
+            return False
+        line = m.progress_of(text)
+        eval_total = parse_number(self.phase_progress.get("total"))
+        if not line.is_bar or line.step is None or not line.total or not eval_total:
+            return False
+        return 0 < line.total - line.step < eval_total
 
     def _exit_code(self, m: LineMatch, text: str, now: float) -> None:
         try:
