@@ -20,7 +20,8 @@ class Unfiltered(RuleSet):
 
 def captured_lines() -> list[str]:
     lines = []
-    for path in sorted(LOGS.rglob("*")):
+    paths = [*sorted(LOGS.rglob("*")), *sorted((LOGS.parent / "published_logs").rglob("*.log"))]
+    for path in paths:
         if path.is_file():
             text = path.read_bytes().decode("utf-8", "replace")
             lines += [part for line in text.split("\n") for part in line.split("\r")]
