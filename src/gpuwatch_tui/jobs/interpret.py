@@ -156,7 +156,7 @@ class LogInterpreter:
                 elif event == "exit-code":
                     self._exit_code(m, text, now)
                 elif event == "signal":
-                    self.signal = m.fields.get("msg") or _signal_name(m.fields.get("signal"))
+                    self.signal = m.fields.get("msg") or signal_name(m.fields.get("signal"))
                     self._add_failure(Failure(_signal_detail(m.fields.get("signal")), _summary(text), now, self.seq,
                                               _rank(text, m), LAUNCHER_REPORT))
         if "Root Cause (first observed failure)" in text:
@@ -182,7 +182,7 @@ class LogInterpreter:
         except ValueError:
             return
         if code < 0:  # a launcher's report of a child ended by a signal (subprocess convention: -9 is SIGKILL)
-            self._add_failure(Failure(_signal_detail(-code), f"{_summary(text)} ({_signal_name(-code)})", now,
+            self._add_failure(Failure(_signal_detail(-code), f"{_summary(text)} ({signal_name(-code)})", now,
                                       self.seq, _rank(text, m), LAUNCHER_REPORT))
         # torchrun lists every failed rank; the root cause block names the one that started it.
         if self._in_root_cause or self.exit_code is None:
@@ -280,8 +280,10 @@ def _signal_detail(number: str | int | None) -> str:
     return "killed" if signum == _signal.SIGKILL else "segfault" if signum == _signal.SIGSEGV else "signal"
 
 
-def _signal_name(number: str | int | None) -> str:
-    """"SIGKILL" for 9; "signal N" for a number this platform does not name."""
+def signal_name(number: str | int | None) -> str:
+    """"SIGKILL" for 9 (or "9"); "signal N" for a number this platform does not name; "?" for none."""
+    if number is None:
+        return "?"
     try:
         return _signal.Signals(int(number)).name
     except (TypeError, ValueError):

@@ -8,7 +8,6 @@ runs ~98-100% util near the limit; a spinning NCCL collective shows ~100% util a
 
 from __future__ import annotations
 
-import signal as _signal
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import islice
@@ -19,7 +18,7 @@ from ..model import FdTarget
 from ..quick_init import quick_init
 from ..vocab import DEFAULT_STALL_AFTER_S, MIB_PER_GIB, fmt_duration
 from .hysteresis import Memory, settle
-from .interpret import Failure, PhaseHint
+from .interpret import Failure, PhaseHint, signal_name
 from .progress import Progress
 
 # Thresholds, named for what they separate.
@@ -187,14 +186,6 @@ def format_history(history: Sequence[tuple[str, float]], now: float) -> str:
         parts.append(f"{phase} {fmt_duration(end - since)}")
     return " -> ".join(parts)
 
-
-def signal_name(signum: int | None) -> str:
-    if signum is None:
-        return "?"
-    try:
-        return _signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
 
 
 @dataclass(slots=True)
