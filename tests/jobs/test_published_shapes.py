@@ -166,3 +166,9 @@ def test_a_launchers_non_zero_exit_code_is_its_child_failing():
     interp = feed(["[2024-03-20 20:31:29,269] [ERROR] [launch.py:321:sigkill_handler] ['python', '-u', 'train.py'] "
                    "exits with return code = 1"])
     assert ended(interp).detail == "child-failed"
+
+
+def test_training_that_goes_on_after_a_completion_line_was_not_finished():
+    interp = feed(["step 10 loss 2.0", "Training completed for epoch 1", "step 11 loss 1.9"])
+    assert interp.finished_at is None
+    assert ended(interp).phase == "crashed"

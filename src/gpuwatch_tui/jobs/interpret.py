@@ -83,6 +83,7 @@ class LogInterpreter:
     _in_root_cause: bool = False
     _last_live: str = ""
     _advances_after_failure: int = 0
+    _finished_step: float | None = None  # the training step when the completion line came
 
     # -- feeding -------------------------------------------------------------------
     def feed_line(self, text: str, now: float) -> LineMatch:
@@ -128,6 +129,11 @@ class LogInterpreter:
         if m.progress and self.progress.merge(m.progress_of(text), now):
             self.last_progress_seq = self.seq
             self.last_progress_at = now
+            if self.finished_at is not None and complete and self._finished_step is not None:
+                step = self.progress.current.step
+                if step is not None and step > self._finished_step:
+                    # Training went on past a completion line: it closed a stage (an epoch), not the run.
+                    self.finished_at = self.finished_text = self.finished_seq = self._finished_step = None
             if complete and self.failures:
                 self._advances_after_failure += 1
                 # Work went on well after the error (in time, or in steps for backlog read at once).
@@ -153,6 +159,7 @@ class LogInterpreter:
                     self.finished_at = now
                     self.finished_text = _summary(text, 300)
                     self.finished_seq = self.seq
+                    self._finished_step = self.progress.current.step
                 elif event == "exit-code":
                     self._exit_code(m, text, now)
                 elif event == "signal":
