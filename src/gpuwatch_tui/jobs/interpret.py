@@ -142,7 +142,8 @@ class LogInterpreter:
         if m.phase_progress:
             self.phase_progress = m.phase_progress_of(text)
             self.phase_progress_phase = m.phase
-        if m.phase and not (m.phase == "training" and self._bar_counts_validation(m, text)):
+        if m.phase and not (m.phase == "training" and self.phase_progress_phase == "evaluating"
+                            and self._bar_counts_validation(m, text)):
             since = now
             if self.hint is not None and self.hint.phase == m.phase:
                 since = self.hint.since
@@ -175,7 +176,7 @@ class LogInterpreter:
         validation, its frames interleaved with the validation bar's. Then it is still evaluating: the
         epoch bar has fewer steps left than the validation bar's total (none left: validation is over)."""
         hint = self.hint
-        if hint is None or hint.phase != "evaluating" or self.phase_progress_phase != "evaluating" or not m.progress:
+        if hint is None or hint.phase != "evaluating" or not m.progress:
             return False
         line = m.progress_of(text)
         eval_total = parse_number(self.phase_progress.get("total"))

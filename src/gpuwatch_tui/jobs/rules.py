@@ -487,6 +487,11 @@ def _any_of(items: list, folded: bool) -> tuple[str, ...] | None:
             continue
         if run:
             consider((run,))
+            # The parser pulls the common start of an alternation's branches out before it (": [" | ":  ["
+            # is ": " then "[" | " ["): the run with each branch's own start is needed as well.
+            heads = _branch_heads(op, arg)
+            if heads:
+                consider(tuple(dict.fromkeys(run + head for head in heads)))
             run = ""
         if op is _c.SUBPATTERN:
             if folded or not arg[1] & re.IGNORECASE:  # (?i:...) inside: letters of either case
@@ -505,6 +510,26 @@ def _any_of(items: list, folded: bool) -> tuple[str, ...] | None:
     if run:
         consider((run,))
     return best
+
+
+def _branch_heads(op, arg) -> list[str] | None:
+    """The literal text each branch of an alternation starts with (a non-capturing group of one); None when
+    a branch starts with anything else."""
+    if op is _c.SUBPATTERN and len(arg[-1]) == 1 and arg[1] == 0 and arg[2] == 0:
+        op, arg = list(arg[-1])[0]
+    if op is not _c.BRANCH:
+        return None
+    heads = []
+    for branch in arg[1]:
+        head = ""
+        for item_op, item_arg in branch:
+            if item_op is not _c.LITERAL:
+                break
+            head += chr(item_arg)
+        if not head:
+            return None
+        heads.append(head)
+    return heads
 
 
 def _strength(alternatives: tuple[str, ...]) -> tuple[int, int]:
