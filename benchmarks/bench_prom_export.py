@@ -20,7 +20,7 @@ from prometheus_client import generate_latest
 from gpuwatch_tui.export.families import render
 
 from gpuwatch_tui.export.collector import GpuwatchCollector
-from gpuwatch_tui.export.run import CollectorRegistry
+from gpuwatch_tui.verbs.export import CollectorRegistry
 from gpuwatch_tui.jobs.tracker import JobTracker
 from gpuwatch_tui.model import FdTarget, GpuProcess, GpuSample, HostSample, ProcInfo
 from gpuwatch_tui.store import Store

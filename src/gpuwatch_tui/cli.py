@@ -1,4 +1,8 @@
-"""`gpuwatch`: the dashboard, and headless verbs on the same core (status, watch)."""
+"""`gpuwatch`: the dashboard, and headless verbs on the same core (status, watch).
+
+Each verb's modules (verbs/, ui/, monitor, alerts, slurm) are imported inside the function that runs
+it, on purpose: `gpuwatch --help` and the dashboard's first frame load only what they use
+(benchmarks/bench_ui_startup.py)."""
 
 from __future__ import annotations
 
@@ -136,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--alerts", action="store_true",
                        help="run the [alerts] rules headless: print one JSON line per alert (instead of "
                        "snapshots) and send each to its sinks (bell/desktop go to the controlling terminal)")
-    from .slurm.cli_verb import add_parser as add_scancel_parser
+    from .verbs.scancel import add_parser as add_scancel_parser
 
     add_scancel_parser(sub, common, EXIT_CODES_TEXT)
     doctor = sub.add_parser(
@@ -209,7 +213,7 @@ def cli_help(spec) -> str:
 
 
 def listen_address(text: str) -> tuple[str, int]:
-    from .export.run import parse_listen
+    from .verbs.export import parse_listen
 
     try:
         return parse_listen(text)
@@ -266,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             print(problem, file=sys.stderr)
             return EXIT_CONFIG
     if args.verb in ("replay", "demo"):  # a recording needs no hosts file
-        from .recording.run import run_replay
+        from .verbs.recording import run_replay
 
         return run_replay(args)
     try:
@@ -274,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"gpuwatch: config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    if any(not s.hosts for s in config.sources):
+        # The hosts of a source without a `hosts` list are the ones Prometheus has series for now.
+        from .feeds.prometheus_discovery import with_discovered_hosts  # httpx only when a source needs it
+
+        config = with_discovered_hosts(config)
     for warning in config.warnings:
         print(f"gpuwatch: warning: {warning}", file=sys.stderr)
     if args.verb == "status":
@@ -285,11 +294,11 @@ def main(argv: list[str] | None = None) -> int:
         print("gpuwatch: report: --at needs --recording FILE", file=sys.stderr)
         return EXIT_CONFIG
     if args.verb == "report" and args.recording:
-        from .recording.run import report_from_recording
+        from .verbs.recording import report_from_recording
 
         return report_from_recording(args.recording, args.at, args.host, args.job, args.dir, args.lines)
     if args.verb == "record":
-        from .recording.run import run_record
+        from .verbs.recording import run_record
 
         return asyncio.run(run_record(config, args.file, args.count))
     if args.verb == "report":
@@ -306,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(run_watch(config, args.count))
     spec = registry.cli_verbs().get(args.verb or "")
     if spec is not None:
-        from .actions.cli_verbs import run_action
+        from .verbs.action import run_action
 
         try:
             return asyncio.run(run_action(
@@ -315,11 +324,11 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             return EXIT_INTERRUPTED
     if args.verb == "scancel":
-        from .slurm.cli_verb import run_scancel
+        from .verbs.scancel import run_scancel
 
         return asyncio.run(run_scancel(config, args, readonly=args.readonly or config.settings.readonly))
     if args.verb == "export":
-        from .export.run import run_export  # prometheus-client only for this verb
+        from .verbs.export import run_export  # prometheus-client only for this verb
 
         return asyncio.run(run_export(config, *args.listen))
     return run_dashboard(config, args)
@@ -337,7 +346,7 @@ async def run_status(config: Config, as_json: bool, window: float | None) -> int
 
     slurm = None
     if config.slurm is not None:  # the queue first: the nodes of running jobs are watched too
-        from .slurm.status import read_slurm
+        from .verbs.slurm_status import read_slurm
 
         config, slurm = await read_slurm(config)
     monitor = Monitor(config)
@@ -358,7 +367,7 @@ async def run_status(config: Config, as_json: bool, window: float | None) -> int
     else:
         text = render_status(snapshot)
         if slurm is not None:
-            from .slurm.status import render_slurm
+            from .verbs.slurm_status import render_slurm
 
             text += "\n" + "\n".join(render_slurm(snapshot["slurm"], snapshot["time"]))
         print(text)
@@ -381,7 +390,7 @@ async def run_watch(config: Config, count: int | None) -> int:
 
     slurm = None
     if config.slurm is not None:  # as `status`: the queue first, its running jobs' nodes watched too
-        from .slurm.status import read_slurm
+        from .verbs.slurm_status import read_slurm
 
         config, slurm = await read_slurm(config)
     monitor = Monitor(config)
@@ -492,7 +501,7 @@ async def run_report(config: Config, host: str, job: str, directory: str | None,
 
 
 async def run_doctor_verb(config: Config, as_json: bool) -> int:
-    from .doctor import doctor_failed, doctor_json, render_doctor, run_doctor
+    from .verbs.doctor import doctor_failed, doctor_json, render_doctor, run_doctor
 
     reports = await run_doctor(config)
     print(json.dumps(doctor_json(reports)) if as_json else render_doctor(reports))
@@ -507,7 +516,7 @@ def run_dashboard(config: Config, args: argparse.Namespace) -> int:
 
         readonly = args.readonly or config.settings.readonly
         if config.settings.record:  # `[settings] record = "DIR"`: keep a rolling recording
-            from .recording.run import recording_dashboard_source
+            from .verbs.recording import recording_dashboard_source
 
             source, recorder = recording_dashboard_source(config)
             try:

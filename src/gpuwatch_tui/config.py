@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import re
 import shlex
@@ -20,10 +19,20 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from .actions.settings import LOG_MODES, ActionSettings
 from .alerts.settings import AlertsConfig, parse_alerts
+from .config_records import (  # noqa: F401 - the records are read from here too (the config's face)
+    ExportSettings,
+    HostConfig,
+    JobConfig,
+    PrometheusSource,
+    Settings,
+    add_source_hosts,
+    split_ssh_target,
+    unknown_key_warning,
+)
 from .errors import ConfigError
 from .jobs.rules import parse_rules
 from .slurm.settings import SlurmConfig, parse_slurm
-from .vocab import DEFAULT_STALL_AFTER_S, GPU_SOURCE_CHOICES, parse_duration
+from .vocab import GPU_SOURCE_CHOICES, parse_duration
 
 CONFIG_ENV = "GPUWATCH_CONFIG"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -31,76 +40,6 @@ _HOST_NAME = re.compile(r"^[A-Za-z0-9_.:@\[\]-]+$")
 # An ssh alias, host, user@host, user@host:port or [v6]:port: nothing a shell would act on.
 _SSH_TARGET = re.compile(r"^[A-Za-z0-9_.@:%\[\]-]+$")
 _USER_NAME = re.compile(r"^[A-Za-z0-9_.@-]+$")
-
-
-@dataclass(frozen=True)
-class Settings:
-    sample_interval: float = 1.0
-    history: int = 120
-    stall_after: float = DEFAULT_STALL_AFTER_S
-    tail_lines: int = 500
-    connect_timeout: float = 10.0
-    keepalive_interval: float = 10.0
-    keepalive_count_max: int = 3
-    max_concurrent_connects: int = 16
-    reconnect_initial_delay: float = 1.0
-    reconnect_max_delay: float = 60.0
-    stale_after: float = 5.0  # seconds without a frame before a host is called stale
-    ssh_config: tuple[str, ...] = ("~/.ssh/config",)
-    known_hosts: str = "~/.ssh/known_hosts"
-    theme: str = "gpuwatch-dark"
-    readonly: bool = False
-    record: str | None = None  # a directory: the dashboard keeps hourly recordings there
-    record_retention: float = 24 * 3600.0  # recordings older than this are deleted
-
-
-@dataclass(frozen=True)
-class HostConfig:
-    name: str
-    local: bool = False
-    ssh: str | None = None  # alias from ~/.ssh/config, or host / user@host / user@host:port
-    host: str | None = None  # resolved host part of `ssh`
-    port: int | None = None
-    user: str | None = None
-    identity_file: str | None = None
-    jump: str | None = None
-    prefix: tuple[str, ...] = ()
-    python: str = "python3"
-    env: tuple[tuple[str, str], ...] = ()
-    gpu_source: str = "auto"
-    # Where Prometheus has this host's GPUs (a [[sources]] entry): alone, or under SSH (see feeds/layered.py).
-    source: PrometheusSource | None = None
-
-
-@dataclass(frozen=True)
-class PrometheusSource:
-    """A [[sources]] entry of kind "prometheus": hosts whose GPUs are read from dcgm-exporter series."""
-
-    name: str
-    url: str
-    selector: str = ""  # extra label matchers, e.g. 'cluster="a",job="dcgm"'
-    hosts: tuple[str, ...] = ()  # empty: every host Prometheus has series for (found at start)
-    interval: float = 15.0  # seconds between query sets (dcgm-exporter's usual scrape interval)
-    timeout: float = 10.0
-    backfill: int = 30  # points of history read with query_range at start (0: none)
-
-
-@dataclass(frozen=True)
-class ExportSettings:
-    """`gpuwatch export`: how long an ended job stays in /metrics (bounds label cardinality)."""
-
-    ended_job_ttl: float = 600.0
-
-
-@dataclass(frozen=True)
-class JobConfig:
-    name: str
-    host: str
-    match: str | None = None
-    pid_file: str | None = None
-    logs: tuple[str, ...] = ()
-    output_dir: str | None = None
-    stall_after: float | None = None
 
 
 @dataclass(frozen=True)
@@ -119,7 +58,7 @@ class Config:
 
 
 def default_config_path() -> Path:
-    from platformdirs import user_config_dir
+    from platformdirs import user_config_dir  # not for `--help` or a run given --config
 
     return Path(user_config_dir("gpuwatch")) / "hosts.toml"
 
@@ -147,11 +86,6 @@ def load_config(cli_path: str | None = None) -> Config:
         return local_only_config()
     config = load_config_file(path)
     check_local_files(config)
-    if any(not s.hosts for s in config.sources):
-        # The hosts of a source without a `hosts` list are the ones Prometheus has series for now.
-        from .feeds.prometheus_discovery import with_discovered_hosts
-
-        config = with_discovered_hosts(config)
     return config
 
 
@@ -246,13 +180,6 @@ class _Reader:
                 self.warnings.append(unknown_key_warning(self.file, self.key(name), name, self.used))
 
 
-def unknown_key_warning(file: str, key: str, name: str, known: set[str] | tuple[str, ...]) -> str:
-    """"unknown key, ignored", with "did you mean `x`?" when a known key is close (a typo)."""
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.7)
-    hint = f" (did you mean `{close[0]}`?)" if close else ""
-    return f"{file}: {key}: unknown key, ignored{hint}"
-
-
 def _string_list(r: _Reader, name: str) -> tuple[str, ...]:
     r.used.add(name)
     value = r.table.get(name)
@@ -263,24 +190,6 @@ def _string_list(r: _Reader, name: str) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise ConfigError(r.file, r.key(name), "a string or a list of strings", value)
-
-
-def split_ssh_target(target: str) -> tuple[str | None, str, int | None]:
-    """'user@host:port' -> (user, host, port). '[::1]:22' works for IPv6."""
-    user = None
-    if "@" in target:
-        user, _, target = target.rpartition("@")
-    port = None
-    if target.startswith("["):
-        host, _, rest = target[1:].partition("]")
-        if rest.startswith(":"):
-            port = int(rest[1:])
-    elif target.count(":") == 1:
-        host, _, p = target.partition(":")
-        port = int(p)
-    else:
-        host = target
-    return user or None, host, port
 
 
 def _parse_settings(data: dict, file: str, warnings: list[str]) -> Settings:
@@ -552,24 +461,6 @@ def _source_by_name(value: Any, sources: dict[str, PrometheusSource], file: str,
         return sources[value]
     names = ", ".join(sorted(sources)) or "none defined"
     raise ConfigError(file, key, f"the name of a [[sources]] entry ({names})", value)
-
-
-def add_source_hosts(hosts: list[HostConfig],
-                     found: list[tuple[PrometheusSource, tuple[str, ...]]]) -> list[HostConfig]:
-    """Hosts a source has: a [[hosts]] entry of the same name gets the source under its SSH feed
-    (SSH adds processes and logs); any other name becomes a Prometheus-only host."""
-    out = list(hosts)
-    index = {h.name: i for i, h in enumerate(out)}
-    for source, names in found:
-        for name in names:
-            if name in index:
-                host = out[index[name]]
-                if host.source is None:
-                    out[index[name]] = dataclasses.replace(host, source=source)
-            else:
-                index[name] = len(out)
-                out.append(HostConfig(name=name, source=source))
-    return out
 
 
 def _parse_export(data: dict, file: str, warnings: list[str]) -> ExportSettings:

@@ -13,6 +13,9 @@ import re
 import time
 from pathlib import Path
 
+from platformdirs import user_state_dir
+
+from .actions.dump import _safe, dumps_dir
 from .errors import GpuwatchError
 from .jobs.logtail import sanitize_line
 from .views import JobView
@@ -28,8 +31,6 @@ class ReportError(GpuwatchError):
 
 
 def reports_dir() -> Path:
-    from platformdirs import user_state_dir
-
     return Path(user_state_dir("gpuwatch")) / "reports"
 
 
@@ -65,8 +66,6 @@ def find_job(monitor, host: str, job: str, now: float) -> JobView:
 
 
 def latest_dump(host: str, job: str) -> Path | None:
-    from .actions.dump import _safe, dumps_dir
-
     try:
         found = sorted(dumps_dir().glob(f"{_safe(host)}_{_safe(job)}_*.json"), key=lambda p: p.stat().st_mtime)
     except OSError:
@@ -147,8 +146,6 @@ def write_report(monitor, host: str, job: str, directory: Path | str | None = No
 def save_report(text: str, view: JobView, now: float, directory: Path | str | None = None) -> Path:
     """Write a rendered report under a name with host, job and time (never over another one).
     Only file I/O: the dashboard runs it off its loop. Raises ReportError when it cannot write."""
-    from .actions.dump import _safe
-
     directory = Path(directory) if directory is not None else reports_dir()
     path = directory / f"{_safe(view.host)}_{_safe(view.name)}_{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}.md"
     try:

@@ -9,9 +9,11 @@ import asyncio
 import time
 from typing import Callable
 
+from .actions.job_facts import JobFacts
 from .config import Config, HostConfig
 from .feeds.base import DEFAULT_REQUEST_TIMEOUT_S, HostFeed
 from .feeds.factory import make_feed
+from .jobs.integration import make_tracker
 from .model import HostSample
 from .requests import UNKNOWN_HOST, RequestError
 from .store import Store
@@ -26,9 +28,6 @@ def _reached_over_ssh(host: HostConfig) -> bool:
 
 class Monitor:
     def __init__(self, config: Config) -> None:
-        from .actions.job_facts import JobFacts
-        from .jobs.integration import make_tracker  # the rules load here, not at import
-
         self.config = config
         self.settings = config.settings
         self.store = Store([h.name for h in config.hosts], config.settings.history)
@@ -95,7 +94,7 @@ class Monitor:
         if host.name in self.sessions or not self.store.add_host(host.name):
             return False
         if self.connector is None and _reached_over_ssh(host):
-            from .transport.ssh import SshConnector
+            from .transport.ssh import SshConnector  # asyncssh only when a host needs it
 
             self.connector = SshConnector(self.settings)
         self._settled[host.name] = asyncio.Event()

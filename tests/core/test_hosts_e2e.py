@@ -10,7 +10,7 @@ import time
 
 import psutil
 
-from gpuwatch_tui import hostsession
+from gpuwatch_tui.feeds import hostsession
 from gpuwatch_tui.monitor import Monitor
 
 from .helpers import host_entry, host_rec, make_config, probes_on, wait_for

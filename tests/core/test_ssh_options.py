@@ -13,7 +13,7 @@ import pytest
 
 from gpuwatch_tui.cli import build_parser
 from gpuwatch_tui.config import Settings, parse_config
-from gpuwatch_tui.hostsession import PING_EVERY_S, PROBE_IDLE_EXIT_S, HostSession
+from gpuwatch_tui.feeds.hostsession import PING_EVERY_S, PROBE_IDLE_EXIT_S, HostSession
 from gpuwatch_tui.monitor import Monitor
 from gpuwatch_tui.transport import ssh as ssh_transport
 

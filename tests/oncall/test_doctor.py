@@ -9,7 +9,8 @@ import socket
 import pytest
 
 from gpuwatch_tui.cli import EXIT_DOCTOR_FAILED, EXIT_OK, main
-from gpuwatch_tui.doctor import CHECK_NAMES, run_doctor
+from gpuwatch_tui.doctor import CHECK_NAMES
+from gpuwatch_tui.verbs.doctor import run_doctor
 from gpuwatch_tui.doctor.host_checks import clock_check, ptrace_check
 from tests.core.helpers import host_entry, make_config, probes_on, settings_for, write_toml
 

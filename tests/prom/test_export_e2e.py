@@ -15,7 +15,7 @@ import sys
 
 import httpx
 
-from gpuwatch_tui.export.run import serve_export
+from gpuwatch_tui.verbs.export import serve_export
 from tests.core.helpers import host_entry, make_config
 
 MIB = 1024 * 1024

@@ -10,7 +10,7 @@ import time
 from gpuwatch_tui.config import load_config
 from gpuwatch_tui.monitor import Monitor
 from gpuwatch_tui.recording import Recorder, Timeline
-from gpuwatch_tui.recording.run import report_from_recording
+from gpuwatch_tui.verbs.recording import report_from_recording
 from gpuwatch_tui.ui.replay_app import ReplayApp
 from gpuwatch_tui.ui.replay_source import ReplaySource
 from gpuwatch_tui.ui.widgets.host_bar import HostBar

@@ -16,6 +16,7 @@ import time
 from ..jobs.job_actions import DUMP, KILL, DumpFinding
 from ..views import JobView
 from .dump import DumpReport, save_report
+from .plan import ActionOutcome, ActionPlan, PlanTarget
 from .stack_analysis import analyse, phase_hint
 
 
@@ -27,8 +28,6 @@ def part_views(monitor, view: JobView) -> list[JobView]:
 
 def plan_parts(service, view: JobView, spec, native: bool | None, refused):
     """One plan per host; the combined plan the person confirms carries them in `parts`."""
-    from .service import ActionPlan, PlanTarget  # noqa: PLC0415 - service imports this module
-
     if spec.name not in (KILL, DUMP):
         raise refused(f"{spec.title} of a job over {len(view.hosts)} hosts is not supported: "
                       "restart it with its launcher")
@@ -50,8 +49,6 @@ def plan_parts(service, view: JobView, spec, native: bool | None, refused):
 
 async def execute_parts(service, plan):
     """Every host's plan at once (each audited on its own); one outcome for all."""
-    from .service import ActionOutcome  # noqa: PLC0415
-
     outcomes = await asyncio.gather(*(service.execute(p) for p in plan.parts), return_exceptions=True)
     lines, ok, some = [], 0, False
     for part, out in zip(plan.parts, outcomes):

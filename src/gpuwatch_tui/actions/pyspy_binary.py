@@ -51,6 +51,7 @@ def _candidates() -> list[Path]:
     if on_path:
         found.append(Path(on_path))
     try:
+        # importlib.metadata costs ~10 ms (email, zipfile): only when the wheel's binary is looked for
         from importlib.metadata import PackageNotFoundError, distribution  # noqa: PLC0415
 
         dist = distribution("py-spy")

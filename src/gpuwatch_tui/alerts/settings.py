@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..config_records import unknown_key_warning
 from ..errors import ConfigError
 from ..vocab import parse_duration
 from .triggers import JOB_TRIGGERS, TRIGGERS
@@ -87,8 +88,6 @@ def _table(value: Any, file: str, key: str) -> dict:
 
 
 def _unknown(table: dict, known: set[str], file: str, key: str, warnings: list[str]) -> None:
-    from ..config import unknown_key_warning  # config imports this module: late import
-
     for name in table:
         if name not in known:
             warnings.append(unknown_key_warning(file, f"{key}.{name}", name, known))

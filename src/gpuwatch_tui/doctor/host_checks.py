@@ -14,8 +14,9 @@ import dataclasses
 import statistics
 import time
 
-from ..config import HostConfig, Settings
-from ..hostsession import HostSession
+from ..actions.pyspy_binary import PyspyUnavailable, local_pyspy
+from ..config_records import HostConfig, Settings
+from ..feeds.hostsession import HostSession
 from ..model import HostSample
 from ..requests import RequestError
 from ..transport.failure import ConnectFailure
@@ -203,8 +204,6 @@ async def _probe_checks(host: HostConfig, settings: Settings, session: HostSessi
 
 
 def _pyspy_args() -> dict:
-    from ..actions.pyspy_binary import PyspyUnavailable, local_pyspy
-
     try:
         mine = local_pyspy()
     except PyspyUnavailable:
@@ -224,8 +223,6 @@ def gpu_check(source: str | None, error: str | None) -> Check:
 
 
 def pyspy_check(located: dict) -> Check:
-    from ..actions.pyspy_binary import PyspyUnavailable, local_pyspy
-
     machine = located.get("machine")
     facts = {"path": located.get("path"), "cached": located.get("cached"), "machine": machine}
     if located.get("path"):
@@ -272,7 +269,7 @@ def ptrace_check(located: dict) -> Check:
 # -- channel headroom -----------------------------------------------------------------------
 async def check_headroom(conn, timeout: float, bound: int = HEADROOM_BOUND) -> Check:
     """Open up to `bound` extra session channels, then close all (transport.ssh_headroom)."""
-    from ..transport.ssh_headroom import session_headroom
+    from ..transport.ssh_headroom import session_headroom  # asyncssh: only once a host is reached over SSH
 
     headroom = await session_headroom(conn, bound, timeout)
     if headroom.error is not None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..config import HostConfig, Settings
+from ..config_records import HostConfig, Settings
 from .base import FeedSink, HostFeed
+from .hostsession import HostSession
+from .layered import LayeredFeed
 
 if TYPE_CHECKING:
     from ..transport.ssh import SshConnector
@@ -14,8 +16,6 @@ if TYPE_CHECKING:
 def make_feed(host: HostConfig, settings: Settings, sink: FeedSink, connector: SshConnector | None) -> HostFeed:
     """The probe feed, over SSH or as a local child; a Prometheus source's feed for a host whose GPUs
     Prometheus has; both layered (SSH first) for a host that has an ssh entry and a source."""
-    from ..hostsession import HostSession
-
     if host.source is None:
         return HostSession(host, settings, connector, sink)
     from .prometheus import PrometheusFeed, shared_poller  # httpx only when a source is configured
@@ -23,8 +23,6 @@ def make_feed(host: HostConfig, settings: Settings, sink: FeedSink, connector: S
     poller = shared_poller(host.source, sink)
     if not (host.ssh or host.local):
         return PrometheusFeed(host, settings, sink, poller)
-    from .layered import LayeredFeed
-
     return LayeredFeed(host.name, sink,
                        lambda side: HostSession(host, settings, connector, side),
                        lambda side: PrometheusFeed(host, settings, side, poller))

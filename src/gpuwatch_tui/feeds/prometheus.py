@@ -18,9 +18,9 @@ import asyncio
 import time
 import weakref
 
-from ..config import HostConfig, PrometheusSource, Settings
+from ..config_records import HostConfig, PrometheusSource, Settings
 from ..requests import RequestError
-from ..vocab import HOST_UNREACHABLE
+from ..vocab import HOST_UNREACHABLE, fmt_duration
 from .base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
 from .dcgm import SCRAPE_CLOCK_METRIC, HostGpus, history_by_host, latest_by_host, metrics_selector
 from .prometheus_api import PromClient, PromError
@@ -103,8 +103,6 @@ class PrometheusFeed(HostFeed):
 
 
 def _ago(seconds: float) -> str:
-    from ..vocab import fmt_duration
-
     return f"{fmt_duration(seconds)} ago"
 
 

@@ -1,6 +1,6 @@
 """The hosts of a Prometheus source that names none: the ones Prometheus has DCGM series for, now.
 
-Asked once, when the config is loaded (the store and the feeds are built from the host list).
+Asked once, by the CLI right after the config is loaded (the store and the feeds are built from the host list).
 A source that cannot be asked then still shows up: as one host named after the source, whose
 state carries the reason, plus a warning; restart gpuwatch once Prometheus answers.
 """
@@ -11,8 +11,13 @@ import dataclasses
 
 import httpx
 
-from ..config import Config, PrometheusSource, add_source_hosts
+from typing import TYPE_CHECKING
+
+from ..config_records import PrometheusSource, add_source_hosts
 from .dcgm import HOST_LABELS, SCRAPE_CLOCK_METRIC, host_of
+
+if TYPE_CHECKING:  # the CLI hands in the assembled config, from above this layer
+    from ..config import Config
 
 
 def discovery_query(source: PrometheusSource) -> str:

@@ -18,31 +18,14 @@ compiling). So, here and nowhere else:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
 from ..vocab import ENDED_PHASES
-
-
-if TYPE_CHECKING:  # phase.py imports this module
-    from .phase import Verdict
+from .verdict import Memory, Verdict
 
 CONFIRM_SAMPLES = 2
 UNKNOWN_CONFIRM_SAMPLES = 3
 PROVISIONAL = frozenset({"starting", "unknown"})
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class Memory:
-    """What the hysteresis keeps between samples (carried on the shown Verdict). Read-only by
-    convention, slotted rather than frozen (made with every verdict: phase.py says why)."""
-
-    trained_since: float | None = None  # when the job was first shown training
-    known: bool = False  # the job has been shown in a phase other than starting / unknown
-    live_phase: str | None = None  # the last phase shown while the job's processes were alive
-    pending: str | None = None  # a phase the samples suggest but that is not shown yet
-    pending_count: int = 0
-    since_note: str | None = None  # how `since` of a phase first seen mid-run was dated (phase.py)
 
 
 def settle(previous: Verdict | None, candidate: Verdict, decisive: bool, alive: bool,

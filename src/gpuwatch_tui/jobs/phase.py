@@ -17,9 +17,10 @@ from typing import Sequence
 from ..model import FdTarget
 from ..quick_init import quick_init
 from ..vocab import DEFAULT_STALL_AFTER_S, MIB_PER_GIB, fmt_duration
-from .hysteresis import Memory, settle
+from .hysteresis import settle
 from .interpret import Failure, PhaseHint, signal_name
 from .progress import Progress
+from .verdict import Verdict
 
 # Thresholds, named for what they separate.
 RATE_WINDOW_S = 30.0  # CPU / GPU rates: what the job does now, not a minute ago
@@ -149,32 +150,6 @@ class JobObservation:
     has_gpus: bool = True  # whether the job holds GPUs at all (CPU-only jobs: False)
     compile_worker_since: float | None = None  # when the inductor worker pool first appeared
     killed_by: str | None = None  # "killed by USER via gpuwatch at ...": gpuwatch ended this run itself
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class Verdict:
-    phase: str
-    since: float
-    confidence: float
-    detail: str | None = None
-    evidence: tuple[str, ...] = ()
-    advice: str = ""
-    # Names of the actions that help (actions/registry.py): the UI shows their keys, the CLI
-    # their verbs; the advice text itself names no key.
-    actions: tuple[str, ...] = ()
-    # What the hysteresis keeps between samples (jobs/hysteresis.py); not part of the verdict's JSON.
-    memory: Memory = field(default_factory=Memory, compare=False, repr=False)
-
-    def to_json(self) -> dict:
-        return {
-            "phase": self.phase,
-            "detail": self.detail,
-            "since": self.since,
-            "confidence": round(self.confidence, 2),
-            "evidence": list(self.evidence),
-            "advice": self.advice,
-            "actions": list(self.actions),
-        }
 
 
 # ----------------------------------------------------------------------------- helpers

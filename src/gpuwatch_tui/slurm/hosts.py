@@ -11,9 +11,15 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ..config import Config, HostConfig, JobConfig, split_ssh_target
+from typing import TYPE_CHECKING
+
+from ..config_records import HostConfig, JobConfig, split_ssh_target
+from ..jobs.integration import spec_from_config
 from .records import SlurmJob
 from .settings import SlurmConfig
+
+if TYPE_CHECKING:  # the assembled config is handed in by the CLI and the dashboard, above this wing
+    from ..config import Config
 
 
 def job_name(job: SlurmJob) -> str:
@@ -77,8 +83,6 @@ def with_slurm_jobs(config: Config, jobs: list[SlurmJob]) -> Config:
 def adopt_new_jobs(monitor, slurm: SlurmConfig, jobs: list[SlurmJob], known_jobs: set[str]) -> list[str]:
     """Start watching the nodes and batch scripts of running jobs that started after the watch began
     (`known_jobs` is updated). Returns the names of the jobs added."""
-    from ..jobs.integration import spec_from_config
-
     hosts, specs = new_watch_items(slurm, jobs, set(monitor.sessions), known_jobs)
     for host in hosts:
         monitor.add_host(host)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from ..config import Config
+from typing import TYPE_CHECKING
+
 from .client import SlurmClient
 from .runner import CommandRunner, LocalRunner, SshRunner
 from .watch import SlurmWatch
+
+if TYPE_CHECKING:  # the assembled config is handed in by the CLI and the dashboard, above this wing
+    from ..config import Config
 
 
 def make_runner(config: Config, connector=None) -> CommandRunner:
@@ -14,7 +18,7 @@ def make_runner(config: Config, connector=None) -> CommandRunner:
     if slurm.is_local:
         return LocalRunner()
     if connector is None:
-        from ..transport.ssh import SshConnector
+        from ..transport.ssh import SshConnector  # asyncssh only when the login node is remote
 
         connector = SshConnector(config.settings)
     return SshRunner(slurm.login_host, connector)

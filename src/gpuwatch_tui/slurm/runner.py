@@ -12,7 +12,8 @@ import asyncio
 import shlex
 from dataclasses import dataclass
 
-from ..config import HostConfig
+from ..config_records import HostConfig
+from ..transport.failure import ConnectFailure
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -93,8 +94,6 @@ class SshRunner(CommandRunner):
 
     async def run(self, argv: list[str], timeout: float = DEFAULT_TIMEOUT_S) -> CommandResult:
         _check_argv(argv)
-        from ..transport.failure import ConnectFailure
-
         command = " ".join(shlex.quote(a) for a in argv)
         try:
             conn = await asyncio.wait_for(self._connection(), timeout)

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..config_records import HostConfig
 from ..errors import ConfigError
 
 QUEUE_FORMATS = ("text", "json")
@@ -31,7 +32,7 @@ _NODE = re.compile(r"^[A-Za-z0-9_.-]+$")
 @dataclass(frozen=True)
 class SlurmConfig:
     login: str = "local"  # "local" or an ssh target / [[hosts]] name
-    login_host: Any = None  # HostConfig for the login node (None: local)
+    login_host: HostConfig | None = None  # the login node (None: local)
     user: str | None = None  # None: the login's SSH user, or the local user; "*": everyone's jobs
     poll_interval: float = 10.0
     sacct: bool = True
@@ -56,8 +57,6 @@ def parse_slurm(data: Any, file: str, warnings: list[str], hosts: list, reader_c
     """The [slurm] table (None when absent). `hosts` are the parsed [[hosts]], for `login = "<name>"`."""
     if data is None:
         return None
-    from ..config import HostConfig
-
     r = reader_cls(data, file, "slurm", warnings)
     d = SlurmConfig()
     login = r.string("login", "local")

@@ -8,6 +8,7 @@ also lists the user's recently ended jobs, so a fresh `gpuwatch status` shows th
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from .client import QueueRead, SlurmClient
 from .records import SlurmJob
@@ -86,8 +87,6 @@ class SlurmWatch:
 
 def _merge(before: SlurmJob, final: SlurmJob | None) -> SlurmJob:
     """The final record, with what only the queue knew (expanded log paths, nodes) kept."""
-    from dataclasses import replace
-
     if final is None:
         # Gone from the queue and unknown to sacct/scontrol (purged already): say so, guess nothing.
         return replace(before, state="UNKNOWN", reason="left the queue; no record of its end", source="squeue")

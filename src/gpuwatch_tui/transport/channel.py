@@ -1,19 +1,15 @@
 """The way to one host's probe: open it, tell a dead probe from a dead connection, drop it.
 
 The host session drives this and never sees what carries the bytes; SSH specifics (asyncssh and
-its errors) live in ssh_channel.py, imported only for hosts that need it.
+its errors) live in ssh_channel.py, which channel_choice.py imports only for hosts that need it.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
 
-from ..config import HostConfig
+from ..config_records import HostConfig
 from .link import LocalProbeLink, ProbeLink
-
-if TYPE_CHECKING:
-    from .ssh import SshConnector
 
 
 class ProbeChannel(ABC):
@@ -50,11 +46,3 @@ class LocalProbeChannel(ProbeChannel):
 
     async def open_probe(self, options: dict) -> ProbeLink:
         return await LocalProbeLink.start(self.host, options)
-
-
-def probe_channel(host: HostConfig, connector: SshConnector | None) -> ProbeChannel:
-    if host.local:
-        return LocalProbeChannel(host)
-    from .ssh_channel import SshProbeChannel  # asyncssh only when a host needs it
-
-    return SshProbeChannel(host, connector)

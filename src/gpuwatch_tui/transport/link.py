@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from ..config import HostConfig
+from ..config_records import HostConfig
 from ..probe.bundle import BOOTSTRAP, build_payload
 from .frame_decode import decode_frame
 

@@ -11,8 +11,9 @@ import socket
 
 import asyncssh
 import asyncssh.config
+from asyncssh.config import SSHClientConfig
 
-from ..config import HostConfig, Settings, split_ssh_target
+from ..config_records import HostConfig, Settings, split_ssh_target
 from .failure import ConnectFailure
 
 
@@ -124,8 +125,6 @@ class SshConnector:
 
     def _read_proxy_jump(self, files: list[str], target: str, port: int | None, user: str | None) -> str | None:
         try:
-            from asyncssh.config import SSHClientConfig
-
             config = SSHClientConfig.load(
                 None, files, False, False, False, getpass.getuser(),
                 user if user is not None else (), target, port if port is not None else (),

@@ -7,7 +7,7 @@ import time
 
 import asyncssh
 
-from ..config import HostConfig
+from ..config_records import HostConfig
 from .channel import ProbeChannel
 from .link import ProbeExited, ProbeLink
 from .ssh import SshConnector

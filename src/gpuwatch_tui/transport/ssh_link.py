@@ -6,7 +6,7 @@ import asyncio
 
 import asyncssh
 
-from ..config import HostConfig
+from ..config_records import HostConfig
 from ..probe.bundle import remote_command
 from .link import ProbeLink
 

@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from textual.app import App
-from textual.binding import Binding
 
 from ..actions.registry import ACTIONS, ActionSpec, allowed, by_name, running_words
+from .bindings import binding_for
 from .commands import GpuwatchCommands
 from .levels import FALLBACK_VARIABLES, job_has_ended
 from .messages import ActionFinished, ReportWritten, SourceChanged
@@ -27,28 +27,6 @@ def few_colours(color_system: str | None) -> bool:
     """True on terminals with 8 or 16 colours (TERM=xterm, Windows console), where theme colours
     are sent as the nearest ANSI colour and tints vanish."""
     return color_system in ("standard", "windows")
-
-
-# Registry keys as typed -> Textual's key names.
-_TEXTUAL_KEYS = {"?": "question_mark", "/": "slash"}
-# Registry actions the app runs itself; every other one is a job action (`action_job_action(name)`).
-_APP_METHODS = {
-    "quit": "quit", "help": "help", "pause": "toggle_pause", "theme": "next_theme", "dismiss": "dismiss_job",
-    "report": "write_report",
-}
-
-
-def textual_action(spec: ActionSpec) -> str:
-    """The Textual action string a registry action runs."""
-    method = _APP_METHODS.get(spec.name)
-    return method if method is not None else f"job_action({spec.name!r})"
-
-
-def binding_for(spec: ActionSpec) -> Binding:
-    key = _TEXTUAL_KEYS.get(spec.key, spec.key)
-    # The footer keeps to the app-wide keys (what fits in 80 columns); help and the palette list the rest.
-    return Binding(key, textual_action(spec), spec.title, show=spec.scope == "app",
-                   key_display=spec.key if key != spec.key else None)
 
 
 class GpuwatchApp(App):
@@ -256,7 +234,7 @@ class GpuwatchApp(App):
         if not plan.confirm:
             self._start_action(plan)
             return
-        from .screens.confirm_action import ConfirmActionScreen
+        from .screens.confirm_action import ConfirmActionScreen  # not needed for the first frame
 
         def confirmed(ok: bool | None) -> None:
             if ok:
@@ -274,7 +252,7 @@ class GpuwatchApp(App):
 
     async def _run_action(self, plan) -> None:
         """The worker: runs the action and posts the outcome; the handler owns every bit of state."""
-        from ..actions.service import ActionRefused
+        from ..actions.service import ActionRefused  # the service is only needed once a key is pressed
 
         try:
             outcome = await self.source.run_action(plan)
@@ -315,7 +293,7 @@ class GpuwatchApp(App):
 
     def show_stacks(self, job_id: str) -> bool:
         """Open the stack view of the job's latest dump; False when none was taken."""
-        from .screens.stack_view import StackViewScreen
+        from .screens.stack_view import StackViewScreen  # not needed for the first frame
 
         dump = self.latest_dump(job_id)
         if dump is None:
@@ -342,7 +320,7 @@ class GpuwatchApp(App):
                         exit_on_error=False)
 
     async def _write_report(self, writer, job) -> None:
-        from ..incident_report import ReportError
+        from ..incident_report import ReportError  # not needed for the first frame
 
         try:
             path = await writer(job.id)
@@ -373,7 +351,7 @@ class GpuwatchApp(App):
             return
         self.source.dismiss_job(job_id)
         self.notify(f"dismissed {job.name or job_id} on {job.host}", timeout=2)
-        from .screens.job_screen import JobScreen
+        from .screens.job_screen import JobScreen  # not needed for the first frame
 
         if isinstance(self.screen, JobScreen) and self.screen.job_id == job_id:
             self.pop_screen()

@@ -7,12 +7,11 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from ..actions.registry import ActionSpec
+from .bindings import textual_action
 
 
 class GpuwatchCommands(Provider):
     def _command(self, spec: ActionSpec) -> tuple[str, object, str]:
-        from .app import textual_action  # the app module imports this one
-
         # run_action goes through the app's check_action, as the key does.
         return spec.title, partial(self.app.run_action, textual_action(spec)), f"{spec.key}: {spec.description}"
 

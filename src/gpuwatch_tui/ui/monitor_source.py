@@ -47,7 +47,7 @@ class MonitorSource:
 
     def _build_monitor(self):
         if self.monitor is None:
-            from ..monitor import Monitor
+            from ..monitor import Monitor  # built after the first frame: the core loads then
 
             self.monitor = Monitor(self._config)
             self.store = self.monitor.store
@@ -72,7 +72,7 @@ class MonitorSource:
             return
         if self._alert_toast is None and self._alert_write is None:
             return  # not asked for (e.g. a test of the source alone)
-        from ..alerts import AlertRunner, build_sinks
+        from ..alerts import AlertRunner, build_sinks  # only with [alerts]
 
         sinks = build_sinks(alerts, toast=self._alert_toast, write=self._alert_write)
         self.alerts = AlertRunner(monitor, alerts, sinks, tick_s=min(1.0, monitor.config.settings.sample_interval))
@@ -87,6 +87,7 @@ class MonitorSource:
     def action_service(self, readonly: bool = False):
         """The ActionService over this source's Monitor (built on first use; `readonly` fixed then)."""
         if self._actions is None:
+            # the action machinery on the first action, not at start-up
             from ..actions.audit import AuditLog, current_user
             from ..actions.service import ActionService
 
@@ -140,6 +141,7 @@ class MonitorSource:
 
     async def _start_slurm(self) -> None:
         """Read the queue once before the Monitor is built, so the running jobs' nodes are watched."""
+        # the Slurm wing only with [slurm]
         from ..slurm.hosts import with_slurm_jobs
         from ..slurm.poller import SlurmPoller
         from ..slurm.run import make_watch

@@ -61,7 +61,7 @@ class RecordedSource:
 
     # -- actions: a recording has no host to act on
     def plan_action(self, job_id: str, name: str):
-        from ..actions.service import ActionRefused
+        from ..actions.service import ActionRefused  # the service only once a key is pressed
 
         raise ActionRefused("actions are disabled when replaying a recording: there is no host to act on")
 
@@ -72,7 +72,7 @@ class RecordedSource:
         return None
 
     async def write_report(self, job_id: str):
-        from ..incident_report import ReportError
+        from ..incident_report import ReportError  # only once a report is asked for
 
         raise ReportError("incident reports are written from live hosts: this dashboard replays a recording")
 

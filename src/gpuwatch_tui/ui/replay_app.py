@@ -5,8 +5,11 @@ from __future__ import annotations
 from textual.binding import Binding
 
 from ..actions.registry import REPLAY_ACTIONS, ActionSpec
-from .app import GpuwatchApp, textual_action
+from .app import GpuwatchApp
+from .bindings import textual_action
 from .replay_source import ReplaySource
+from .run import user_themes_dir
+from .theme_files import DEFAULT_THEME
 
 # Registry keys as typed -> Textual's key names.
 _KEYS = {"space": "space", "+": "plus", "-": "minus", "]": "right_square_bracket", "[": "left_square_bracket",
@@ -61,9 +64,6 @@ class ReplayApp(GpuwatchApp):
 def run_replay_app(timeline, *, theme: str | None = None, speed: int = 1, playing: bool = True,
                    loop: bool = False, start: float | None = None) -> int:
     """Run the replay dashboard until the person quits; returns the exit code."""
-    from .run import user_themes_dir
-    from .theme_files import DEFAULT_THEME
-
     history = timeline.history
     source = ReplaySource(timeline, history=history, speed=speed, playing=playing, loop=loop, start=start)
     app = ReplayApp(source, theme=theme or DEFAULT_THEME, themes_dir=user_themes_dir(), readonly=False,

@@ -103,7 +103,7 @@ class ReplaySource:
 
     # -- actions: a recording has no host to act on ------------------------------------------
     def plan_action(self, job_id: str, name: str):
-        from ..actions.service import ActionRefused
+        from ..actions.service import ActionRefused  # the service only once a key is pressed
 
         raise ActionRefused("actions are disabled when replaying a recording: there is no host to act on")
 

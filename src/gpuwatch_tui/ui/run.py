@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from platformdirs import user_config_dir
+
 from ..config import Config
 from .app import GpuwatchApp
 from .monitor_source import MonitorSource
@@ -12,8 +14,6 @@ from .theme_files import DEFAULT_THEME
 
 
 def user_themes_dir() -> Path:
-    from platformdirs import user_config_dir
-
     return Path(user_config_dir("gpuwatch")) / "themes"
 
 

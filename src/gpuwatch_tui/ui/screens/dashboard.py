@@ -126,7 +126,7 @@ class DashboardScreen(Screen):
             processes.show(source.store, jobs, host_filter)
         slurm = self._slurm_queue()
         if slurm is not None:
-            from ...slurm.display import queue_rows
+            from ...slurm.display import queue_rows  # only with [slurm], as the table above
 
             slurm.show(queue_rows(source.slurm_jobs()), source.slurm_note())
         history = self.query_one(HistoryView)

@@ -11,17 +11,17 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ..bindings import binding_for
+from ..widgets.gpu_grid import GpuGrid
+from ..widgets.jobs_table import JobsTable
+from ..widgets.log_view import LogView
+from .dashboard import DashboardScreen
+from .job_screen import JobScreen
+
 
 def binding_rows(app) -> list[tuple[str, str, str]]:
     """(where, key, what) for every binding gpuwatch declares; the app-wide ones are the registry's
     actions this dashboard offers (read-only mode lists no key it would refuse)."""
-    from ..app import binding_for
-    from ..widgets.gpu_grid import GpuGrid
-    from ..widgets.jobs_table import JobsTable
-    from ..widgets.log_view import LogView
-    from .dashboard import DashboardScreen
-    from .job_screen import JobScreen
-
     places = (
         ("everywhere", [binding_for(spec) for spec in app.offered_actions()]),
         ("dashboard", DashboardScreen.BINDINGS), ("GPU grid", GpuGrid.BINDINGS), ("jobs table", JobsTable.BINDINGS),

@@ -1,4 +1,7 @@
-"""The verbs over recordings: `record`, `replay`, `demo`, and `report --recording F --at T`."""
+"""The verbs over recordings: `record`, `replay`, `demo`, and `report --recording F --at T`.
+
+Each verb imports what it alone uses, where it runs: `record` and `report` never load Textual, and
+`replay` never builds a Monitor."""
 
 from __future__ import annotations
 
@@ -8,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from .at_time import parse_at
-from .format import RecordingError
+from ..recording.at_time import parse_at
+from ..recording.format import RecordingError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -21,7 +24,7 @@ def _error(text: str) -> None:
 async def run_record(config, path: str, count: int | None) -> int:
     """Record every host until interrupted (or `count` sample intervals); the file is closed properly."""
     from ..monitor import Monitor
-    from .recorder import Recorder
+    from ..recording.recorder import Recorder
 
     monitor = Monitor(config)
     recorder = Recorder(monitor, path)
@@ -49,7 +52,7 @@ async def run_record(config, path: str, count: int | None) -> int:
 
 
 def load_timeline(path: str):
-    from .timeline import Timeline
+    from ..recording.timeline import Timeline
 
     timeline = Timeline.open(path)
     if not timeline.ticks:
@@ -82,7 +85,7 @@ def report_from_recording(path: str, at: str | None, host: str, job: str, direct
                           lines: int) -> int:
     """`gpuwatch report HOST JOB --recording F [--at T]`: the incident report as of that instant."""
     from ..incident_report import ReportError, write_report
-    from .timeline import Replay, ReplayMonitor
+    from ..recording.timeline import Replay, ReplayMonitor
 
     try:
         timeline = load_timeline(path)
@@ -108,7 +111,7 @@ def recording_dashboard_source(config):
     from ..monitor import Monitor
     from ..ui.monitor_source import MonitorSource
     from ..ui.run import user_themes_dir
-    from .recorder import RollingRecorder
+    from ..recording.recorder import RollingRecorder
 
     monitor = Monitor(config)
     recorder = RollingRecorder(monitor, config.settings.record, config.settings.record_retention)

@@ -12,11 +12,12 @@ import sys
 import time
 from typing import TextIO
 
-from .audit import AuditError, AuditLog, current_user
-from .dump import DumpReport
-from .registry import ActionSpec
-from .service import ActionRefused, ActionService
-from .stack_analysis import frames_text
+from ..actions.audit import AuditError, AuditLog, current_user
+from ..actions.dump import DumpReport
+from ..actions.registry import ActionSpec
+from ..actions.service import ActionRefused, ActionService
+from ..actions.stack_analysis import frames_text
+from ..monitor import Monitor
 
 EXIT_DONE = 0
 EXIT_FAILED = 1
@@ -46,8 +47,6 @@ def confirm(prompt: str, stdin: TextIO, out: TextIO) -> bool:
 async def run_action(config, spec: ActionSpec, host: str, job: str, *, yes: bool, readonly: bool,
                      as_json: bool, native: bool | None = None, audit: AuditLog | None = None,
                      stdin: TextIO | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    from ..monitor import Monitor  # noqa: PLC0415 - the verbs share the monitor's start-up cost only when used
-
     stdin, out, err = stdin or sys.stdin, out or sys.stdout, err or sys.stderr
     audit = audit or AuditLog()
     if readonly:
@@ -57,7 +56,7 @@ async def run_action(config, spec: ActionSpec, host: str, job: str, *, yes: bool
     if config.slurm is not None:
         # As `status` and the dashboard: the queue read first, so a running job's nodes are hosts here and
         # the kill of a Slurm job is scancel (it frees the allocation and ends every node's ranks).
-        from ..slurm.status import read_slurm  # noqa: PLC0415
+        from .slurm_status import read_slurm  # noqa: PLC0415 - the Slurm wing only when [slurm] is set
 
         config, slurm = await read_slurm(config)
     names = [h.name for h in config.hosts]

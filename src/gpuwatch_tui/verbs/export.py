@@ -10,8 +10,8 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 
 from ..config import Config
 from ..monitor import Monitor
-from .collector import GpuwatchCollector
-from .server import MetricsServer
+from ..export.collector import GpuwatchCollector
+from ..export.server import MetricsServer
 
 
 def parse_listen(text: str) -> tuple[str, int]:

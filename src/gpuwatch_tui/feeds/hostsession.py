@@ -13,18 +13,18 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from .config import HostConfig, Settings
-from .feeds.base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
-from .feeds.pending import PendingRequests
-from .probe.frames import PROTOCOL_VERSION, FactCache, parse_sample
-from .requests import BAD_ARGS, HOST_DOWN, LINK_LOST, TIMEOUT, RequestError
-from .tasks import cancel_and_wait
-from .transport.channel import probe_channel
-from .transport.failure import ConnectFailure
-from .transport.link import ProbeExited, ProbeLink
+from ..config_records import HostConfig, Settings
+from .base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
+from .pending import PendingRequests
+from ..probe.frames import PROTOCOL_VERSION, FactCache, parse_sample
+from ..requests import BAD_ARGS, HOST_DOWN, LINK_LOST, TIMEOUT, RequestError
+from ..tasks import cancel_and_wait
+from ..transport.channel_choice import probe_channel
+from ..transport.failure import ConnectFailure
+from ..transport.link import ProbeExited, ProbeLink
 
 if TYPE_CHECKING:
-    from .transport.ssh import SshConnector
+    from ..transport.ssh import SshConnector
 
 PING_EVERY_S = 5.0
 # The probe exits if it hears nothing from us for this long (a blackholed link never closes).

@@ -6,20 +6,19 @@ from __future__ import annotations
 import dataclasses
 
 from ..config import Config
+from ..slurm.display import COLUMNS, queue_rows
+from ..slurm.hosts import with_slurm_jobs
+from ..slurm.records import SlurmJob
+from ..slurm.run import make_watch
+from ..slurm.scancel import check_job_id
+from ..slurm.watch import SlurmWatch
 from ..vocab import fmt_age
-from .display import COLUMNS, queue_rows
-from .hosts import with_slurm_jobs
-from .records import SlurmJob
-from .scancel import check_job_id
-from .watch import SlurmWatch
 
 
 async def read_slurm(config: Config) -> tuple[Config, SlurmWatch | None]:
     """The config to watch (plus the running jobs' nodes and jobs) and the watch that read the queue."""
     if config.slurm is None:
         return config, None
-    from .run import make_watch
-
     watch = make_watch(config)
     try:
         await watch.poll()

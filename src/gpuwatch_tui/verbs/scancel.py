@@ -15,8 +15,8 @@ from typing import TextIO
 
 from ..actions.audit import AuditError, AuditLog, current_user
 from ..config import Config
-from .cancel import CancelRefused, plan_cancel
-from .scancel import SIGNALS, check_job_id
+from ..slurm.cancel import CancelRefused, plan_cancel
+from ..slurm.scancel import SIGNALS, check_job_id
 
 EXIT_DONE, EXIT_FAILED, EXIT_REFUSED, EXIT_NOT_CONNECTED = 0, 1, 2, 3
 
@@ -42,8 +42,9 @@ def add_parser(sub, common, epilog: str) -> None:
 
 async def run_scancel(config: Config, args, *, readonly: bool, stdin: TextIO | None = None,
                       out: TextIO | None = None, err: TextIO | None = None, audit: AuditLog | None = None) -> int:
-    from .run import make_runner
-    from .client import SlurmClient
+    # Not at the top: `gpuwatch` builds this verb's parser on every start, the dashboard's included.
+    from ..slurm.client import SlurmClient
+    from ..slurm.run import make_runner
 
     stdin, out, err = stdin or sys.stdin, out or sys.stdout, err or sys.stderr
     audit = audit or AuditLog()

@@ -6,8 +6,8 @@ import asyncio
 
 from ..config import Config
 from ..jobs.logtail import sanitize_line
-from .checks import FAIL, SKIP, WARN, HostReport
-from .host_checks import diagnose_host
+from ..doctor.checks import FAIL, SKIP, WARN, HostReport
+from ..doctor.host_checks import diagnose_host
 
 JSON_SCHEMA_VERSION = 1
 MARKS = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": " -- "}
