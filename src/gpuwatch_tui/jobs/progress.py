@@ -50,7 +50,10 @@ def parse_clock(text: str | None) -> float | None:
     if not text or "?" in text:
         return None
     text = text.strip()
-    if text[-1:] in "smhd" and ":" not in text:
+    last = text[-1:]
+    if last == "s" and text[:-1].isdigit():  # Keras' "12s"
+        return float(text[:-1])
+    if last in ("s", "m", "h", "d") and ":" not in text:
         return _parse_units(text)
     days = 0.0
     if "d" in text:
@@ -308,6 +311,8 @@ class ProgressTracker:
     last_advance_at: float | None = None  # step went up or a new loss was logged
     _bar_key: tuple[str, float | None] | None = None
     _bar: _Bar | None = None
+    _bar_desc: str | None = None  # the last bar description seen, and its words (`_bar_accepts`)
+    _bar_words: str | None = None
 
     def __post_init__(self) -> None:
         if self.history.maxlen != self.max_history:
@@ -376,7 +381,9 @@ class ProgressTracker:
         # One bar whatever numbers its description carries (torchtune's "1|31|Loss: 1.19", YOLO's right-
         # aligned loss columns: they change on every frame); bars told apart by their words ("Epoch 3" /
         # "Validation DataLoader 0").
-        key = ("".join(desc.translate(_NO_DIGITS).split()) if desc else desc, total)
+        if desc != self._bar_desc:  # (most frames repeat their bar's words: read them once)
+            self._bar_desc, self._bar_words = desc, "".join(desc.translate(_NO_DIGITS).split()) if desc else desc
+        key = (self._bar_words, total)
         bar = self._bar
         accept = (
             bar is None
