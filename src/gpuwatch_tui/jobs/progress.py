@@ -278,7 +278,7 @@ def _float_reads(text: str) -> bool:
 
 
 _new = tuple.__new__  # a NamedTuple made without its __new__'s Python call
-_NO_DIGITS = str.maketrans("", "", "0123456789.")
+_NO_DIGITS = str.maketrans("", "", "0123456789. \t")  # a bar's words: no numbers, no alignment
 _point_time = attrgetter("time")  # the bisection key of the step history (a C call, not a lambda)
 
 
@@ -382,7 +382,7 @@ class ProgressTracker:
         # aligned loss columns: they change on every frame); bars told apart by their words ("Epoch 3" /
         # "Validation DataLoader 0").
         if desc != self._bar_desc:  # (most frames repeat their bar's words: read them once)
-            self._bar_desc, self._bar_words = desc, "".join(desc.translate(_NO_DIGITS).split()) if desc else desc
+            self._bar_desc, self._bar_words = desc, desc.translate(_NO_DIGITS) if desc else desc
         key = (self._bar_words, total)
         bar = self._bar
         accept = (
