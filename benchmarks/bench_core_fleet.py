@@ -36,7 +36,7 @@ from gpuwatch_tui.gc_policy import relax_gc
 from gpuwatch_tui.jobs.tracker import JobTracker
 from gpuwatch_tui import monitor as monitor_module
 from gpuwatch_tui.monitor import Monitor
-from gpuwatch_tui.probe.frames import FactCache, parse_sample
+from gpuwatch_tui.feeds.probe_frames import FactCache, parse_sample
 from gpuwatch_tui.transport.frame_decode import decode_frame
 
 

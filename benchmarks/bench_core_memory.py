@@ -18,7 +18,7 @@ from pathlib import Path
 from bench_core_fleet import rss_mb
 
 from gpuwatch_tui.jobs.tracker import JobTracker
-from gpuwatch_tui.probe.frames import FactCache, parse_sample
+from gpuwatch_tui.feeds.probe_frames import FactCache, parse_sample
 
 
 def main() -> int:

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from gpuwatch_tui.probe.bundle import build_payload, local_argv  # noqa: E402
+from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv  # noqa: E402
 
 JOB_PROGRAM = r"""
 import subprocess, sys, time, random

@@ -25,10 +25,27 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks"), str(ROOT)]
 
 
-def load_probe(agent_py: Path) -> dict:
-    ns = {"__name__": "probe_ab", "BUNDLE": {"modules": {}, "options": {}}}
+def load_probe(agent_py: Path) -> tuple[dict, dict]:
+    """One tree's probe loaded in this process: agent.py's globals, and the modules beside it that it imported by
+    plain name (a probe of several modules finds them in its own folder, as from its bundle). Each tree gets
+    its own modules: those of the same names another tree loaded are taken out of sys.modules first."""
+    own = {p.stem for p in agent_py.parent.glob("*.py")} - {"agent", "__init__"}
+    for name in own:
+        sys.modules.pop(name, None)
+    ns = {"__name__": "probe_ab", "__file__": str(agent_py)}
     exec(compile(agent_py.read_text(), str(agent_py), "exec"), ns)
-    return ns
+    return ns, {name: sys.modules[name] for name in own if name in sys.modules}
+
+
+def probe_name(loaded: tuple[dict, dict], name: str):
+    """A name of a loaded probe's: agent.py's, else that of the module of it defining the name."""
+    ns, modules = loaded
+    if name in ns:
+        return ns[name]
+    for module in modules.values():
+        if name in vars(module):
+            return vars(module)[name]
+    raise KeyError(name)
 
 
 def main() -> None:
@@ -76,21 +93,22 @@ def run(args, pids: list[int], tails: dict[str, str], fleet) -> None:
              "other": Path(args.other_src) / "gpuwatch_tui" / "probe" / "agent.py"}
     probes = {}
     for name, path in trees.items():
-        ns = load_probe(path)
+        loaded = load_probe(path)
+        ns = loaded[0]
         probe = ns["Probe"]({"interval": 1.0, "fact_deltas": True})
         if args.gpu == "nvml":
             import pynvml
 
-            probe.gpu = ns["NvmlSource"](pynvml)
+            probe.gpu = probe_name(loaded, "NvmlSource")(pynvml)
         else:
-            probe.gpu = ns["open_gpu_source"]("nvidia-smi", 1.0)
+            probe.gpu = probe_name(loaded, "open_gpu_source")("nvidia-smi", 1.0)
         probe.set_wants({"pids": pids, "tails": tails, "dirs": {}, "matches": {}})
         if args.quiet_host:
             # After the Probe is made (its pid cursors checked that the real file follows pid allocation):
             # every sample then reads the same loadavg bytes, as where no process started or ended.
             frozen = Path(args.fleet_dir or tempfile.gettempdir()) / ("loadavg-" + name)
             frozen.write_bytes(open("/proc/loadavg", "rb").read())
-            ns["PROC_LOADAVG"] = ns["KeptFile"](str(frozen), 128)
+            ns["PROC_LOADAVG"] = probe_name(loaded, "KeptFile")(str(frozen), 128)
         probes[name] = probe
     cpu = {name: [] for name in probes}
     sizes = {name: [] for name in probes}

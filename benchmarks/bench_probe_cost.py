@@ -30,8 +30,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
-from gpuwatch_tui.probe.bundle import build_payload, local_argv  # noqa: E402
-from gpuwatch_tui.probe.frames import FactCache, parse_sample  # noqa: E402
+from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv  # noqa: E402
+from gpuwatch_tui.feeds.probe_frames import FactCache, parse_sample  # noqa: E402
 
 from bench_fleet_jobs import JobFleet, send  # noqa: E402
 

@@ -26,7 +26,21 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from bench_probe_cost import HostJobs  # noqa: E402
 
-from gpuwatch_tui.probe import agent  # noqa: E402
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe  # noqa: E402
+
+# The probe loaded as a host loads it (agent.py with its shipped modules); with nvidia-ml-py where installed.
+PROBE = LoadedProbe(with_nvml=True)
+
+
+def probe_name(name: str):
+    """A name of the probe's: agent.py's, else that of the shipped module defining it."""
+    if name in PROBE.ns:
+        return PROBE.ns[name]
+    for module in PROBE.loaded_modules():
+        if name in vars(module):
+            return vars(module)[name]
+    raise KeyError(name)
+
 
 CPU = time.thread_time_ns
 
@@ -45,12 +59,12 @@ def timed(totals: dict, name: str, fn):
 
 def wrap_parts(probe, totals: dict) -> None:
     for name in ("read_stat", "proc_info", "dir_stat", "parse_stat", "read_parent", "all_pids"):
-        setattr(agent, name, timed(totals, name, getattr(agent, name)))
-    for cls, names in ((agent.Probe, ("scan", "descendants", "live_children")),
-                       (agent.Tail, ("poll",)), (agent.FrameDeltas, ("apply", "begin")),
-                       (agent.JobCandidates, ("poll",)), (agent.ProcCache, ("static_facts",)),
-                       (agent.ProcFiles, ("read", "end_sample")), (agent.KeptFile, ("read",)),
-                       (agent.HostCpu, ("percent",)), (agent.CompilerWatch, ("set_targets", "take"))):
+        PROBE.set_global(name, timed(totals, name, probe_name(name)))  # wherever the probe calls it from
+    for cls, names in ((probe_name("Probe"), ("scan", "descendants", "live_children")),
+                       (probe_name("Tail"), ("poll",)), (probe_name("FrameDeltas"), ("apply", "begin")),
+                       (probe_name("JobCandidates"), ("poll",)), (probe_name("ProcCache"), ("static_facts",)),
+                       (probe_name("ProcFiles"), ("read", "end_sample")), (probe_name("KeptFile"), ("read",)),
+                       (probe_name("HostCpu"), ("percent",)), (probe_name("CompilerWatch"), ("set_targets", "take"))):
         for name in names:
             setattr(cls, name, timed(totals, f"{cls.__name__}.{name}", getattr(cls, name)))
     gpu = probe.gpu
@@ -60,7 +74,7 @@ def wrap_parts(probe, totals: dict) -> None:
 
 
 def encode(frame: dict) -> bytes:
-    return agent.encode_frame(frame)  # as the probe writes it
+    return probe_name("encode_frame")(frame)  # as the probe writes it
 
 
 def median_us(per: list[int] | None) -> int | None:
@@ -169,7 +183,7 @@ def call_costs(jobs: HostJobs, gpu) -> dict:
         "pread kept log (no fstat)": lambda: os.pread(log_fd, 65536, log_end),
         "pread kept /proc/PID/stat, one a job in a row (per call)": stats_in_a_row,
         "pread kept log (no fstat), one a job in a row (per call)": logs_in_a_row,
-        "open+read+close /proc/PID/stat": lambda: agent.read_raw(f"/proc/{pid}/stat"),
+        "open+read+close /proc/PID/stat": lambda: probe_name("read_raw")(f"/proc/{pid}/stat"),
         "pread kept log (at its end)": lambda: os.pread(log_fd, 65536, os.fstat(log_fd).st_size),
         "stat a log path": lambda: os.stat(jobs.logs[0]),
         "readlink /proc/PID/cwd": lambda: os.readlink(f"/proc/{pid}/cwd"),
@@ -177,7 +191,7 @@ def call_costs(jobs: HostJobs, gpu) -> dict:
         "time.time": time.time,
         "thread_time_ns": CPU,
     }
-    if isinstance(gpu, agent.NvmlSource) and gpu.handles:
+    if isinstance(gpu, probe_name("NvmlSource")) and gpu.handles:
         nvml, h = gpu.nvml, gpu.handles[0]
         calls.update({
             "nvmlDeviceGetUtilizationRates": lambda: nvml.nvmlDeviceGetUtilizationRates(h),
@@ -225,8 +239,8 @@ def main() -> None:
         jobs = HostJobs(tmp, args.jobs, args.torch_jobs)
         try:
             ready = jobs.wait_ready(90)
-            probe = agent.Probe({"interval": 1.0, "fact_deltas": True})
-            probe.gpu = agent.open_gpu_source("auto", 1.0)
+            probe = probe_name("Probe")({"interval": 1.0, "fact_deltas": True})
+            probe.gpu = probe_name("open_gpu_source")("auto", 1.0)
             probe.set_wants({"pids": jobs.pids, "tails": jobs.tails(), "dirs": {}, "matches": {}})
             sink = open(os.devnull, "wb")
             run_samples(probe, 5, 0.2, sink)

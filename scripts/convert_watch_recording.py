@@ -1,4 +1,4 @@
-"""Convert `gpuwatch watch --json` output (one snapshot per line) into a recording (format 1).
+"""Convert `gpuwatch watch --json` output (one snapshot per line) into a recording (the current format).
 
 Each --part names one watch file, the host name to show its (single) host as, and how many seconds
 of its start to skip. Parts are aligned to start together; a part that ends early is padded with
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from gpuwatch_tui.model import HostSample  # noqa: E402
-from gpuwatch_tui.probe.frames import parse_gpu  # noqa: E402
+from gpuwatch_tui.feeds.probe_frames import parse_gpu  # noqa: E402
 from gpuwatch_tui.recording import format as fmt  # noqa: E402
 from gpuwatch_tui.recording.encoder import TickEncoder  # noqa: E402
 from gpuwatch_tui.recording.files import RecordingWriter  # noqa: E402

@@ -15,7 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
-from gpuwatch_tui.probe.bundle import build_payload, local_argv  # noqa: E402
+from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv  # noqa: E402
 
 GPU_Q = ("--query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total,temperature.gpu,"
          "power.draw,power.limit,clocks.sm")

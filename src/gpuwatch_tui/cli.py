@@ -161,6 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("job", help="job name (or id) as `status` shows it")
     report.add_argument("--dir", default=None, metavar="DIR", help="where to write (default: the state dir's reports/)")
     report.add_argument("--lines", type=positive_count, default=60, metavar="N", help="log lines to include")
+    report.add_argument("--bundle", action="store_true",
+                        help="write an incident bundle (one .zip: the report, the recording of the window, every "
+                        "dump with its grouping, flight-recorder and NCCL RAS findings; secrets redacted); "
+                        "`gpuwatch replay BUNDLE` opens it")
+    report.add_argument("--window", type=positive_count, default=600, metavar="S",
+                        help="with --bundle: the seconds before now (or --at) it covers (default: 600)")
     doctor.add_argument("--json", action="store_true", help="machine-readable output (schema in the README)")
     record = sub.add_parser(
         "record", parents=[common], help="record every host and job into FILE (.jsonl.gz) until interrupted",
@@ -296,13 +302,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb == "report" and args.recording:
         from .verbs.recording import report_from_recording
 
-        return report_from_recording(args.recording, args.at, args.host, args.job, args.dir, args.lines)
+        return report_from_recording(args.recording, args.at, args.host, args.job, args.dir, args.lines,
+                                     bundle_window=args.window if args.bundle else None)
     if args.verb == "record":
         from .verbs.recording import run_record
 
         return asyncio.run(run_record(config, args.file, args.count))
     if args.verb == "report":
-        return asyncio.run(run_report(config, args.host, args.job, args.dir, args.lines))
+        return asyncio.run(run_report(config, args.host, args.job, args.dir, args.lines,
+                                      args.window if args.bundle else None))
     if args.verb == "doctor":
         return asyncio.run(run_doctor_verb(config, args.json))
     if args.verb == "watch" and args.alerts:
@@ -476,7 +484,9 @@ async def run_watch_alerts(config: Config, count: int | None) -> int:
     return EXIT_OK
 
 
-async def run_report(config: Config, host: str, job: str, directory: str | None, lines: int) -> int:
+async def run_report(config: Config, host: str, job: str, directory: str | None, lines: int,
+                     bundle_window: float | None = None) -> int:
+    from .incident_bundle import BundleError, write_bundle
     from .incident_report import ReportError, write_report
     from .monitor import Monitor
 
@@ -490,8 +500,17 @@ async def run_report(config: Config, host: str, job: str, directory: str | None,
         await asyncio.sleep(2 * config.settings.sample_interval)
         await _wait_jobs_observed(monitor, max(5.0, 4 * config.settings.sample_interval))
         try:
-            path = write_report(monitor, host, job, directory, lines)
-        except ReportError as exc:
+            if bundle_window is None:
+                path = write_report(monitor, host, job, directory, lines)
+            else:
+                from pathlib import Path
+
+                from .recording.recorder import FILE_GLOB
+
+                kept = sorted(Path(config.settings.record).expanduser().glob(FILE_GLOB)) if config.settings.record else []
+                path = write_bundle(monitor, host, job, directory, recordings=kept, window_s=bundle_window,
+                                    log_lines=lines)
+        except (ReportError, BundleError) as exc:
             print(f"gpuwatch: report: {exc}", file=sys.stderr)
             return 1
     finally:

@@ -238,6 +238,7 @@ def _parse_actions(data: dict, file: str, warnings: list[str]) -> ActionSettings
         kill_grace_s=grace, restart_log_mode=mode, restart_gpu_wait_s=gpu_wait,
         pyspy_sudo=r.get("pyspy_sudo", (bool,), "true or false", d.pyspy_sudo),
         pyspy_native=r.get("pyspy_native", (bool,), "true or false", d.pyspy_native),
+        flight_recorder=r.get("flight_recorder", (bool,), "true or false", d.flight_recorder),
     )
     r.finish()
     return s

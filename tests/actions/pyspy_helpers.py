@@ -25,15 +25,18 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "pyspy"
 HOST_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 # Loads the shipped op modules from the first stdin line, then answers one request per line.
+OP_MODULES = ("ops_base", "ops_pyspy", "ops_flightrec", "ops_ncclras")  # in import order
 RUNNER = r"""
 import json, sys, threading, types
+OP_MODULES = __OP_MODULES__
 first = json.loads(sys.stdin.readline())
-for name in ("ops_base", "ops_pyspy"):
+OPS = {}
+for name in OP_MODULES:
     mod = types.ModuleType(name)
     sys.modules[name] = mod
     exec(compile(first[name], name + ".py", "exec"), mod.__dict__)
+    OPS.update(getattr(mod, "OPS", {}))
 OpError = sys.modules["ops_base"].OpError
-OPS = sys.modules["ops_pyspy"].OPS
 out = threading.Lock()
 def reply(frame):
     with out:
@@ -41,12 +44,14 @@ def reply(frame):
         sys.stdout.flush()
 def serve(req):
     try:
+        if req["op"] not in OPS:
+            raise OpError("unknown-op", "unknown op %r" % req["op"])
         reply({"type": "reply", "id": req["id"], "ok": True, "result": OPS[req["op"]](req.get("args") or {})})
     except OpError as exc:
         reply({"type": "reply", "id": req["id"], "ok": False, "error": {"code": exc.code, "message": exc.message}})
 for line in sys.stdin:
     threading.Thread(target=serve, args=(json.loads(line),)).start()
-"""
+""".replace("__OP_MODULES__", repr(OP_MODULES))
 
 AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
@@ -73,7 +78,7 @@ class OpHost:
             *self.prefix, HOST_PYTHON, "-c", RUNNER,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env, limit=64 * 1024 * 1024,
         )
-        sources = {n: (PROBE_DIR / f"{n}.py").read_text() for n in ("ops_base", "ops_pyspy")}
+        sources = {n: (PROBE_DIR / f"{n}.py").read_text() for n in OP_MODULES}
         self.proc.stdin.write((json.dumps(sources) + "\n").encode())
         await self.proc.stdin.drain()
         return self

@@ -32,7 +32,7 @@ def test_job_actions_as_specified():
 
 def test_readonly_allows_only_what_changes_nothing_on_a_host():
     assert allowed(False) == ACTIONS
-    assert [a.name for a in allowed(True)] == ["quit", "help", "pause", "theme", "report", "dismiss"]
+    assert [a.name for a in allowed(True)] == ["quit", "help", "pause", "theme", "report", "bundle", "dismiss"]
 
 
 def test_cli_verbs_for_the_cli():

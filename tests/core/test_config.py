@@ -10,7 +10,7 @@ import pytest
 
 from gpuwatch_tui.config import HostConfig, load_config, load_config_file, parse_config
 from gpuwatch_tui.errors import ConfigError
-from gpuwatch_tui.probe.bundle import remote_command
+from gpuwatch_tui.transport.probe_bundle import remote_command
 
 MINIMAL_OK = '[[hosts]]\nname = "trainer-a"\nssh = "trainer-a"\n'
 
@@ -169,7 +169,7 @@ def test_missing_identity_file_is_a_config_error_naming_file_and_key(tmp_path):
 def test_remote_command_quotes_everything(tmp_path, monkeypatch):
     import shlex
 
-    from gpuwatch_tui.probe import bundle
+    from gpuwatch_tui.transport import probe_bundle as bundle
 
     pwned = tmp_path / "pwned"
     hostile = f"$(touch {pwned})`touch {pwned}`;touch {pwned} 'x' \"y\" && touch {pwned}"

@@ -12,7 +12,8 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gpuwatch_tui.probe import agent
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe
+from gpuwatch_tui.probe.wire import PROTOCOL_VERSION
 from gpuwatch_tui.transport.frame_decode import decode_frame
 
 
@@ -30,7 +31,7 @@ def same(a, b) -> bool:
 
 
 def probe_line(frame: dict) -> bytes:
-    frame["v"] = agent.PROTOCOL_VERSION
+    frame["v"] = PROTOCOL_VERSION
     return (json.dumps(frame, separators=(",", ":")) + "\n").encode()  # as the probe's emit writes it
 
 
@@ -40,12 +41,14 @@ def test_real_probe_frames_with_a_hostile_log_and_command_line(tmp_path):
     # a command line that is not UTF-8: the probe escapes it as lone surrogates, which orjson refuses
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", b"\xff\xfeweird".decode("latin-1")],
                              stdin=subprocess.DEVNULL)
+    loaded = LoadedProbe()
     try:
-        probe = agent.Probe({"fact_deltas": True})
+        probe = loaded.ns["Probe"]({"fact_deltas": True})
         probe.set_wants({"pids": [os.getpid(), child.pid], "tails": {"t": str(log)}, "dirs": {"d": str(tmp_path)},
                          "matches": {}})
         lines = [probe_line(probe.sample()) for _ in range(3)]
     finally:
+        loaded.close()
         child.kill()
         child.wait()
     assert len(lines[0]) > 500

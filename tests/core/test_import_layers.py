@@ -16,9 +16,6 @@ import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "gpuwatch_tui"
-# The local side still kept in probe/ (frame parsing, the bundle builder): it is never shipped, and
-# leaves probe/ for feeds/ and transport/.
-PROBE_LOCAL_SIDE = {f"{PACKAGE}.probe.frames", f"{PACKAGE}.probe.bundle"}
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess:
@@ -77,8 +74,6 @@ def probe_imports() -> list[tuple[str, str, int]]:
     siblings = {m.rsplit(".", 1)[1] for m in graph.find_children(probe)}
     found = []
     for module in sorted(graph.find_descendants(probe) | {probe}):
-        if module in PROBE_LOCAL_SIDE:
-            continue
         for imported in sorted(graph.find_modules_directly_imported_by(module)):
             if imported.startswith(probe + ".") or imported in siblings:
                 continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from gpuwatch_tui.probe.frames import FactCache, parse_sample
+from gpuwatch_tui.feeds.probe_frames import FactCache, parse_sample
 from gpuwatch_tui.store import Store, process_cpu_pct
 
 

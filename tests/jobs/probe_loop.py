@@ -11,8 +11,8 @@ from dataclasses import asdict
 from typing import Callable
 
 from gpuwatch_tui.jobs.tracker import JobTracker
-from gpuwatch_tui.probe.bundle import build_payload, local_argv
-from gpuwatch_tui.probe.frames import parse_sample
+from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv
+from gpuwatch_tui.feeds.probe_frames import parse_sample
 
 
 class ProbeLoop:

@@ -142,8 +142,8 @@ def _follow_with_probe(path, mode, settle_s=2.5):
     import sys
     import time
 
-    from gpuwatch_tui.probe.bundle import build_payload, local_argv
-    from gpuwatch_tui.probe.frames import parse_sample
+    from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv
+    from gpuwatch_tui.feeds.probe_frames import parse_sample
 
     probe = subprocess.Popen(local_argv(sys.executable), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     writer = None

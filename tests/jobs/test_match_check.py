@@ -14,8 +14,8 @@ import pytest
 
 from gpuwatch_tui.jobs.match_check import match_warning
 from gpuwatch_tui.jobs.settings import JobSpec
-from gpuwatch_tui.probe.bundle import probe_source
-from gpuwatch_tui.probe.frames import parse_sample
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe
+from gpuwatch_tui.feeds.probe_frames import parse_sample
 
 
 
@@ -54,12 +54,14 @@ def _children(pid: int) -> list[int]:
 
 def _matched(regex: str):
     """Run the real probe's scan with one match spec; return the matched ProcInfos."""
-    ns = {"__name__": "probe_under_test", "BUNDLE": {"modules": {}, "options": {}}}
-    exec(compile(probe_source(), "agent.py", "exec"), ns)
-    probe = ns["Probe"]({"interval": 1})
-    probe.set_wants({"op": "want", "pids": [], "tails": {}, "dirs": {}, "matches": {"cfg0": {"regex": regex}}})
-    probe.scan(time.time())
-    sample = parse_sample(json.loads(json.dumps(probe.sample())))
+    loaded = LoadedProbe()
+    try:
+        probe = loaded.ns["Probe"]({"interval": 1})
+        probe.set_wants({"op": "want", "pids": [], "tails": {}, "dirs": {}, "matches": {"cfg0": {"regex": regex}}})
+        probe.scan(time.time())
+        sample = parse_sample(json.loads(json.dumps(probe.sample())))
+    finally:
+        loaded.close()
     return [sample.procs[p] for p in sample.matches.get("cfg0", []) if p in sample.procs]
 
 

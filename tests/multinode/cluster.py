@@ -94,17 +94,18 @@ def ns_pid(pid: int) -> int:
     return int(re.search(r"^NSpid:\s+(.*)$", text, re.M).group(1).split()[-1])
 
 
-def launch(ssh_env, nodes: list[SshdHost], run_dir: Path) -> int:
+def launch(ssh_env, nodes: list[SshdHost], run_dir: Path, nproc_per_node: int = 1, script: Path = SCRIPT,
+           extra_env: dict[str, str] | None = None) -> int:
     """Start one torchrun agent per node over its sshd; returns the rendezvous port."""
     run_dir.mkdir(parents=True, exist_ok=True)
     port = free_port("127.0.0.1")
     for node_rank, node in enumerate(nodes):
         env = {"SLURM_JOB_ID": SLURM_JOB_ID, "SLURM_NODEID": str(node_rank), "SLURM_PROCID": str(node_rank),
-               "SLURM_NNODES": "2", "OMP_NUM_THREADS": "1"}
+               "SLURM_NNODES": "2", "OMP_NUM_THREADS": "1", **(extra_env or {})}
         assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc_per_node", "1",
-                "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{port}", "--rdzv_id",
-                f"slurm-{SLURM_JOB_ID}", "--max_restarts", "0", str(SCRIPT)]
+        argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc_per_node",
+                str(nproc_per_node), "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{port}", "--rdzv_id",
+                f"slurm-{SLURM_JOB_ID}", "--max_restarts", "0", str(script)]
         log = run_dir / f"{node.name}.log"
         cmd = (f"cd {shlex.quote(str(run_dir))} || exit 1; {assigns} setsid nohup "
                f"{' '.join(map(shlex.quote, argv))} > {shlex.quote(str(log))} 2>&1 < /dev/null &")
@@ -114,8 +115,8 @@ def launch(ssh_env, nodes: list[SshdHost], run_dir: Path) -> int:
     return port
 
 
-def ranks(nodes: list[SshdHost], timeout: float = 30.0) -> list[Rank]:
-    """The rank process of each node (rank 0's node first), once both run."""
+def ranks(nodes: list[SshdHost], timeout: float = 30.0, per_node: int = 1, script: Path = SCRIPT) -> list[Rank]:
+    """The rank processes of each node (rank 0's node first), once all run."""
     deadline = time.monotonic() + timeout
     while True:
         found = []
@@ -123,11 +124,11 @@ def ranks(nodes: list[SshdHost], timeout: float = 30.0) -> list[Rank]:
             for p in node.marked_processes():
                 try:
                     cmd = p.cmdline()
-                    if str(SCRIPT) in cmd and "torch.distributed.run" not in cmd:
+                    if str(script) in cmd and "torch.distributed.run" not in cmd:
                         found.append(Rank(node.name, p.pid, ns_pid(p.pid), p.create_time()))
                 except (psutil.Error, OSError, AttributeError):
                     continue
-        if len(found) == len(nodes):
+        if len(found) == len(nodes) * per_node:
             return found
         if time.monotonic() > deadline:
             raise AssertionError(f"rank processes did not start: {found}")
@@ -147,7 +148,7 @@ def all_processes(nodes: list[SshdHost]) -> list[psutil.Process]:
     for node in nodes:
         for p in node.marked_processes():
             try:
-                if str(SCRIPT) in p.cmdline():
+                if any(str(SCRIPT.parent) in part for part in p.cmdline()):  # any script of this folder
                     out.append(p)
             except psutil.Error:
                 continue

@@ -8,15 +8,30 @@ import sys
 import psutil
 import pytest
 
-from gpuwatch_tui.probe.bundle import probe_source
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe
 
 
 @pytest.fixture
-def probe_ns():
-    """The probe's code loaded as it runs on a host (its own globals, no bundle modules)."""
-    ns = {"__name__": "probe_under_test", "BUNDLE": {"modules": {}, "options": {}}}
-    exec(compile(probe_source(), "agent.py", "exec"), ns)
-    return ns
+def probe_loaded():
+    """The probe loaded as a host loads it (agent.py's code with the shipped modules in its bundle, found by
+    plain name through its own finder), taken out of this process again at the test's end."""
+    probe = LoadedProbe()
+    yield probe
+    probe.close()
+
+
+@pytest.fixture
+def probe_ns(probe_loaded):
+    """agent.py's globals, as loaded by probe_loaded."""
+    return probe_loaded.ns
+
+
+@pytest.fixture
+def probe_mod(probe_loaded):
+    """probe_mod(name): a shipped module of the probe loaded by probe_loaded (its own copy: a test may set
+    its globals)."""
+    return probe_loaded.module
+
 
 
 @pytest.fixture

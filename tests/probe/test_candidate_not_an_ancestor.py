@@ -14,7 +14,9 @@ import pytest
 
 INNER = """
 import json, os, time
-from gpuwatch_tui.probe.agent import JobCandidates, read_parent
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe
+candidates = LoadedProbe().module("candidates")
+JobCandidates, read_parent = candidates.JobCandidates, candidates.read_parent
 ppid = os.getppid()
 c = JobCandidates()
 c.seen = {ppid: read_parent(ppid)}

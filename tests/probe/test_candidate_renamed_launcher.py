@@ -11,7 +11,6 @@ import time
 
 import psutil
 
-from gpuwatch_tui.probe.agent import JobCandidates
 
 PARENT = """
 import subprocess, sys, time
@@ -22,7 +21,8 @@ time.sleep(30)
 """
 
 
-def test_a_child_of_a_renamed_launcher_with_stdout_to_a_pipe_is_a_candidate():
+def test_a_child_of_a_renamed_launcher_with_stdout_to_a_pipe_is_a_candidate(probe_mod):
+    JobCandidates = probe_mod("candidates").JobCandidates
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
     try:
         child = int(parent.stdout.readline())

@@ -19,7 +19,7 @@ JOB = ("import signal, subprocess, time\n"
        "while True: signal.pause()\n")
 
 
-def test_an_unchanged_process_reuses_its_entry_and_a_changed_one_or_a_due_resend_does_not(probe_ns, spawn):
+def test_an_unchanged_process_reuses_its_entry_and_a_changed_one_or_a_due_resend_does_not(probe_ns, spawn, probe_mod):
     job = spawn(JOB, stdout=subprocess.PIPE, text=True)
     child = int(job.stdout.readline())
     time.sleep(0.3)  # past its start-up
@@ -42,7 +42,7 @@ def test_an_unchanged_process_reuses_its_entry_and_a_changed_one_or_a_due_resend
     spun = entry()
     assert spun is not entries[2] and spun["cpu_s"] > entries[2]["cpu_s"]  # its CPU moved: built anew
     assert entry() is spun
-    probe_ns["FACT_RESEND_S"] = 0.2
+    probe_mod("frame_deltas").FACT_RESEND_S = 0.2
     time.sleep(0.3)
     resent = entry()
     assert resent is not spun and resent["cmdline"] == first["cmdline"]  # every fact again when due

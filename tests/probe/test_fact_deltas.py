@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from gpuwatch_tui.probe.bundle import build_payload, local_argv
-from gpuwatch_tui.probe.frames import FactCache, parse_sample
+from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv
+from gpuwatch_tui.feeds.probe_frames import FactCache, parse_sample
 
 ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "is_python", "uid", "user")
 
@@ -204,9 +204,9 @@ def _frame(procs: list[dict], gpus: list[dict] | None = None, tails: list[dict] 
     return {"procs": procs, "gpus": gpus or [], "tails": tails or []}
 
 
-def test_a_client_that_lost_a_frame_recovers_within_the_resend_period(probe_ns):
-    deltas = probe_ns["FrameDeltas"]()
-    resend = probe_ns["FACT_RESEND_S"]
+def test_a_client_that_lost_a_frame_recovers_within_the_resend_period(probe_ns, probe_mod):
+    deltas = probe_mod("frame_deltas").FrameDeltas()
+    resend = probe_mod("frame_deltas").FACT_RESEND_S
     cache = FactCache()
     first = [_entry(10)]
     deltas.apply(_frame(first), 100.0)  # this frame never reaches the client (dropped as malformed)
@@ -226,8 +226,8 @@ def test_a_client_that_lost_a_frame_recovers_within_the_resend_period(probe_ns):
     assert seen.cmdline == ("python", "t.py") and seen.children[0].cmdline == ("gcc",)
 
 
-def test_a_process_that_leaves_and_returns_is_sent_in_full_and_a_shared_child_is_filled(probe_ns):
-    deltas = probe_ns["FrameDeltas"]()
+def test_a_process_that_leaves_and_returns_is_sent_in_full_and_a_shared_child_is_filled(probe_ns, probe_mod):
+    deltas = probe_mod("frame_deltas").FrameDeltas()
     cache = FactCache()
     frame = [_entry(10), _entry(20)]
     frame[1]["children"] = [dict(frame[0]["children"][0])]  # one child seen under two roots
@@ -254,9 +254,9 @@ def _tail(data: str = "", size: int = 10, mtime: float = 5.0, reset: bool = Fals
             "size": size, "mtime": mtime, "error": None, "cut": []}
 
 
-def test_gpus_and_tails_are_sent_as_deltas_and_read_as_full_frames(probe_ns):
+def test_gpus_and_tails_are_sent_as_deltas_and_read_as_full_frames(probe_ns, probe_mod):
     """Each frame through FrameDeltas then FactCache parses exactly as the full frame does."""
-    deltas = probe_ns["FrameDeltas"]()
+    deltas = probe_mod("frame_deltas").FrameDeltas()
     cache = FactCache()
     script = [
         (_gpu(97, [10]), _tail("c3RlcAo=", 10, 5.0)),
@@ -279,14 +279,14 @@ def test_gpus_and_tails_are_sent_as_deltas_and_read_as_full_frames(probe_ns):
         assert parse_sample(sent, cache) == parse_sample(full)
 
 
-def test_facts_that_change_back_and_forth_always_read_as_the_full_frame(probe_ns):
+def test_facts_that_change_back_and_forth_always_read_as_the_full_frame(probe_ns, probe_mod):
     """Facts equal to the last entry's are all left out at once; any change, back to an older value
     too, is sent; a resend sends everything: each frame still parses as its full frame does."""
     import random
 
     rng = random.Random(7)
-    deltas = probe_ns["FrameDeltas"]()
-    resend = probe_ns["FACT_RESEND_S"]
+    deltas = probe_mod("frame_deltas").FrameDeltas()
+    resend = probe_mod("frame_deltas").FACT_RESEND_S
     cache = FactCache()
     cwds, users = ["/w", "/w/run", "/elsewhere"], ["root", "ann"]
     left_out = 0

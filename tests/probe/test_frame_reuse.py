@@ -21,7 +21,7 @@ import pytest
 
 from gpuwatch_tui.jobs.grouping_reuse import frame_key
 from gpuwatch_tui.model import HostSample
-from gpuwatch_tui.probe.frames import FactCache, parse_sample
+from gpuwatch_tui.feeds.probe_frames import FactCache, parse_sample
 
 from .test_fact_deltas import ShippedProbe
 
@@ -36,8 +36,8 @@ def _fresh_key(sample: HostSample) -> tuple:
 class DeltaReader:
     """Full frames -> the probe's FrameDeltas -> JSON -> one FactCache, checked against a fresh parse."""
 
-    def __init__(self, probe_ns) -> None:
-        self.deltas = probe_ns["FrameDeltas"]()
+    def __init__(self, frame_deltas) -> None:
+        self.deltas = frame_deltas.FrameDeltas()
         self.cache = FactCache()
         self.last: HostSample | None = None
         self.reused_procs = self.reused_gpus = 0
@@ -92,12 +92,12 @@ def moving_job(tmp_path):
     log.close()
 
 
-def test_a_real_job_read_through_deltas_and_the_cache_equals_a_fresh_parse(probe_ns, moving_job):
+def test_a_real_job_read_through_deltas_and_the_cache_equals_a_fresh_parse(probe_ns, probe_mod, moving_job):
     proc, base = moving_job
     probe = ShippedProbe(interval=0.1, slow_refresh=0.1)  # full frames: no fact_deltas asked
     try:
         probe.want([proc.pid])
-        reader = DeltaReader(probe_ns)
+        reader = DeltaReader(probe_mod("frame_deltas"))
         seen: list[HostSample] = []
 
         def frames(n: int) -> None:
@@ -148,8 +148,8 @@ def _gpu(index: int, power: float, pids: tuple[int, ...]) -> dict:
             "power_limit_w": 700.0, "sm_clock_mhz": 1980, "processes": [{"pid": p, "mem_used_mib": 500.0} for p in pids]}
 
 
-def test_scripted_frames_with_gpus_resends_and_a_bad_frame_equal_a_fresh_parse(probe_ns):
-    resend = probe_ns["FACT_RESEND_S"]
+def test_scripted_frames_with_gpus_resends_and_a_bad_frame_equal_a_fresh_parse(probe_ns, probe_mod):
+    resend = probe_mod("frame_deltas").FACT_RESEND_S
     script = [
         ([_entry(10), _entry(20)], [_gpu(0, 690.0, (10,)), _gpu(1, 80.0, ())]),
         ([_entry(10), _entry(20)], [_gpu(0, 690.0, (10,)), _gpu(1, 80.0, ())]),  # all the same
@@ -161,7 +161,7 @@ def test_scripted_frames_with_gpus_resends_and_a_bad_frame_equal_a_fresh_parse(p
         ([_entry(10, ticks=8), _entry(20, state="Z")], [_gpu(0, 691.0, (10,))]),  # pid 10 reused; a GPU gone
         ([_entry(10, ticks=8)], [_gpu(0, 691.0, (10,)), _gpu(1, 80.0, ())]),
     ]
-    reader = DeltaReader(probe_ns)
+    reader = DeltaReader(probe_mod("frame_deltas"))
     t = 0.0
     for procs, gpus in script:
         tail = {"key": "j1", "path": "/w/log", "data": "c3RlcAo=" if t % 2 else "", "reset": False, "skipped": 0,

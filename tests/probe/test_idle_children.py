@@ -43,7 +43,7 @@ def wait_until(cond, what, timeout=10.0):
         time.sleep(0.02)
 
 
-def test_an_idle_child_is_not_read_every_sample_and_is_gone_the_sample_after_it_is_reaped(probe_ns, spawn):
+def test_an_idle_child_is_not_read_every_sample_and_is_gone_the_sample_after_it_is_reaped(probe_ns, spawn, probe_mod):
     parent = spawn(PARENT % (["sleep", "60"],), stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
     settle([child])
@@ -58,7 +58,7 @@ def test_an_idle_child_is_not_read_every_sample_and_is_gone_the_sample_after_it_
     assert children(frame, parent.pid)[child]["state"] == "S"  # ... and its entry repeats it
     del probe.tasks.changed  # the real loadavg from here: a reaped child moves its tasks total
     # (A busy test host hands out pids all the time; the tasks total alone must count as a move.)
-    mark, loadavg = probe_ns["PidCursor"](tasks=True), open("/proc/loadavg", "rb").read()
+    mark, loadavg = probe_mod("procfs").PidCursor(tasks=True), open("/proc/loadavg", "rb").read()
     fields = loadavg.split()
     running, total = fields[3].split(b"/")
     reaped = b" ".join(fields[:3] + [running + b"/%d" % (int(total) - 1), fields[4]]) + b"\n"

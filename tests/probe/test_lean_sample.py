@@ -83,7 +83,7 @@ def first_line(proc, tag):
 
 
 @pytest.mark.parametrize("scan_interval", [3600, 4])
-def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, scan_interval):
+def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, probe_loaded, probe_mod, spawn, tmp_path, scan_interval):
     loadavg = tmp_path / "loadavg"
     real = open("/proc/loadavg", "rb").read().split()
     total, last_pid = int(real[3].split(b"/")[1]), int(real[4])
@@ -112,10 +112,10 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, 
     # itself, and read once a sample, counted below)
     ours = {busy.pid, busy_child, starter.pid, idle.pid}
     preads = collections.Counter()  # fd -> preads, the probes' own
-    probe_ns["os"] = types.SimpleNamespace(**dict(vars(os), pread=lambda fd, n, at: (
-        preads.update((fd,)), os.pread(fd, n, at))[1]))
+    probe_loaded.set_global("os", types.SimpleNamespace(**dict(vars(os), pread=lambda fd, n, at: (
+        preads.update((fd,)), os.pread(fd, n, at))[1])))
     Clock.now = time.time() + 60.0
-    probe_ns["time"] = Clock
+    probe_loaded.set_global("time", Clock)
     probes = []
     for lean in (True, False):
         probe = probe_ns["Probe"]({"interval": 1, "scan_interval": scan_interval, "fact_deltas": True,
@@ -128,7 +128,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, 
             consider(pid, now) if pid in ours else None)
         probes.append(probe)
     # After the probes are made (their cursors checked that the real file follows pid allocation).
-    probe_ns["PROC_LOADAVG"] = probe_ns["KeptFile"](str(loadavg), 128)
+    probe_ns["PROC_LOADAVG"] = probe_mod("host_facts").KeptFile(str(loadavg), 128)
     lean_probe, full_probe = probes
     started = None
     lean_at = []
@@ -214,7 +214,8 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, spawn, tmp_path, 
         assert lean & set(range(16, 44, scan_interval)), str(lean_at)
 
 
-def test_the_safety_walk_rides_on_resends_and_a_process_started_elsewhere_is_lean(probe_ns, spawn, tmp_path):
+def test_the_safety_walk_rides_on_resends_and_a_process_started_elsewhere_is_lean(
+        probe_ns, probe_loaded, probe_mod, spawn, tmp_path):
     """A job over 75 s. It starts a child at 10 s: its tree is walked then (and the samples while it may start
     more are full, COMPILER_POLL_QUIET_S); the walk the safety net would add 30 s later rides on the sample
     that sends every fact again (FACT_RESEND_S) instead. A process started elsewhere (at 45 s, its pid read
@@ -234,11 +235,11 @@ def test_the_safety_walk_rides_on_resends_and_a_process_started_elsewhere_is_lea
     starter = spawn(STARTER, stdout=subprocess.PIPE, text=True, env=dict(os.environ, MOVE_TO="/"))
     assert first_line(starter, "ready") is None
     Clock.now = time.time() + 60.0
-    probe_ns["time"] = Clock
+    probe_loaded.set_global("time", Clock)
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600, "fact_deltas": True})
     probe.set_wants({"pids": [starter.pid]})
     probe.candidates.consider = lambda pid, now: None  # the shared machine's Python processes are not ours
-    probe_ns["PROC_LOADAVG"] = probe_ns["KeptFile"](str(loadavg), 128)
+    probe_ns["PROC_LOADAVG"] = probe_mod("host_facts").KeptFile(str(loadavg), 128)
     full, walked, kids = [], [], []
     elsewhere = None
     try:
@@ -264,9 +265,9 @@ def test_the_safety_walk_rides_on_resends_and_a_process_started_elsewhere_is_lea
     finally:
         for pid in kids:
             os.kill(pid, signal.SIGKILL)
-    resend = int(probe_ns["FACT_RESEND_S"])
+    resend = int(probe_mod("frame_deltas").FACT_RESEND_S)
     assert probe_ns["TREE_WALK_AT_LEAST_S"] == resend  # (what lets the one ride on the other)
-    quiet = int(probe_ns["COMPILER_POLL_QUIET_S"])
+    quiet = int(probe_mod("compiler_watch").COMPILER_POLL_QUIET_S)
     assert walked == [0, 10, resend, 2 * resend], (full, walked)
     # (full while the tree may start more, and the sample that ends the compiler polls)
     assert [s for s in full if not 10 <= s <= 10 + quiet] == [0, resend, 2 * resend], full

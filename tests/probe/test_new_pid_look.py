@@ -13,20 +13,20 @@ THREADED = ("import threading, time\n"
             "threading.Thread(target=run, daemon=True).start(); time.sleep(60)\n")
 
 
-def test_the_processes_among_new_pids_are_told_from_threads(probe_ns, spawn):
+def test_the_processes_among_new_pids_are_told_from_threads(probe_ns, spawn, probe_mod):
     proc = spawn(THREADED, stdout=subprocess.PIPE, text=True)
     tid = int(proc.stdout.readline())
     first, last = min(proc.pid, tid), max(proc.pid, tid)
-    leaders, raws = probe_ns["pid_leaders"](first, last)
+    leaders, raws = probe_mod("procfs").pid_leaders(first, last)
     assert proc.pid in leaders and tid not in leaders
     assert raws[proc.pid].startswith(b"%d (" % proc.pid)
 
 
-def test_a_span_of_new_pids_is_read_without_listing_proc(probe_ns, spawn):
-    candidates = probe_ns["JobCandidates"]()
+def test_a_span_of_new_pids_is_read_without_listing_proc(probe_ns, spawn, probe_mod):
+    candidates = probe_mod("candidates").JobCandidates()
     listings = []
-    all_pids = probe_ns["all_pids"]
-    probe_ns["all_pids"] = lambda: listings.append(1) or all_pids()
+    all_pids = probe_mod("candidates").all_pids
+    probe_mod("candidates").all_pids = lambda: listings.append(1) or all_pids()
     candidates.poll(0.0, True)  # the first look lists /proc
     assert listings == [1]
     proc = spawn(THREADED, stdout=subprocess.PIPE, text=True)
@@ -39,13 +39,13 @@ def test_a_span_of_new_pids_is_read_without_listing_proc(probe_ns, spawn):
     assert proc.pid in candidates.listed and proc.pid in candidates.seen
 
 
-def test_a_listing_counts_every_pid_of_the_span_as_new(probe_ns, spawn):
+def test_a_listing_counts_every_pid_of_the_span_as_new(probe_ns, spawn, probe_mod):
     """A pid listed at the last look that ended and was handed out again since is new: the span says so."""
-    candidates = probe_ns["JobCandidates"]()
+    candidates = probe_mod("candidates").JobCandidates()
     candidates.poll(0.0, True)
     proc = spawn("import time; time.sleep(60)")
     candidates.listed.add(proc.pid)  # as if listed before, by a process that ended since
-    span_max = probe_ns["SPAN_LOOK_MAX"]
+    span_max = probe_mod("procfs").SPAN_LOOK_MAX
     candidates.poll(1.0, True, (proc.pid - span_max, proc.pid))  # too many to read one by one: a listing
     assert dict(candidates.born).get(proc.pid) is not None
     candidates.listed.add(proc.pid)

@@ -10,16 +10,15 @@ import sys
 
 import pytest
 
-from gpuwatch_tui.probe.bundle import probe_source
 from tests.support.fake_nvml import build_fake_nvml, fake_nvml_env
 
 # Run in a child: the library is found through LD_LIBRARY_PATH, read when a process starts.
 COMPARE = r"""
 import json, sys
 import pynvml
-ns = {"__name__": "probe_under_test", "BUNDLE": {"modules": {}, "options": {}}}
-exec(compile(sys.stdin.read(), "agent.py", "exec"), ns)
-direct, wrapped = ns["NvmlSource"](pynvml), ns["NvmlSource"](pynvml)
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe
+NvmlSource = LoadedProbe().module("gpu_nvml").NvmlSource
+direct, wrapped = NvmlSource(pynvml), NvmlSource(pynvml)
 assert direct.direct is not None
 wrapped.direct = None
 print(json.dumps({"direct": direct.sample(), "wrapped": wrapped.sample(), "again": direct.sample()}))
@@ -34,7 +33,7 @@ def nvml_folder(tmp_path_factory):
 def run(nvml_folder, pids, **extra):
     env = fake_nvml_env(nvml_folder, 8, pids)
     env.update(extra)
-    out = subprocess.run([sys.executable, "-c", COMPARE], input=probe_source(), capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", COMPARE], capture_output=True, text=True,
                          env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)

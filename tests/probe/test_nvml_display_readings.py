@@ -4,12 +4,12 @@ test_nvml_process_list, with the temperature calls counted."""
 
 from __future__ import annotations
 
-from gpuwatch_tui.probe import agent
 
 from .test_nvml_process_list import recorded
 
 
-def test_temperature_and_clock_are_read_every_few_seconds_and_the_rest_every_sample(monkeypatch):
+def test_temperature_and_clock_are_read_every_few_seconds_and_the_rest_every_sample(monkeypatch, probe_loaded):
+    gpu_nvml = probe_loaded.module("gpu_nvml")
     nvml, phases = recorded()
     calls = {"temp": 0, "power": 0, "clock": 0}
     temp, power, clock_info = nvml.nvmlDeviceGetTemperature, nvml.nvmlDeviceGetPowerUsage, nvml.nvmlDeviceGetClockInfo
@@ -24,8 +24,8 @@ def test_temperature_and_clock_are_read_every_few_seconds_and_the_rest_every_sam
     nvml.nvmlDeviceGetPowerUsage = count("power", power)
     nvml.nvmlDeviceGetClockInfo = count("clock", clock_info)
     clock = [1000.0]
-    monkeypatch.setattr(agent.time, "monotonic", lambda: clock[0])
-    source = agent.NvmlSource(nvml)
+    monkeypatch.setattr(gpu_nvml.time, "monotonic", lambda: clock[0])
+    source = gpu_nvml.NvmlSource(nvml)
     source.direct = None  # the recorded stand-in is read through its functions
     rows = phases["idle"] + phases["held"] + phases["training"]
     gpus = len(nvml.now)
@@ -33,27 +33,28 @@ def test_temperature_and_clock_are_read_every_few_seconds_and_the_rest_every_sam
     for n, i in enumerate(rows):
         nvml.play(i)
         sample = source.sample()
-        if n % int(agent.DISPLAY_READ_EVERY_S) == 0:  # one second apart: read on every fifth sample, the first too
+        if n % int(gpu_nvml.DISPLAY_READ_EVERY_S) == 0:  # one second apart: read on every fifth sample, the first too
             last_read = [(g["temp_c"], g["sm_clock_mhz"]) for g in nvml.now]
         assert [(g["temp_c"], g["sm_clock_mhz"]) for g in sample] == last_read
         assert [g["power_w"] for g in sample] == [g["power_w"] for g in nvml.now]
         clock[0] += 1.0
     samples = len(rows)
     assert calls["power"] == samples * gpus
-    assert calls["temp"] == calls["clock"] == -(-samples // int(agent.DISPLAY_READ_EVERY_S)) * gpus
+    assert calls["temp"] == calls["clock"] == -(-samples // int(gpu_nvml.DISPLAY_READ_EVERY_S)) * gpus
 
 
-def test_gpu_facts_the_client_has_are_left_out_unbuilt_and_fill_back_to_the_full_entries(monkeypatch):
+def test_gpu_facts_the_client_has_are_left_out_unbuilt_and_fill_back_to_the_full_entries(monkeypatch, probe_loaded):
+    gpu_nvml = probe_loaded.module("gpu_nvml")
     """With fact deltas, a GPU's facts (uuid, name, totals, limit, processes) are built only when the client
     lacks them; filled back from the last values sent, every sample equals what a full frame carries."""
     nvml_lean, phases = recorded()
     nvml_full, _ = recorded()
     clock = [1000.0]
-    monkeypatch.setattr(agent.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(agent.time, "time", lambda: clock[0])
-    lean, full = agent.NvmlSource(nvml_lean), agent.NvmlSource(nvml_full)
+    monkeypatch.setattr(gpu_nvml.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(gpu_nvml.time, "time", lambda: clock[0])
+    lean, full = gpu_nvml.NvmlSource(nvml_lean), gpu_nvml.NvmlSource(nvml_full)
     lean.direct = full.direct = None
-    deltas = agent.FrameDeltas()
+    deltas = probe_loaded.module("frame_deltas").FrameDeltas()
     client: dict[int, dict] = {}
     left_out = 0
     for i in phases["idle"] + phases["held"] + phases["training"]:
@@ -73,14 +74,15 @@ def test_gpu_facts_the_client_has_are_left_out_unbuilt_and_fill_back_to_the_full
     assert left_out > len(phases["training"])  # most samples leave them out
 
 
-def test_a_gpus_facts_follow_a_new_power_limit_and_memory_total(monkeypatch):
+def test_a_gpus_facts_follow_a_new_power_limit_and_memory_total(monkeypatch, probe_loaded):
+    gpu_nvml = probe_loaded.module("gpu_nvml")
     """A GPU's facts are made again only when what they are made of moved: a new power limit (read every 30 s)
     and a new memory total each show in the next entry built, with the same process list kept."""
     nvml, phases = recorded()
     wall, mono = [1000.0], [1000.0]
-    monkeypatch.setattr(agent.time, "monotonic", lambda: mono[0])
-    monkeypatch.setattr(agent.time, "time", lambda: wall[0])
-    source = agent.NvmlSource(nvml)
+    monkeypatch.setattr(gpu_nvml.time, "monotonic", lambda: mono[0])
+    monkeypatch.setattr(gpu_nvml.time, "time", lambda: wall[0])
+    source = gpu_nvml.NvmlSource(nvml)
     source.direct = None
     nvml.play(phases["training"][0])
     first = source.sample()[0]

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from gpuwatch_tui.probe import agent
 
 RECORDED = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "nvml-vs-smi-h200.json"
 MIB = 1048576
@@ -61,11 +60,12 @@ def recorded() -> tuple[RecordedNvml, dict[str, list[int]]]:
     return RecordedNvml([row["probe"] for row in rows]), by_phase
 
 
-def test_the_process_list_follows_memory_changes_and_is_otherwise_kept(monkeypatch):
+def test_the_process_list_follows_memory_changes_and_is_otherwise_kept(monkeypatch, probe_loaded):
+    gpu_nvml = probe_loaded.module("gpu_nvml")
     nvml, phases = recorded()
     clock = [1000.0]
-    monkeypatch.setattr(agent.time, "monotonic", lambda: clock[0])
-    source = agent.NvmlSource(nvml)
+    monkeypatch.setattr(gpu_nvml.time, "monotonic", lambda: clock[0])
+    source = gpu_nvml.NvmlSource(nvml)
     seen = []
     for i in phases["idle"] + phases["held"] + phases["training"]:
         nvml.play(i)
@@ -86,15 +86,16 @@ def test_the_process_list_follows_memory_changes_and_is_otherwise_kept(monkeypat
     assert held and held[0][0]["processes"] == [{"pid": 593, "mem_used_mib": 1634.0}]
 
 
-def test_an_unchanged_list_is_read_again_after_its_age_limit(monkeypatch):
+def test_an_unchanged_list_is_read_again_after_its_age_limit(monkeypatch, probe_loaded):
+    gpu_nvml = probe_loaded.module("gpu_nvml")
     nvml, phases = recorded()
     clock = [1000.0]
-    monkeypatch.setattr(agent.time, "monotonic", lambda: clock[0])
-    source = agent.NvmlSource(nvml)
+    monkeypatch.setattr(gpu_nvml.time, "monotonic", lambda: clock[0])
+    source = gpu_nvml.NvmlSource(nvml)
     nvml.play(phases["held"][0])
     source.sample()
     first = nvml.process_calls
-    clock[0] += agent.PROCS_MAX_AGE_S - 0.5
+    clock[0] += gpu_nvml.PROCS_MAX_AGE_S - 0.5
     source.sample()
     assert nvml.process_calls == first  # same memory, young list: kept
     clock[0] += 1.0

@@ -11,7 +11,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpuwatch_tui.probe.bundle import probe_source
 
 RESERVED = 600 << 20
 TOTAL = 143771 << 20
@@ -79,11 +78,9 @@ class ScriptedNvml:
 
 
 @pytest.fixture
-def source():
-    ns = {"__name__": "probe_under_test", "BUNDLE": {"modules": {}, "options": {}}}
-    exec(compile(probe_source(), "agent.py", "exec"), ns)
+def source(probe_loaded):
     nvml = ScriptedNvml()
-    return ns["NvmlSource"](nvml), nvml
+    return probe_loaded.module("gpu_nvml").NvmlSource(nvml), nvml
 
 
 def test_memory_reads_as_v2_through_the_cheap_call(source):
@@ -108,8 +105,7 @@ def test_without_v2_memory_is_v1_as_it_is(source):
     src, nvml = source
     del ScriptedNvml.nvmlMemory_v2  # an older nvidia-ml-py
     try:
-        ns = src.__class__.__init__.__globals__
-        plain = ns["NvmlSource"](ScriptedNvml())
+        plain = type(src)(ScriptedNvml())
         gpu = plain.sample()[0]
         assert gpu["mem_used_mib"] == 1600.0  # used v1 includes the reservation
     finally:

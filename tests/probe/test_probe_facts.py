@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gpuwatch_tui.probe.bundle import build_payload, local_argv
+from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv
 
 
 def _sample_for(probe, pid):
@@ -89,8 +89,8 @@ def test_stdout_target_and_buffering(probe_ns, spawn, tmp_path):
         (["python3", "-c", "print(1)", "-u"], False),
     ],
 )
-def test_dash_u_is_read_like_python_reads_it(probe_ns, argv, expected):
-    assert probe_ns["python_unbuffered"](argv, {})[0] is expected
+def test_dash_u_is_read_like_python_reads_it(probe_ns, argv, expected, probe_mod):
+    assert probe_mod("process_facts").python_unbuffered(argv, {})[0] is expected
 
 
 def test_nvidia_smi_streams_die_with_a_killed_probe(tmp_path):

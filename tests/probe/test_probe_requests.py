@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from gpuwatch_tui.probe.bundle import build_payload, local_argv, probe_source, request_modules
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe, build_payload, local_argv, probe_modules
 from tests.core.proctree import ProcTree, start_ticks
 
 
@@ -85,9 +85,9 @@ def tree():
 
 def test_hello_lists_the_ops_of_every_shipped_op_module(probe):
     # Every probe/ops_*.py is shipped, and each loads on this Python without error.
-    names = set(request_modules())
-    assert {"dispatch", "ops_base", "ops_procs"} <= names
-    folder = os.path.dirname(sys.modules["gpuwatch_tui.probe.bundle"].__file__)
+    names = set(probe_modules())
+    assert {"dispatch", "ops_base", "ops_procs", "wire"} <= names
+    folder = os.path.dirname(sys.modules["gpuwatch_tui.transport.probe_bundle"].__file__)
     assert {n[:-3] for n in os.listdir(folder) if n.startswith("ops_") and n.endswith(".py")} <= names
     assert "proc_tree" in probe.hello["ops"]
     assert probe.hello["op_errors"] == {}
@@ -207,13 +207,9 @@ def test_many_requests_at_once_are_answered_each_under_its_own_id(probe):
 @pytest.fixture
 def dispatch_module():
     """probe/dispatch.py loaded as the probe loads it: by plain name through the bundle's finder."""
-    ns = {"__name__": "probe_under_test", "BUNDLE": {"modules": dict(request_modules()), "options": {}}}
-    exec(compile(probe_source(), "agent.py", "exec"), ns)
-    module = ns["load_shipped_module"]("dispatch")
-    yield module, ns
-    for name in request_modules():
-        sys.modules.pop(name, None)
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, ns["ShippedModules"])]
+    probe = LoadedProbe()
+    yield probe.module("dispatch"), probe
+    probe.close()
 
 
 class Collector:
@@ -276,12 +272,12 @@ def test_too_many_requests_in_flight_are_refused_not_queued(dispatch_module):
 
 
 def test_a_broken_op_module_costs_only_its_own_ops(dispatch_module):
-    dispatch, ns = dispatch_module
+    dispatch, probe = dispatch_module
 
     def importer(name):
         if name == "ops_broken":
             raise SyntaxError("invalid syntax (ops_broken.py, line 3)")
-        return ns["load_shipped_module"](name)
+        return probe.module(name)
 
     ops, errors = dispatch.load_ops(importer, ["ops_procs", "ops_broken"])
     assert "proc_tree" in ops
@@ -290,10 +286,3 @@ def test_a_broken_op_module_costs_only_its_own_ops(dispatch_module):
     dispatch.Dispatcher(None, out.emit, ops, errors).handle({"op": "frobnicate", "id": 1})
     message = out.wait_for(lambda f: f.get("id") == 1)["error"]["message"]
     assert "proc_tree" in message and "ops_broken" in message
-
-
-def test_shipped_modules_are_python_3_6_syntax():
-    import ast
-
-    for name, source in [("agent", probe_source()), *request_modules().items()]:
-        ast.parse(source, filename=name, feature_version=(3, 6))

@@ -105,8 +105,8 @@ def test_a_new_child_of_another_thread_is_linked_at_the_next_sample_with_no_walk
     assert walks == []
 
 
-def test_kept_descriptors_follow_their_process_and_close(probe_ns, spawn):
-    files = probe_ns["ProcFiles"]()
+def test_kept_descriptors_follow_their_process_and_close(probe_ns, spawn, probe_mod):
+    files = probe_mod("procfs").ProcFiles()
     first = spawn("import time; time.sleep(60)")
     path = "/proc/%d/stat" % first.pid
     assert files.read(path).startswith(b"%d (" % first.pid)
@@ -123,10 +123,10 @@ def test_kept_descriptors_follow_their_process_and_close(probe_ns, spawn):
     assert files.fds == {} and len(os.listdir("/proc/self/fd")) <= before
 
 
-def test_a_log_that_did_not_grow_reads_nothing_and_then_its_new_bytes(probe_ns, tmp_path):
+def test_a_log_that_did_not_grow_reads_nothing_and_then_its_new_bytes(probe_ns, tmp_path, probe_mod):
     log = tmp_path / "train.log"
     log.write_bytes(b"one\n")
-    tail = probe_ns["Tail"]("k", str(log), 1024)
+    tail = probe_mod("tails").Tail("k", str(log), 1024)
     assert tail.poll()["data"]  # the backlog
     assert tail.poll()["data"] == ""
     with open(log, "ab") as f:
@@ -136,8 +136,8 @@ def test_a_log_that_did_not_grow_reads_nothing_and_then_its_new_bytes(probe_ns, 
     tail.close()
 
 
-def test_the_pid_cursor_moves_when_a_process_is_started(probe_ns, spawn):
-    cursor = probe_ns["PidCursor"]()
+def test_the_pid_cursor_moves_when_a_process_is_started(probe_ns, spawn, probe_mod):
+    cursor = probe_mod("procfs").PidCursor()
     assert cursor.fd is not None  # /proc/loadavg follows pid allocation on this kernel
     cursor.changed()
     proc = spawn("import time; time.sleep(60)")
@@ -145,13 +145,13 @@ def test_the_pid_cursor_moves_when_a_process_is_started(probe_ns, spawn):
     assert cursor.changed()  # a new pid was handed out: the caller must look
 
 
-def test_a_pid_cursor_that_cannot_tell_always_says_changed(probe_ns):
-    cursor = probe_ns["PidCursor"]()
+def test_a_pid_cursor_that_cannot_tell_always_says_changed(probe_ns, probe_mod):
+    cursor = probe_mod("procfs").PidCursor()
     cursor.fd = None  # as where /proc/loadavg is virtualised and its last pid never moves
     assert cursor.changed() and cursor.changed()
 
 
-def test_a_short_compiler_run_is_caught_by_the_polls_between_samples(probe_ns, spawn, tmp_path):
+def test_a_short_compiler_run_is_caught_by_the_polls_between_samples(probe_ns, spawn, tmp_path, probe_mod):
     """Polls skipped while no pid is handed out must not hide a child started after them."""
     gcc = tmp_path / "gcc"  # a process's name is its program's file name
     shutil.copy("/bin/sleep", gcc)
@@ -159,8 +159,8 @@ def test_a_short_compiler_run_is_caught_by_the_polls_between_samples(probe_ns, s
                    "print('ready', flush=True); time.sleep(1.0)\n"
                    "subprocess.Popen([sys.argv[1], '0.3']).wait(); time.sleep(60)\n".replace("sys.argv[1]", repr(str(gcc))))
     assert parent.stdout.readline().strip() == "ready"
-    watch = probe_ns["CompilerWatch"]()
-    watch.set_targets({parent.pid: [probe_ns["read_stat"](parent.pid)]})
+    watch = probe_mod("compiler_watch").CompilerWatch()
+    watch.set_targets({parent.pid: [probe_mod("procfs").read_stat(parent.pid)]})
     deadline = time.time() + 5
     while time.time() < deadline and not watch.seen:
         watch.poll()  # quiet polls first (no new pid: skipped), then the one after the start
@@ -168,7 +168,8 @@ def test_a_short_compiler_run_is_caught_by_the_polls_between_samples(probe_ns, s
     assert watch.take(parent.pid) == ["gcc"]
 
 
-def test_a_young_job_whose_size_did_not_change_is_not_reread_and_is_found_once_torch_maps(probe_ns, tmp_path):
+def test_a_young_job_whose_size_did_not_change_is_not_reread_and_is_found_once_torch_maps(
+        probe_ns, tmp_path, probe_mod):
     """A Python process too small to hold torch is not read at all; its maps are read once it has
     grown past the size torch needs, and found as a job then."""
     lib = tmp_path / "libtorch_cpu.so"
@@ -186,12 +187,12 @@ def test_a_young_job_whose_size_did_not_change_is_not_reread_and_is_found_once_t
         deadline = time.time() + 10
         while not ready.exists() and time.time() < deadline:
             time.sleep(0.02)
-        cands = probe_ns["JobCandidates"]()
+        cands = probe_mod("candidates").JobCandidates()
         reads = []
-        maps_have = probe_ns["maps_have"]
-        probe_ns["maps_have"] = lambda pid, needles: reads.append(pid) or maps_have(pid, needles)
+        maps_have = probe_mod("candidates").maps_have
+        probe_mod("candidates").maps_have = lambda pid, needles: reads.append(pid) or maps_have(pid, needles)
         now = time.time()
-        seen = {job.pid: (os.getpid(), probe_ns["read_parent"](job.pid)[1], "python3")}
+        seen = {job.pid: (os.getpid(), probe_mod("procfs").read_parent(job.pid)[1], "python3")}
         cands.scan(seen, now)
         cands.consider(job.pid, now)
         assert cands.found == {} and reads == []  # a plain Python: far too small to hold torch

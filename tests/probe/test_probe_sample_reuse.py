@@ -8,8 +8,8 @@ import subprocess
 import time
 
 
-def test_a_stat_that_reads_the_same_bytes_gives_the_same_stat_and_new_bytes_a_new_one(probe_ns, spawn):
-    read_stat, files = probe_ns["read_stat"], probe_ns["ProcFiles"]()
+def test_a_stat_that_reads_the_same_bytes_gives_the_same_stat_and_new_bytes_a_new_one(probe_ns, spawn, probe_mod):
+    read_stat, files = probe_mod("procfs").read_stat, probe_mod("procfs").ProcFiles()
     idle = spawn("import time; time.sleep(60)")
     busy = spawn("import time\nwhile True: sum(range(10000))")
     time.sleep(0.3)
@@ -28,8 +28,8 @@ def test_a_stat_that_reads_the_same_bytes_gives_the_same_stat_and_new_bytes_a_ne
     assert files.parsed == {} and files.fds == {}
 
 
-def test_a_stat_kept_for_a_pid_is_never_another_processes(probe_ns, spawn):
-    read_stat, files = probe_ns["read_stat"], probe_ns["ProcFiles"]()
+def test_a_stat_kept_for_a_pid_is_never_another_processes(probe_ns, spawn, probe_mod):
+    read_stat, files = probe_mod("procfs").read_stat, probe_mod("procfs").ProcFiles()
     job = spawn("import time; time.sleep(60)")
     assert read_stat(job.pid, files).pid == job.pid
     job.kill()
@@ -38,7 +38,7 @@ def test_a_stat_kept_for_a_pid_is_never_another_processes(probe_ns, spawn):
     assert read_stat(job.pid, files) is None  # gone: not the kept Stat
 
 
-def test_stdout_facts_follow_a_stream_sent_elsewhere_and_stand_while_a_log_grows(probe_ns, spawn, tmp_path):
+def test_stdout_facts_follow_a_stream_sent_elsewhere_and_stand_while_a_log_grows(probe_ns, spawn, tmp_path, probe_mod):
     first, second, go = tmp_path / "first.log", tmp_path / "second.log", tmp_path / "go"
     program = ("import os, sys, time\n"
                "print('up', flush=True)\n"
@@ -51,10 +51,10 @@ def test_stdout_facts_follow_a_stream_sent_elsewhere_and_stand_while_a_log_grows
     while first.read_text() != "up\n" and time.time() < deadline:
         time.sleep(0.02)
     reads = []
-    fd_target = probe_ns["fd_target"]
-    probe_ns["fd_target"] = lambda pid, fd: reads.append(fd) or fd_target(pid, fd)
-    cache = probe_ns["ProcCache"]()
-    start = probe_ns["read_stat"](job.pid).start
+    fd_target = probe_mod("process_facts").fd_target
+    probe_mod("process_facts").fd_target = lambda pid, fd: reads.append(fd) or fd_target(pid, fd)
+    cache = probe_mod("process_facts").ProcCache()
+    start = probe_mod("procfs").read_stat(job.pid).start
     now = time.time()
     facts = cache.slow_facts(job.pid, start, now, 0)
     assert facts["stdout"] == {"path": str(first), "kind": "file", "append": False}  # no size: nothing reads it
@@ -74,12 +74,13 @@ def test_stdout_facts_follow_a_stream_sent_elsewhere_and_stand_while_a_log_grows
     assert facts["stdout"] == {"path": str(second), "kind": "file", "append": True}
     assert facts["stderr"]["path"] == str(first)
     assert sorted(reads) == [1, 1, 2]  # a new target: read in full
-    facts = cache.slow_facts(job.pid, start, now + 3 + probe_ns["FD_FLAGS_REFRESH_S"], 0)
+    facts = cache.slow_facts(job.pid, start, now + 3 + probe_mod("process_facts").FD_FLAGS_REFRESH_S, 0)
     assert sorted(reads) == [1, 1, 1, 2, 2]  # and every FD_FLAGS_REFRESH_S anyway
     assert facts["stdout"]["append"] is True and "flags_at" not in facts["stdout"]
 
 
-def test_slow_facts_that_read_the_same_are_read_less_often_and_a_change_starts_over(probe_ns, spawn, tmp_path):
+def test_slow_facts_that_read_the_same_are_read_less_often_and_a_change_starts_over(
+        probe_ns, spawn, tmp_path, probe_mod):
     """cwd and the output targets: due 5 s after a read, then 10, 20, 40, 60, 60 s while they read the same;
     a job that moves its cwd is seen at the next due read, and the period starts over at 5 s."""
     go, moved = tmp_path / "go", tmp_path / "elsewhere"
@@ -87,8 +88,8 @@ def test_slow_facts_that_read_the_same_are_read_less_often_and_a_change_starts_o
     job = spawn("import os, time\n"
                 "while not os.path.exists(%r): time.sleep(0.02)\n"
                 "os.chdir(%r); open('here', 'w').close(); time.sleep(60)\n" % (str(go), str(moved)), cwd=str(tmp_path))
-    cache, refresh = probe_ns["ProcCache"](), 5.0
-    start = probe_ns["read_stat"](job.pid).start
+    cache, refresh = probe_mod("process_facts").ProcCache(), 5.0
+    start = probe_mod("procfs").read_stat(job.pid).start
     t = time.time()
     periods = []
     for _ in range(7):
@@ -109,11 +110,12 @@ def test_slow_facts_that_read_the_same_are_read_less_often_and_a_change_starts_o
     assert facts["cwd"] == str(moved) and facts["slow_due"] - t == refresh  # seen, and started over
 
 
-def test_one_loadavg_read_serves_the_load_average_and_every_pid_cursor(probe_ns, spawn):
+def test_one_loadavg_read_serves_the_load_average_and_every_pid_cursor(probe_ns, spawn, probe_mod):
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 0})
     own_reads = []
-    read = probe_ns["PidCursor"].read
-    probe_ns["PidCursor"].read = lambda self, loadavg=None: own_reads.append(loadavg is None) or read(self, loadavg)
+    cursor = probe_mod("procfs").PidCursor
+    read = cursor.read
+    cursor.read = lambda self, loadavg=None: own_reads.append(loadavg is None) or read(self, loadavg)
     shared = probe_ns["PROC_LOADAVG"]
     kept_read, shared_reads = shared.read, []
     shared.read = lambda: shared_reads.append(1) or kept_read()
@@ -147,7 +149,7 @@ def test_children_files_stay_open_through_samples_that_keep_the_last_children_li
     assert {key[0]: fd for key, fd in probe.files.fds.items()}.get(path) == opened[path]  # ... through it
 
 
-def test_a_young_jobs_parent_renaming_itself_is_seen_through_the_kept_descriptor(probe_ns, spawn, tmp_path):
+def test_a_young_jobs_parent_renaming_itself_is_seen_through_the_kept_descriptor(probe_ns, spawn, tmp_path, probe_mod):
     """A rank judged while its launcher was still called python is a candidate once the launcher renames
     itself (torchrun's agent does), though the launcher's name is read through a descriptor kept open."""
     go = tmp_path / "go"
@@ -159,7 +161,7 @@ def test_a_young_jobs_parent_renaming_itself_is_seen_through_the_kept_descriptor
                      "open('/proc/self/comm', 'w').write('pt_elastic'); print('renamed', flush=True)\n"
                      "time.sleep(60)\n" % str(go), stdout=subprocess.PIPE, text=True)
     rank = int(launcher.stdout.readline())
-    cands = probe_ns["JobCandidates"]()
+    cands = probe_mod("candidates").JobCandidates()
     seen = {launcher.pid: (1, 0.0, "python3")}
     state = [None, 0, False, None, None]
     assert cands.judge(rank, launcher.pid, seen, state) is None  # a pipe, and a parent that is no launcher

@@ -26,10 +26,12 @@ class CountingOs:
 
 
 @pytest.fixture
-def tail_ns(probe_ns):
+def tail_ns(probe_mod):
+    """The probe's tails module with its `os` counting calls, and the counter."""
+    tails = probe_mod("tails")
     counting = CountingOs()
-    probe_ns["os"] = counting
-    return probe_ns, counting
+    tails.os = counting
+    return vars(tails), counting
 
 
 def data(chunk) -> bytes:
@@ -181,7 +183,7 @@ def test_more_than_a_frame_carries_reports_the_size_and_polls_in_full_next(tail_
     tail.close()
 
 
-def test_long_lines_are_cut_the_same_whatever_blocks_they_come_in(probe_ns, tmp_path):
+def test_long_lines_are_cut_the_same_whatever_blocks_they_come_in(probe_ns, tmp_path, probe_mod):
     """Lines (and carriage-return frames) over the cap keep their first cap bytes, the rest counted in
     cuts, whether a block holds whole short lines (copied as they are) or pieces of long ones."""
     import random
@@ -190,7 +192,7 @@ def test_long_lines_are_cut_the_same_whatever_blocks_they_come_in(probe_ns, tmp_
     cap = 50
     stream = b"".join(rng.choice([b"\n", b"\r", b"x" * rng.randint(0, 140), b"y" * rng.randint(0, 30)])
                       for _ in range(400))
-    tail = probe_ns["Tail"]("k", str(tmp_path / "none"), 0)
+    tail = probe_mod("tails").Tail("k", str(tmp_path / "none"), 0)
     tail.LINE_CAP_BYTES = cap
     out, cuts, i = bytearray(), [], 0
     while i < len(stream):
@@ -231,13 +233,13 @@ def test_a_growing_log_read_poll_by_poll_keeps_the_line_rule(tail_ns, tmp_path):
     tail.close()
 
 
-def test_a_growing_logs_bare_chunk_is_what_the_deltas_leave_of_its_full_chunk(probe_ns, tmp_path):
+def test_a_growing_logs_bare_chunk_is_what_the_deltas_leave_of_its_full_chunk(probe_mod, tmp_path):
     """A growing log whose facts the client has is built bare (key, data, size) rather than in full and then
     stripped: two Tails on one log, one polled with FrameDeltas.known_tail and one in full, write the same
     wire through both deltas, across stats (TAIL_CHECK_S), fact resends (FACT_RESEND_S) and a rotation."""
     import json
 
-    ns = probe_ns
+    ns = {**vars(probe_mod("tails")), **vars(probe_mod("frame_deltas"))}
     log = tmp_path / "train.log"
     log.write_bytes(b"backlog\n")
     bare, full = ns["Tail"]("job", str(log), 1 << 20), ns["Tail"]("job", str(log), 1 << 20)

@@ -90,3 +90,25 @@ def test_gpus_and_pids_on_every_host_belong_to_the_job():
     job = multi_node_job()
     assert ("lab-d", 1) in job.gpu_slots and ("bastion-c", 0) in job.gpu_slots
     assert ("lab-d", 4103) in job.pid_slots
+
+
+async def test_nccl_ras_verdict_of_the_latest_dump_shows_beside_the_rank(app, source):
+    from gpuwatch_tui.actions import nccl_ras
+    from gpuwatch_tui.actions.dump import DumpReport
+    from gpuwatch_tui.actions.stack_analysis import analyse
+    from tests.collectives.ras_replay import captured
+
+    source._jobs.append(multi_node_job())
+    ras = nccl_ras.parse_text(captured("ras_two_stopped_verbose_a.txt")).to_json()  # rank 1: not answering
+    app.latest_dumps[JOB_ID] = DumpReport("bastion-c,lab-d", "pretrain.py", NOW, "py-spy", "host", [], analyse([]),
+                                          ras=ras)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.pause()
+        app.open_job(JOB_ID)
+        await pilot.pause()
+        await pilot.pause()
+        ranks = app.screen.query_one(RankTable)
+        assert str(ranks.get_cell("bastion-c:4101:901", "note")) == \
+            "NCCL RAS: not answering (no communicator data from it)"
+        assert str(ranks.get_cell("bastion-c:4100:900", "note")) == ""
+        assert "process stopped (T)" in str(ranks.get_cell("lab-d:4103:903", "note"))

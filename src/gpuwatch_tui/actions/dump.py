@@ -11,11 +11,13 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from gpuwatch_tui.actions import collective_evidence
 from gpuwatch_tui.actions.pyspy_binary import LocalPyspy, PyspyUnavailable, local_pyspy
 from gpuwatch_tui.actions.stack_analysis import StackAnalysis, analyse
+from gpuwatch_tui.actions.stack_groups import motion_summary, with_motion
 from gpuwatch_tui.actions.stacks import ProcessDump, process_from_reply
 from gpuwatch_tui.errors import GpuwatchError
 
@@ -24,6 +26,7 @@ Request = Callable[[str, dict, float], Awaitable[dict]]
 UPLOAD_CHUNK_BYTES = 1024 * 1024
 REQUEST_TIMEOUT_S = 30.0
 DEFAULT_DUMP_TIMEOUT_S = 20.0
+REDUMP_WINDOW_S = 300.0  # a dump this soon after the one before is compared with it (stuck or moving)
 
 
 class DumpFailed(GpuwatchError):
@@ -52,9 +55,34 @@ class DumpReport:
     sudo: bool = False
     host_facts: dict = field(default_factory=dict)  # pyspy_locate's answer: ptrace_scope, root, ...
     saved_to: Path | None = None
+    fr_records: list = field(default_factory=list)  # every rank's flight-recorder dump, compacted
+    ras: dict | None = None  # NCCL RAS's report, parsed (nccl_ras.RasReport as a dict)
+    collective_notes: list = field(default_factory=list)  # why the recorder or RAS said nothing
+    motion: str | None = None  # against the dump before: stuck or moving
 
     def process(self, pid: int) -> ProcessDump | None:
         return next((p for p in self.processes if p.pid == pid), None)
+
+    def findings(self) -> list[str]:
+        """The grouped stacks, stuck or moving, the flight recorder's and RAS's readings: one line each."""
+        lines = [g.text for g in self.analysis.groups] if len(self.analysis.groups) > 1 else []
+        if self.motion:
+            lines.append(self.motion)
+        fr = collective_evidence.fr_analysis(self.fr_records)
+        if fr is not None:
+            lines.append(fr.summary)
+        ras = collective_evidence.ras_report(self.ras)
+        if ras is not None:
+            lines.append(ras.summary)
+        return lines + list(self.collective_notes)
+
+    def compare_with(self, earlier: DumpReport | None, window_s: float = REDUMP_WINDOW_S) -> None:
+        """A dump taken soon after another of the same job: mark each group stuck or moving."""
+        if earlier is None or not 0 < self.taken_at - earlier.taken_at <= window_s:
+            return
+        groups = with_motion(self.analysis.groups, earlier.analysis.groups)
+        self.analysis = replace(self.analysis, groups=groups)
+        self.motion = motion_summary(groups)
 
     def to_json(self) -> dict:
         out = asdict(self)
@@ -134,11 +162,13 @@ async def dump_job(
     with_locals: bool = False,
     save_dir: Path | None = None,
     save: bool = True,
+    collectives: bool = True,
 ) -> DumpReport:
     """Dump every given process of a job (every rank) at once, analyse the stacks, save the report.
 
     `sudo` runs `sudo -n py-spy ...` on the host (configured per host). The report is saved as JSON
-    under `save_dir` (default: the state dir's dumps/) unless `save` is False.
+    under `save_dir` (default: the state dir's dumps/) unless `save` is False. With `collectives`, each
+    rank's flight recorder (where the job turned it on) and NCCL's RAS service are read too.
     """
     wanted = _targets(targets)
     pyspy, source, facts = await locate_or_upload(request, check_sudo=sudo)
@@ -156,6 +186,9 @@ async def dump_job(
         host=host, job=job, taken_at=time.time(), pyspy=pyspy, pyspy_source=source, processes=processes,
         analysis=analyse(processes), native=native, sudo=sudo, host_facts=facts,
     )
+    if collectives and len(wanted) > 0:
+        found = await collective_evidence.gather(request, wanted, host)
+        report.fr_records, report.ras, report.collective_notes = found.fr_records, found.ras, found.notes
     if save:
         report.saved_to = save_report(report, save_dir)
     return report

@@ -76,7 +76,11 @@ def combined_dump(service, plan, reports: list[DumpReport]) -> DumpReport:
     report = DumpReport(host=plan.host, job=plan.job, taken_at=max(r.taken_at for r in reports),
                         pyspy=first.pyspy, pyspy_source=",".join(sorted({r.pyspy_source for r in reports})),
                         processes=processes, analysis=analyse(processes), native=first.native, sudo=first.sudo,
-                        host_facts={r.host: r.host_facts for r in reports})
+                        host_facts={r.host: r.host_facts for r in reports},
+                        fr_records=[rec for r in reports for rec in r.fr_records],
+                        ras=next((r.ras for r in reports if r.ras), None),
+                        collective_notes=[n for r in reports for n in r.collective_notes])
+    report.compare_with(service._dumps.get(plan.job_id))
     try:
         report.saved_to = save_report(report, service.dumps_dir())
     except Exception:  # the per-host reports are saved already
@@ -84,7 +88,8 @@ def combined_dump(service, plan, reports: list[DumpReport]) -> DumpReport:
     service._dumps[plan.job_id] = report
     hint = phase_hint(report.analysis)
     clock = time.strftime("%H:%M", time.localtime(report.taken_at))
-    finding = DumpFinding(report.taken_at, f"py-spy {clock}: {report.analysis.summary}",
+    evidence = "; ".join([f"py-spy {clock}: {report.analysis.summary}", *report.findings()])
+    finding = DumpFinding(report.taken_at, evidence,
                           hint[0] if hint else None, hint[1] if hint else None,
                           str(report.saved_to) if report.saved_to else None)
     for part in plan.parts:

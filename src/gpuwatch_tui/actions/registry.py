@@ -56,6 +56,10 @@ ACTIONS: tuple[ActionSpec, ...] = (
     # `gpuwatch report HOST JOB`, a verb of its own (cli_verb is for verbs run by the action service).
     ActionSpec("report", "e", "Incident report", "write a Markdown incident report of the selected job and show its path",
                confirm=False, readonly_safe=True, cli_verb=None, scope="job"),
+    # As `report`, with the recording of the last ten minutes and every dump: `gpuwatch report --bundle`.
+    ActionSpec("bundle", "E", "Incident bundle", "write an incident bundle (report, recording window, dumps and "
+               "findings, secrets redacted) of the selected job and show its path",
+               confirm=False, readonly_safe=True, cli_verb=None, scope="job"),
     # Local to this dashboard: nothing happens on the host, so read-only mode keeps it.
     ActionSpec("dismiss", "x", "Dismiss ended job", "drop an ended job and its final verdict from the list",
                confirm=False, readonly_safe=True, cli_verb=None, scope="job"),

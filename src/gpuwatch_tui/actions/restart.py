@@ -105,8 +105,11 @@ class RestartPlan:
 
 def build_restart(captured: Mapping[str, Any], *, host: str, job: str, log_mode: str = "append",
                   fallback_env: Mapping[str, str] | None = None, local_user: str | None = None,
-                  now: float | None = None, kill_tree: JobTree | None = None) -> RestartPlan:
-    """Plan the restart from the `capture` op's result (pure; raises ValueError on unusable facts)."""
+                  now: float | None = None, kill_tree: JobTree | None = None,
+                  flight_recorder: bool = False) -> RestartPlan:
+    """Plan the restart from the `capture` op's result (pure; raises ValueError on unusable facts).
+    With `flight_recorder`, torch's flight recorder and its dump pipe are turned on (where the job has not
+    set them), so the next hang's dump holds every rank's collectives."""
     argv = list(captured.get("argv") or [])
     if not argv:
         raise ValueError(f"cannot restart {job}: its command line is unreadable (a kernel thread, or gone)")
@@ -129,6 +132,10 @@ def build_restart(captured: Mapping[str, Any], *, host: str, job: str, log_mode:
         warnings.append("environ unreadable: restarted with gpuwatch's view of the environment"
                         + (f" ({captured.get('environ_note')})" if captured.get("environ_note") else ""))
     env["PYTHONUNBUFFERED"] = "1"
+    if flight_recorder:
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(time.time() if now is None else now))
+        env.update({k: v for k, v in recorder_env(f"/tmp/gpuwatch_fr_{captured.get('pid')}_{stamp}_").items()
+                    if k not in env})
     stdout, stderr = _outputs(captured.get("stdout") or {}, captured.get("stderr") or {}, warnings)
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if now is None else now))
     who = local_user or current_user()
@@ -243,3 +250,10 @@ async def restart_job(request: Request, plan: RestartPlan, wait_gpu_free: GpuSti
                          wrapper_pid=reply.get("wrapper_pid"), status_file=reply.get("status_file"),
                          stdout=reply.get("stdout"), rotated_to=tuple(reply.get("rotated_to") or ()),
                          warnings=tuple(warnings))
+
+
+def recorder_env(prefix: str) -> dict[str, str]:
+    """The variables that turn torch's flight recorder on, with a pipe to dump it on demand (rank r's pipe
+    is PREFIXpipe_<r>.pipe, its dump PREFIXdump_<r>)."""
+    return {"TORCH_FR_BUFFER_SIZE": "2000", "TORCH_NCCL_DEBUG_INFO_PIPE_FILE": prefix + "pipe_",
+            "TORCH_FR_DUMP_TEMP_FILE": prefix + "dump_"}

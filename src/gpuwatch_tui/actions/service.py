@@ -219,7 +219,8 @@ class ActionService:
         _, _, facts, when = captured
         try:
             plan = build_restart(facts, host=view.host, job=view.name, log_mode=self.settings.restart_log_mode,
-                                 local_user=self.local_user, now=now, kill_tree=tree)
+                                 local_user=self.local_user, now=now, kill_tree=tree,
+                                 flight_recorder=self.settings.flight_recorder)
         except ValueError as exc:
             raise ActionRefused(str(exc)) from None
         age = now - when
@@ -315,10 +316,11 @@ class ActionService:
                                     host=plan.host, job=plan.job, save_dir=self.dumps_dir())
         except DumpFailed as exc:
             return ActionOutcome(plan, "failed", None, str(exc))
+        report.compare_with(self._dumps.get(plan.job_id))
         self._dumps[plan.job_id] = report
         hint = phase_hint(report.analysis)
         clock = time.strftime("%H:%M", time.localtime(report.taken_at))
-        evidence = f"py-spy {clock}: {report.analysis.summary}"
+        evidence = "; ".join([f"py-spy {clock}: {report.analysis.summary}", *report.findings()])
         tracker.record_dump(plan.job_id, DumpFinding(report.taken_at, evidence, hint[0] if hint else None,
                                                      hint[1] if hint else None,
                                                      str(report.saved_to) if report.saved_to else None))

@@ -1,7 +1,7 @@
 """Knobs of the kill and restart actions, with the defaults the issue asks for.
 
 Config keys (config.py reads them): [actions] kill_grace = "10s", restart_log_mode = "append" | "rotate",
-restart_gpu_wait = "60s", pyspy_sudo = false, pyspy_native = false.
+restart_gpu_wait = "60s", pyspy_sudo = false, pyspy_native = false, flight_recorder = false.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ class ActionSettings:
     restart_gpu_wait_s: float = 60.0  # how long a restart waits for the old job's GPU memory to be freed
     pyspy_sudo: bool = False  # run py-spy as `sudo -n py-spy` on the hosts (needs a sudoers rule there)
     pyspy_native: bool = False  # dump native (C/C++) frames too
+    flight_recorder: bool = False  # a restart turns torch's flight recorder and its dump pipe on
 
     def __post_init__(self) -> None:
         if self.restart_log_mode not in LOG_MODES:

@@ -23,6 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpuwatch_tui.actions.stack_groups import StackGroup, group_stacks, groups_summary
 from gpuwatch_tui.actions.stacks import Frame, ProcessDump, ThreadStack
 
 # torch.compile's compile-time code; its run-time wrappers (eval_frame, inductor/runtime) are
@@ -120,6 +121,12 @@ class StackAnalysis:
     job_kind: str  # one of JOB_KIND_ORDER; "unknown" with nothing to go on
     suspects: tuple[ProcessVerdict, ...]
     summary: str  # what the stacks say, in words
+    groups: tuple[StackGroup, ...] = ()  # ranks at the same frames, largest group first
+
+    @property
+    def grouped(self) -> str:
+        """One line per group of ranks, or "" for a single process."""
+        return groups_summary(self.groups) if len(self.groups) > 1 or sum(g.size for g in self.groups) > 1 else ""
 
     def of(self, pid: int) -> ProcessVerdict | None:
         return next((p for p in self.processes if p.pid == pid), None)
@@ -227,11 +234,13 @@ def analyse(dumps: Sequence[ProcessDump]) -> StackAnalysis:
         verdicts = [_as_waiting(v) if (v.pid, v.rank) in waiting_pids else v for v in verdicts]
         waiting = [v for v in verdicts if (v.pid, v.rank) in waiting_pids]
         summary = _hang_summary(outside, waiting)
-        return StackAnalysis(tuple(verdicts), "collective-hang", tuple(outside), summary)
+        groups = group_stacks(dumps, [v.kind for v in verdicts], [(v.pid, v.rank) for v in outside])
+        return StackAnalysis(tuple(verdicts), "collective-hang", tuple(outside), summary, groups)
     kinds = {v.kind for v in ranks} or {v.kind for v in launchers}
     job_kind = next((k for k in JOB_KIND_ORDER if k in kinds), "unknown")
     summary = _plain_summary(job_kind, ranks or launchers)
-    return StackAnalysis(tuple(verdicts), job_kind, (), summary)
+    groups = group_stacks(dumps, [v.kind for v in verdicts])
+    return StackAnalysis(tuple(verdicts), job_kind, (), summary, groups)
 
 
 def _with_diff(v: ProcessVerdict, differs: tuple[bool, ...]) -> ProcessVerdict:

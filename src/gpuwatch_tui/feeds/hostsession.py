@@ -14,14 +14,15 @@ import time
 from typing import TYPE_CHECKING
 
 from ..config_records import HostConfig, Settings
-from .base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
-from .pending import PendingRequests
-from ..probe.frames import PROTOCOL_VERSION, FactCache, parse_sample
+from ..probe.wire import PROTOCOL_VERSION
 from ..requests import BAD_ARGS, HOST_DOWN, LINK_LOST, TIMEOUT, RequestError
 from ..tasks import cancel_and_wait
 from ..transport.channel_choice import probe_channel
 from ..transport.failure import ConnectFailure
 from ..transport.link import ProbeExited, ProbeLink
+from .base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
+from .pending import PendingRequests
+from .probe_frames import FactCache, parse_sample
 
 if TYPE_CHECKING:
     from ..transport.ssh import SshConnector

@@ -5,7 +5,7 @@ agent is told by its comm), which pids are on a GPU, the probe's match lists and
 and the host's job records (alive or ended, members, dismissed, held back). When all of these equal
 what they were right after the last grouping of the host, it would change nothing: skip it.
 
-The frame parser (probe/frames.py) builds the process and GPU parts of the key itself as it reads a
+The frame parser (feeds/probe_frames.py) builds the process and GPU parts of the key itself as it reads a
 frame, reusing each unchanged process's key of the last frame: `frame_key` then only gathers them.
 """
 

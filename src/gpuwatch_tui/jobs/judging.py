@@ -9,6 +9,7 @@ from functools import lru_cache
 from operator import attrgetter
 
 from ..model import ExitInfo, HostSample, ProcInfo
+from ..probe.wire import COMPILER_NAMES  # the probe reports compilers by these names
 from ..vocab import fmt_duration_span
 from .discovery import launcher_kind
 from .ended_by import ended_by
@@ -17,7 +18,6 @@ from .job_state import JobState
 from .phase import (
     COMPILE_RECENT_S,
     COMPILE_WORKER_MARK,
-    COMPILER_NAMES,
     CPU_BUSY_CORES,
     CPU_FLAT_CORES,
     GPU_BUSY_UTIL,

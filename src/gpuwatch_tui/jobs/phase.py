@@ -39,10 +39,6 @@ MIN_SPIN_S = 15.0  # util-without-power must hold this long (within the quiet pe
 MID_RUN_S = 10.0  # a job first seen this long after its process started was found mid-run
 YOUNG_S = 30.0  # a job first seen this soon after its start, log not read yet, is "starting"
 
-COMPILER_NAMES = frozenset(
-    {"gcc", "cc", "cc1", "cc1plus", "g++", "c++", "clang", "clang++", "ld", "ld.lld", "as", "collect2",
-     "ptxas", "nvcc", "cicc", "nvlink", "fatbinary", "cudafe++", "ninja", "nvdisasm"}
-)
 COMPILE_WORKER_MARK = "torch/_inductor/compile_worker"
 
 # The records made for every job on every frame (samples, readings) or judgment (facts, observation,

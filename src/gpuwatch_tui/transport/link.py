@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ..config_records import HostConfig
-from ..probe.bundle import BOOTSTRAP, build_payload
+from .probe_bundle import BOOTSTRAP, build_payload
 from .frame_decode import decode_frame
 
 FRAME_LIMIT = 32 * 1024 * 1024  # a frame carries at most a few capped log chunks

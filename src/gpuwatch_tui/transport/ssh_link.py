@@ -7,7 +7,7 @@ import asyncio
 import asyncssh
 
 from ..config_records import HostConfig
-from ..probe.bundle import remote_command
+from .probe_bundle import remote_command
 from .link import ProbeLink
 
 

@@ -319,12 +319,24 @@ class GpuwatchApp(App):
         self.run_worker(self._write_report(writer, job), group="reports", name=f"report {job.id}",
                         exit_on_error=False)
 
+    def action_write_bundle(self) -> None:
+        """`E`: the selected job's incident bundle (the report, the recording window, every dump)."""
+        job = self._selected_job()
+        writer = getattr(self.source, "write_bundle", None)
+        if job is None or writer is None:
+            self.notify("E: no job selected" if job is None else "incident bundle: this dashboard's source has "
+                        "no hosts to report on", severity="warning", timeout=4)
+            return
+        self.run_worker(self._write_report(writer, job), group="reports", name=f"bundle {job.id}",
+                        exit_on_error=False)
+
     async def _write_report(self, writer, job) -> None:
-        from ..incident_report import ReportError  # not needed for the first frame
+        from ..incident_bundle import BundleError  # not needed for the first frame
+        from ..incident_report import ReportError
 
         try:
             path = await writer(job.id)
-        except ReportError as exc:
+        except (ReportError, BundleError) as exc:
             self.post_message(ReportWritten(job, error=str(exc)))
         except Exception as exc:  # noqa: BLE001 - reported in a toast, never a crashed dashboard
             self.post_message(ReportWritten(job, error=f"failed: {type(exc).__name__}: {exc}"))

@@ -12,7 +12,7 @@ _TEXTUAL_KEYS = {"?": "question_mark", "/": "slash"}
 # Registry actions the app runs itself; every other one is a job action (`action_job_action(name)`).
 _APP_METHODS = {
     "quit": "quit", "help": "help", "pause": "toggle_pause", "theme": "next_theme", "dismiss": "dismiss_job",
-    "report": "write_report",
+    "report": "write_report", "bundle": "write_bundle",
 }
 
 

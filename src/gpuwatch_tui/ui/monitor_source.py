@@ -126,6 +126,28 @@ class MonitorSource:
         text = render_report(self.monitor, view, now, DEFAULT_LOG_LINES, dump)
         return await asyncio.to_thread(save_report, text, view, now, directory)
 
+    async def write_bundle(self, job_id: str, directory=None):
+        """`E`: the job's incident bundle; the report is rendered here, the rest runs in a thread."""
+        from pathlib import Path
+
+        from ..incident_bundle import write_bundle
+        from ..incident_report import DEFAULT_LOG_LINES, ReportError, find_job, latest_dump, render_report
+        from ..recording.recorder import FILE_GLOB
+
+        if self.monitor is None:
+            raise ReportError("not watching any host yet")
+        job = next((j for j in self.jobs() if j.id == job_id), None)
+        if job is None:
+            raise ReportError(f"no job {job_id!r}: it may have been dismissed")
+        now = self.now()
+        view = find_job(self.monitor, job.host, job_id, now)
+        dump = await asyncio.to_thread(latest_dump, view.host, view.name)
+        text = render_report(self.monitor, view, now, DEFAULT_LOG_LINES, dump)
+        record = self.monitor.config.settings.record
+        kept = sorted(Path(record).expanduser().glob(FILE_GLOB)) if record else []
+        return await asyncio.to_thread(write_bundle, self.monitor, view.host, view.name, directory,
+                                       recordings=kept, now=now, view=view, report=text)
+
     # -- Slurm: the queue read on the login node, refreshed every poll_interval
     @property
     def has_slurm(self) -> bool:

@@ -67,6 +67,21 @@ def run_replay(args) -> int:
 
     demo = args.verb == "demo"
     path = str(demo_recording()) if demo else args.file
+    if not demo and Path(path).is_file():
+        from ..incident_bundle import BundleError, is_bundle, open_bundle
+
+        if is_bundle(path):
+            try:
+                manifest, recording, keep = open_bundle(path)  # keep: the temp dir lives while we replay
+            except BundleError as exc:
+                _error(f"replay: {exc}")
+                return EXIT_USAGE
+            if recording is None:
+                _error(f"replay: {path}: the bundle holds no recording ({manifest.get('recording')})")
+                return EXIT_USAGE
+            _error(f"bundle: {manifest.get('job')} on {manifest.get('host')}, "
+                   f"{len(manifest.get('dumps') or [])} dump(s); report.md and findings.json are inside")
+            path = str(recording)
     try:
         timeline = load_timeline(path)
         start = parse_at(args.at, timeline.start, timeline.end) if getattr(args, "at", None) else None
@@ -82,8 +97,10 @@ def run_replay(args) -> int:
 
 
 def report_from_recording(path: str, at: str | None, host: str, job: str, directory: str | None,
-                          lines: int) -> int:
-    """`gpuwatch report HOST JOB --recording F [--at T]`: the incident report as of that instant."""
+                          lines: int, bundle_window: float | None = None) -> int:
+    """`gpuwatch report HOST JOB --recording F [--at T] [--bundle]`: the incident report (or bundle) as of
+    that instant."""
+    from ..incident_bundle import BundleError, write_bundle
     from ..incident_report import ReportError, write_report
     from ..recording.timeline import Replay, ReplayMonitor
 
@@ -98,8 +115,12 @@ def report_from_recording(path: str, at: str | None, host: str, job: str, direct
     replay = Replay(timeline, int((timeline.header.get("settings") or {}).get("history") or 120))
     replay.seek(t)
     try:
-        out = write_report(ReplayMonitor(replay), host, job, directory, lines, now=t)
-    except ReportError as exc:
+        if bundle_window is None:
+            out = write_report(ReplayMonitor(replay), host, job, directory, lines, now=t)
+        else:
+            out = write_bundle(ReplayMonitor(replay), host, job, directory, recordings=[Path(path)],
+                               window_s=bundle_window, now=t, log_lines=lines)
+    except (ReportError, BundleError) as exc:
         _error(f"report: {exc}")
         return EXIT_FAILED
     print(out)

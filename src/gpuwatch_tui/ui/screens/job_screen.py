@@ -17,6 +17,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
+from ...actions.collective_evidence import ras_report
 from ...actions.registry import by_name, running_words
 from ...views import JobView
 from ..levels import job_has_ended
@@ -175,7 +176,7 @@ class JobScreen(Screen):
         ranks = self.query_one(RankTable)
         ranks.display = bool(job.ranks)  # a job over several hosts: one row per rank
         if job.ranks:
-            ranks.show(job.ranks, now)
+            ranks.show(job.ranks, now, nccl_verdicts(self.app, self.job_id))
         self.query_one(ProcessTable).show(source.job_procs(self.job_id), now, sampled_at)
         self.query_one(OutdirLine).show(source.job_outdir(self.job_id), now)
 
@@ -265,3 +266,13 @@ class JobScreen(Screen):
             self.query_one(LogView).focus()
             return
         self.app.pop_screen()
+
+
+def nccl_verdicts(app, job_id: str) -> dict[int, str]:
+    """rank -> NCCL RAS's word on it ("behind: ...") from the job's latest dump; only the ranks it flags."""
+    latest = getattr(app, "latest_dump", None)
+    dump = latest(job_id) if latest is not None else None
+    report = ras_report(getattr(dump, "ras", None))
+    if report is None:
+        return {}
+    return {r.rank: f"{r.verdict} ({r.evidence})" for r in report.flagged}

@@ -127,6 +127,9 @@ class StackViewScreen(Screen):
         if analysis.suspects:
             summary.append("suspect: " + ", ".join(s.label for s in analysis.suspects) + "\n", "bold")
         summary.append(analysis.summary)
+        findings = getattr(report, "findings", None)  # grouped stacks, stuck or moving, recorder, RAS
+        for line in findings() if findings is not None else ():
+            summary.append("\n" + line)
         yield Static(summary, id="stack-summary")
         saved = f"saved to {report.saved_to}" if report.saved_to else "not saved"
         yield Static(Text(f"{saved} · * marks frames that differ between ranks", no_wrap=True,

@@ -1,0 +1,205 @@
+# gpuwatch probe: the nvidia-smi GPU source: two long-running `nvidia-smi ... -lms N` streams.
+#
+# Standard library only, Python 3.6+. Shipped inside the probe bundle as the module "gpu_smi".
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import gpu_metrics
+from output import CHILDREN
+
+
+# The query: index, uuid, name, each metric of the table that names an nvidia-smi field, the driver last.
+SMI_METRICS = tuple(m.name for m in gpu_metrics.SMI_METRICS)
+SMI_FIELDS = "index,uuid,name,%s,driver_version" % ",".join(m.smi for m in gpu_metrics.SMI_METRICS)
+SMI_APP_FIELDS = "timestamp,gpu_uuid,pid,used_memory"
+
+
+def _f(text):
+    text = text.strip()
+    if not text or text.startswith("[") or text in ("N/A", "Unknown Error"):
+        return None  # "[N/A]", "[Not Supported]"
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _find_prctl():
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except Exception:
+        return None
+
+
+# Looked up here, in the parent: after fork, with reader threads running, the child must not
+# import anything (the import lock may be held by a thread that no longer exists there).
+_PRCTL = _find_prctl()
+
+
+def die_with_parent():
+    """In the child: get SIGTERM when the probe dies, even by SIGKILL. An idle `-lms` stream
+    writes nothing, so it would never get SIGPIPE and would outlive us."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:
+            os._exit(1)  # the probe died before prctl took effect
+
+
+class SmiStream(object):
+    """One long-running `nvidia-smi ... -lms N` whose latest lines are kept by a thread."""
+
+    def __init__(self, exe, query, interval_ms):
+        args = [exe, query, "--format=csv,noheader,nounits", "-lms", str(int(interval_ms))]
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     preexec_fn=die_with_parent,
+                                     stderr=subprocess.PIPE, close_fds=True)
+        CHILDREN.append(self.proc)
+        self.last_line_at = time.time()
+        self.lines = []  # (arrival time, fields)
+        self.lock = threading.Lock()
+        self.stderr = b""
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read(self):
+        # Whole reads, not a line at a time: nvidia-smi writes a tick's lines together, so the
+        # thread wakes once a tick rather than once a GPU.
+        fd = self.proc.stdout.fileno()
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                chunk = b"\n" if pending else b""  # a last line without its newline still counts
+                if not chunk:
+                    break
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            if not lines:
+                continue
+            parsed = [[f.strip() for f in raw.decode("utf-8", "replace").split(",")] for raw in lines]
+            now = time.time()
+            with self.lock:
+                self.last_line_at = now
+                self.lines.extend((now, fields) for fields in parsed)
+                if len(self.lines) > 4096:
+                    del self.lines[:2048]
+
+    def _read_err(self):
+        self.stderr = self.proc.stderr.read(4096)
+
+    def take(self):
+        with self.lock:
+            lines, self.lines = self.lines, []
+        return lines
+
+    def close(self):
+        try:
+            self.proc.kill()
+            self.proc.wait()
+        except Exception:
+            pass
+
+
+class SmiSource(object):
+    name = "nvidia-smi"
+
+    def __init__(self, exe, interval):
+        self.driver = None
+        self.exe = exe
+        self.interval_ms = max(100, int(interval * 1000))
+        self.error = None
+        self.gpus = {}
+        self.apps = []
+        self.apps_at = 0.0
+        self.restart_delay = 5.0
+        self.restart_at = None
+        self._start_streams()
+
+    def _start_streams(self):
+        self.gpu_stream = SmiStream(self.exe, "--query-gpu=" + SMI_FIELDS, self.interval_ms)
+        self.app_stream = SmiStream(self.exe, "--query-compute-apps=" + SMI_APP_FIELDS, self.interval_ms)
+
+    def _restart_if_due(self):
+        """A driver reset or a crashed nvidia-smi should not need a reconnect: try again, backing off."""
+        now = time.time()
+        if self.restart_at is None:
+            self.restart_at = now + self.restart_delay
+            self.restart_delay = min(60.0, self.restart_delay * 2)
+        elif now >= self.restart_at:
+            self.close()
+            self.restart_at = None
+            self._start_streams()
+
+    def check_started(self, wait=2.0):
+        """Raise if nvidia-smi dies at once (no driver, no devices)."""
+        deadline = time.time() + wait
+        while time.time() < deadline:
+            if self.gpu_stream.lines:
+                return
+            code = self.gpu_stream.proc.poll()
+            if code is not None:
+                time.sleep(0.05)
+                msg = (self.gpu_stream.stderr or b"").decode("utf-8", "replace").strip()
+                out = " ".join(f for _, fs in self.gpu_stream.take() for f in fs)
+                raise RuntimeError("nvidia-smi exited %d: %s" % (code, (msg or out)[:300]))
+            time.sleep(0.02)
+
+    def sample(self):
+        last = 3 + len(SMI_METRICS)  # the driver version's field
+        for _, f in self.gpu_stream.take():
+            if len(f) < last:
+                continue
+            try:
+                index = int(f[0])
+            except ValueError:
+                continue
+            gpu = {"index": index, "uuid": f[1], "name": f[2]}
+            for name, text in zip(SMI_METRICS, f[3:last]):
+                gpu[name] = _f(text)  # "[N/A]" (a field this GPU does not report): None
+            self.gpus[index] = gpu
+            if len(f) > last and f[last] and not f[last].startswith("["):  # "[N/A]" is no version
+                self.driver = f[last]
+        batch = self.app_stream.take()
+        if batch:
+            # Lines of one tick share a timestamp: keep the newest tick only.
+            newest = batch[-1][1][0]
+            self.apps = [fs for _, fs in batch if fs and fs[0] == newest and len(fs) >= 4]
+            self.apps_at = batch[-1][0]
+        elif time.time() - self.apps_at > 2.5 * self.interval_ms / 1000.0:
+            self.apps = []  # nvidia-smi prints nothing for a tick with no compute apps
+        # Never repeat the last numbers as if live: a dead or silent nvidia-smi is an error.
+        code = self.gpu_stream.proc.poll()
+        if code is not None:
+            self.gpus = {}
+            self._restart_if_due()
+            msg = (self.gpu_stream.stderr or b"").decode("utf-8", "replace").strip()
+            raise RuntimeError("nvidia-smi exited %d%s" % (code, (": " + msg[:300]) if msg else ""))
+        silent = time.time() - self.gpu_stream.last_line_at
+        if silent > max(3.0, 5 * self.interval_ms / 1000.0):
+            self.gpus = {}
+            self._restart_if_due()
+            raise RuntimeError("nvidia-smi: no output for %.0fs" % silent)
+        self.restart_delay = 5.0  # healthy again
+        out = []
+        for index in sorted(self.gpus):
+            g = dict(self.gpus[index])
+            g["processes"] = []
+            for fs in self.apps:
+                if fs[1] == g["uuid"]:
+                    try:
+                        g["processes"].append({"pid": int(fs[2]), "mem_used_mib": _f(fs[3])})
+                    except ValueError:
+                        pass
+            out.append(g)
+        return out
+
+    def close(self):
+        self.gpu_stream.close()
+        self.app_stream.close()
