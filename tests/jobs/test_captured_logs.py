@@ -119,7 +119,7 @@ def test_torchrun_rank_killed_by_signal():
     _, interp, _ = replay(find_log("torchrun-2.13.0-sigkill"), chunk=300)
     assert interp.exit_code == -9
     assert interp.signal in ("SIGKILL", "SIGTERM")
-    assert interp.failure.detail == "child-failed"
+    assert interp.failure.detail == "killed"  # the root cause: a rank SIGKILLed, not the agent's ChildFailedError
 
 
 def test_dataloader_worker_killed():

@@ -53,7 +53,7 @@ def captured_texts() -> list[tuple[str, list[str]]]:
     """Each captured log's lines as the tail shows them, then again with other digits (the next steps
     of the same run: lines of known shapes), with progress-bar frames as separate lines."""
     out = []
-    for path in sorted(LOGS.glob("*.log")):
+    for path in [*sorted(LOGS.glob("*.log")), *sorted((LOGS.parent / "published_logs").glob("*/*.log"))]:
         text = path.read_bytes().decode("utf-8", "replace")
         lines = [part for line in text.split("\n") for part in line.split("\r") if part]
         out.append((path.name, lines + [v for line in lines for v in variants(line)[1:]]))

@@ -59,7 +59,7 @@ ROWS = [
     ("torchrun-2.13.0-raise.log", "rank 0 step 2/10 loss 0.5000", (2, 10, _, _, 0.5)),
     ("nccl-2.11.0-watchdog-timeout.log", "rank 0 step 2/100 loss 0.5000", (2, 100, _, _, 0.5)),
     ("dataloader-2.13.0-worker-killed.log", "step 2 batch 38", (2, _, _, _, _)),
-    ("torch-compile-2.13.0-recompile.log", "{'loss': 0.0457, 'step': 2}", (_, _, _, _, 0.0457)),
+    ("torch-compile-2.13.0-recompile.log", "{'loss': 0.0457, 'step': 2}", (2, _, _, _, 0.0457)),
     ("tqdm-4.70.1-basic.log", "train:  20%|██        | 40/200 [00:00<00:00, 193.15it/s]", (40, 200, 193.15, "it/s", _)),
     ("tqdm-4.70.1-slow.log", "step:  67%|██████▋   | 2/3 [00:02<00:01,  1.30s/it]", (2, 3, 1.30, "s/it", _)),
     ("tqdm-4.70.1-tokens.log", "tokens:  25%|██▌       | 500k/2.00M [00:00<00:00, 2.42Mtok/s]",

@@ -306,7 +306,7 @@ def observation(job: JobState, skew: float, time_now: float | None = None) -> Jo
         path, total, last_growth, interp.hint, interp.failure, len(interp.failures), interp.finished_at,
         progress if progress.updated_at is not None else None, interp.last_progress_at, interp.exit_code,
         interp.signal, dict(interp.phase_progress), interp.phase_progress_phase,
-        log.error if log else None, observed, size, mtime,
+        log.error if log else None, observed, size, mtime, interp.finished_text, interp.finished_seq,
     )
     lead = lead_process(job.procs or job.last_procs)
     out = None

@@ -8,7 +8,6 @@ runs ~98-100% util near the limit; a spinning NCCL collective shows ~100% util a
 
 from __future__ import annotations
 
-import signal as _signal
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import islice
@@ -19,7 +18,7 @@ from ..model import FdTarget
 from ..quick_init import quick_init
 from ..vocab import DEFAULT_STALL_AFTER_S, MIB_PER_GIB, fmt_duration
 from .hysteresis import settle
-from .interpret import Failure, PhaseHint
+from .interpret import Failure, PhaseHint, signal_name
 from .progress import Progress
 from .verdict import Verdict
 
@@ -121,6 +120,8 @@ class LogFacts:
     observed: bool = True
     size: int | None = None  # the file's size as the probe last reported it (0: really empty)
     mtime: float | None = None  # the file's mtime (local clock): when it was last written
+    finished_text: str | None = None  # the log's own completion line (a run summary, "Training completed")
+    finished_seq: int | None = None  # its line number, to order it against the failure's
 
 
 @quick_init
@@ -172,14 +173,6 @@ def format_history(history: Sequence[tuple[str, float]], now: float) -> str:
         parts.append(f"{phase} {fmt_duration(end - since)}")
     return " -> ".join(parts)
 
-
-def signal_name(signum: int | None) -> str:
-    if signum is None:
-        return "?"
-    try:
-        return _signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
 
 
 @dataclass(slots=True)
@@ -911,15 +904,24 @@ def _ended(ctx: DecisionContext) -> Decision:
         return Decision("crashed", detail, 0.95, ev, tail_advice, ended, (DISMISS,))
     # Exit status unknown (the probe did not start the process): read the log's last word.
     ev_unknown = "process gone, exit status unknown (not started by gpuwatch)"
+    p = log.progress
+    if log.finished_at is not None and (failure is None or (log.finished_seq or 0) > failure.seq):
+        # The run's own completion summary, after any error it survived: a clean finish.
+        ev = [f"log: {log.finished_text}" if log.finished_text else "log: training finished", ev_unknown,
+              progress_line]
+        return Decision("finished", None, 0.8, ev, "", ended)
     if failure is not None:
         return Decision("crashed", failure.detail, 0.85, [fail_line, ev_unknown, progress_line], tail_advice,
                         failure.time, (DISMISS,))
     if log.exit_code is not None and log.exit_code != 0:
-        return Decision("crashed", "exit-code", 0.85, [f"log: exit code {log.exit_code}", ev_unknown, progress_line],
+        # A launcher (torchrun, deepspeed, accelerate) reported its child's failing exit code.
+        return Decision("crashed", "child-failed", 0.85, [f"log: exit code {log.exit_code}", ev_unknown, progress_line],
                         tail_advice, ended, (DISMISS,))
-    p = log.progress
-    if log.finished_at is not None:
-        return Decision("finished", None, 0.8, ["log: training finished", ev_unknown, progress_line], "", ended)
+    hint = ctx.hint
+    if hint is not None and hint.phase == "checkpointing" and ctx.live_phase != "stalled":
+        # The last thing the run said was a save, and then it ended: its final save.
+        ev = [f"log ends with a save: {hint.text[:120]}", ev_unknown, progress_line]
+        return Decision("finished", None, 0.6, ev, "", ended)
     # We did not start it, so its exit status and any signal are unknowable: say so, then the usual causes.
     gone = "process gone without a completion line or a traceback; exit status unknown (not started by gpuwatch)"
     causes = "likely causes: a signal (SIGTERM or SIGKILL: kill, a scheduler, the OOM killer) or a segfault"
@@ -933,6 +935,12 @@ def _ended(ctx: DecisionContext) -> Decision:
         ev = [gone, "it was stalled (no progress) before it vanished", at, causes, progress_line]
         return Decision("crashed", detail, 0.7, ev, check + tail_advice, ended, (DISMISS,))
     complete = p is not None and p.step is not None and p.total is not None and p.step >= p.total
+    last_epoch = (p is not None and p.epoch is not None and p.epochs is not None and p.epochs > 0
+                  and p.epoch >= p.epochs)
+    if last_epoch and not complete:
+        ev = [f"it was in its last epoch ({p.epoch:g}/{p.epochs:g}) when it ended; no completion line",
+              ev_unknown, progress_line]
+        return Decision("finished", None, 0.55, ev, "", ended)
     if complete:
         # Not a completion line, but the job was working right up to its last step: most likely done.
         ev = [f"progress reached its total ({p.step:g}/{p.total:g}) while working; no completion line",

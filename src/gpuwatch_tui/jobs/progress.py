@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 
 _SI = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "Z": 1e21, "Y": 1e24}
+_THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+$")
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([kMGTPEZY]?)\s*$")
 # A bar that has not moved for this long no longer holds the display against another bar.
 BAR_STALE_S = 30.0
@@ -35,6 +36,8 @@ def parse_number(text: str | None) -> float | None:
             pass
     if text.lower() in ("nan", "inf", "-inf", "+inf"):
         return float(text.lower())
+    if "," in text and _THOUSANDS.match(text):  # "1,234" (the HF Trainer's header)
+        return float(text.replace(",", ""))
     m = _NUMBER.match(text)
     if not m:
         return None
@@ -42,12 +45,20 @@ def parse_number(text: str | None) -> float | None:
 
 
 def parse_clock(text: str | None) -> float | None:
-    """tqdm's elapsed/remaining: "05:12", "1:02:03", "2d 01:00:00"; "?" -> None."""
+    """A remaining or elapsed time as logs print it: tqdm's "05:12", "1:02:03", "2d 01:00:00"; Python's
+    timedelta "1 day, 5:36:12"; Keras' "12s"; "1h 02m 03s". "?" -> None."""
     if not text or "?" in text:
         return None
+    text = text.strip()
+    last = text[-1:]
+    if last == "s" and text[:-1].isdigit():  # Keras' "12s"
+        return float(text[:-1])
+    if last in ("s", "m", "h", "d") and ":" not in text:
+        return _parse_units(text)
     days = 0.0
     if "d" in text:
         d, _, text = text.partition("d")
+        text = text.lstrip("ays,").strip()  # "2d 01:00:00", "1 day, 5:36:12", "3 days, 0:00:01"
         try:
             days = float(d.strip())
         except ValueError:
@@ -60,6 +71,18 @@ def parse_clock(text: str | None) -> float | None:
     for p in parts:
         seconds = seconds * 60 + p
     return days * 86400 + seconds
+
+
+_UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+_UNIT_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([dhms])")
+
+
+def _parse_units(text: str) -> float | None:
+    """"12s", "3m 5s", "1h02m", "2d 3h": the sum of its parts; None when anything else is in it."""
+    parts = _UNIT_PART.findall(text)
+    if not parts or _UNIT_PART.sub("", text).strip(" ,"):
+        return None
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
 
 
 def parse_rate(rate: str | None, unit: str | None) -> tuple[float | None, str | None]:
@@ -255,6 +278,7 @@ def _float_reads(text: str) -> bool:
 
 
 _new = tuple.__new__  # a NamedTuple made without its __new__'s Python call
+_NO_DIGITS = str.maketrans("", "", "0123456789. \t")  # a bar's words: no numbers, no alignment
 _point_time = attrgetter("time")  # the bisection key of the step history (a C call, not a lambda)
 
 
@@ -287,6 +311,8 @@ class ProgressTracker:
     last_advance_at: float | None = None  # step went up or a new loss was logged
     _bar_key: tuple[str, float | None] | None = None
     _bar: _Bar | None = None
+    _bar_desc: str | None = None  # the last bar description seen, and its words (`_bar_accepts`)
+    _bar_words: str | None = None
 
     def __post_init__(self) -> None:
         if self.history.maxlen != self.max_history:
@@ -317,6 +343,8 @@ class ProgressTracker:
                 cur.total = None
             if is_bar:
                 cur.desc = desc or None
+        elif total is not None and not is_bar:
+            cur.total = total  # a header's total ("Total optimization steps = 460") before the first step
         if rate is not None:
             cur.rate, cur.unit = rate, unit
         if loss is not None:
@@ -350,7 +378,12 @@ class ProgressTracker:
             history.popleft()
 
     def _bar_accepts(self, desc: str, step: float, total: float | None, now: float) -> bool:
-        key = (desc, total)
+        # One bar whatever numbers its description carries (torchtune's "1|31|Loss: 1.19", YOLO's right-
+        # aligned loss columns: they change on every frame); bars told apart by their words ("Epoch 3" /
+        # "Validation DataLoader 0").
+        if desc != self._bar_desc:  # (most frames repeat their bar's words: read them once)
+            self._bar_desc, self._bar_words = desc, desc.translate(_NO_DIGITS) if desc else desc
+        key = (self._bar_words, total)
         bar = self._bar
         accept = (
             bar is None

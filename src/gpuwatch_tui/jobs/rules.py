@@ -166,6 +166,10 @@ def _assemble(found: list[tuple[Rule, str | None, dict]]) -> LineMatch:
         numbers = {k: v for k, v in groups.items() if k in _NUMBER_KEYS}
         if rule.progress is None and phase is None:
             followers.append(numbers)
+        elif rule.progress is None and result.phase == "evaluating":
+            # A generic training shape (a "loss: 0.31") on a line an earlier rule says is evaluation
+            # (timm's "Test: [0/29] ... Loss: 0.31"): that phase's numbers, not training progress.
+            _merge(result.phase_progress, numbers)
         elif rule.counts_as_progress(phase):
             _merge(result.progress, numbers)
         else:
@@ -268,6 +272,22 @@ class _Prefilter:
         self.blind = [digit_blind(rule.pattern) for rule, _, _ in checks]
         self._digit_readers = [t for t in self._tests if not self.blind[t[0]]]
         self._order = [rule for rule, _, _ in checks]
+        # For a line of a new shape, every rule's needed text is looked for: each distinct piece once (rules
+        # share "loss", "epoch", "/s"...), each piece standing for the rules that need it (bit i: test i).
+        self._always = 0
+        plain: dict[str, int] = {}
+        folded_pieces: dict[str, int] = {}
+        for bit, (_, _, alternatives, folded) in enumerate(self._tests):
+            if not alternatives:
+                self._always |= 1 << bit
+            for piece in alternatives:
+                into = folded_pieces if folded else plain
+                into[piece] = into.get(piece, 0) | 1 << bit
+        self._plain = tuple(plain.items())
+        self._folded = tuple(folded_pieces.items())
+        self._folded_all = 0
+        for _, bits in self._folded:
+            self._folded_all |= bits
         # shape -> (digit-blind rules that matched it, its template or None, digit readers to ask)
         self._shapes: dict[bytes | str, tuple[tuple[int, ...], LineTemplate | None, list]] = {}
 
@@ -278,7 +298,7 @@ class _Prefilter:
         shape = line_shape(line)
         kept = self._shapes.get(shape)
         if kept is None:
-            return self._passing(line, self._tests), shape, None
+            return self._passing_all(line), shape, None
         known, template, readers = kept
         readers = self._passing(line, readers) if readers else readers
         if not readers:
@@ -323,6 +343,29 @@ class _Prefilter:
             hay = text.lower() if folded else text
             if any(piece.translate(_DIGITS_TO_ZERO) in hay for piece in alternatives):
                 out.append(test)
+        return out
+
+    def _passing_all(self, line: str) -> list[tuple[int, Rule]]:
+        """`_passing(line, self._tests)`, each distinct piece looked for once."""
+        bits = self._always
+        for piece, rules in self._plain:
+            if piece in line:
+                bits |= rules
+        if self._folded:
+            if line.isascii():
+                lowered = line.lower()
+                for piece, rules in self._folded:
+                    if piece in lowered:
+                        bits |= rules
+            else:
+                bits |= self._folded_all  # see _passing: no lowercase check on a non-ASCII line
+        tests = self._tests
+        out = []
+        while bits:
+            low = bits & -bits
+            test = tests[low.bit_length() - 1]
+            out.append((test[0], test[1]))
+            bits ^= low
         return out
 
     @staticmethod
@@ -444,6 +487,11 @@ def _any_of(items: list, folded: bool) -> tuple[str, ...] | None:
             continue
         if run:
             consider((run,))
+            # The parser pulls the common start of an alternation's branches out before it (": [" | ":  ["
+            # is ": " then "[" | " ["): the run with each branch's own start is needed as well.
+            heads = _branch_heads(op, arg)
+            if heads:
+                consider(tuple(dict.fromkeys(run + head for head in heads)))
             run = ""
         if op is _c.SUBPATTERN:
             if folded or not arg[1] & re.IGNORECASE:  # (?i:...) inside: letters of either case
@@ -462,6 +510,26 @@ def _any_of(items: list, folded: bool) -> tuple[str, ...] | None:
     if run:
         consider((run,))
     return best
+
+
+def _branch_heads(op, arg) -> list[str] | None:
+    """The literal text each branch of an alternation starts with (a non-capturing group of one); None when
+    a branch starts with anything else."""
+    if op is _c.SUBPATTERN and len(arg[-1]) == 1 and arg[1] == 0 and arg[2] == 0:
+        op, arg = list(arg[-1])[0]
+    if op is not _c.BRANCH:
+        return None
+    heads = []
+    for branch in arg[1]:
+        head = ""
+        for item_op, item_arg in branch:
+            if item_op is not _c.LITERAL:
+                break
+            head += chr(item_arg)
+        if not head:
+            return None
+        heads.append(head)
+    return heads
 
 
 def _strength(alternatives: tuple[str, ...]) -> tuple[int, int]:
