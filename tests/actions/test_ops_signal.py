@@ -142,7 +142,9 @@ def test_kill_tree_follows_children_forked_by_a_term_handler_until_the_tree_is_e
     assert sorted(set(got) - {job.pid}) == sorted(children), reply
     for pid in children:
         assert got[pid]["role"] == "child" and got[pid]["outcome"] == "killed", got[pid]
-        assert got[pid]["term_at_s"] is not None and got[pid]["kill_at_s"] >= got[pid]["term_at_s"]
+        # Found during the grace it gets SIGTERM first; found after it (a loaded machine), SIGKILL at once.
+        term_at, kill_at = got[pid]["term_at_s"], got[pid]["kill_at_s"]
+        assert kill_at is not None and (term_at is None or kill_at >= term_at), got[pid]
         assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z"
     assert bystander.poll() is None
 
