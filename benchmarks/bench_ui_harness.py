@@ -66,7 +66,7 @@ class SyntheticFleet:
         self._tick += 1
         t = self._tick
         samples = [GpuSample(g, f"GPU-{name}-{g}", "NVIDIA H200", 95 + 5 * math.sin(t / 7 + g), 138000.0, 143771.0,
-                             65.0 + (t + g) % 5, 680 + (t * 7 + g) % 20, 700.0, 1980.0, (GpuProcess(1000, 138000.0),))
+                             65.0 + (t + g) % 5, 680 + (t * 7 + g) % 20, 700.0, 1980.0, processes=(GpuProcess(1000, 138000.0),))
                    for g in range(self.gpus)]
         self.store.apply_sample(name, HostSample(time.time(), "nvml", samples, {}))
 

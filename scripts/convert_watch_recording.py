@@ -1,4 +1,4 @@
-"""Convert `gpuwatch watch --json` output (one snapshot per line) into a recording (format 1).
+"""Convert `gpuwatch watch --json` output (one snapshot per line) into a recording (the current format).
 
 Each --part names one watch file, the host name to show its (single) host as, and how many seconds
 of its start to skip. Parts are aligned to start together; a part that ends early is padded with

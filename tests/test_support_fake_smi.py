@@ -90,6 +90,17 @@ def test_fields_in_requested_order_with_units_and_header(smi):
     ]
 
 
+def test_a_field_the_recording_lacks_is_not_available_unless_the_scenario_sets_it(smi):
+    _, scen, _ = smi
+    r = run(smi, "--query-gpu=index,clocks.mem,clocks.current.memory", "--format=csv")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["index, clocks.current.memory [MHz], clocks.current.memory [MHz]",
+                                     "0, [N/A], [N/A]"]  # as nvidia-smi prints it: no unit after [N/A]
+    scen.update(fields={"clocks.mem": 3201})
+    r = run(smi, "--query-gpu=index,clocks.mem", "--format=csv,noheader,nounits")
+    assert r.stdout.splitlines() == ["0, 3201"]
+
+
 def test_more_gpus_than_recorded_and_per_gpu(smi):
     _, scen, _ = smi
     scen.update(gpus=4, phase="training")

@@ -6,8 +6,9 @@ the phase engine and the dashboard all read the very same objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 
+from .probe import gpu_metrics
 from .quick_init import quick_init
 from .quick_record import quick_record
 from .vocab import GPU_SOURCES, HOST_STATES  # noqa: F401  (re-exported: defined once, in vocab)
@@ -20,24 +21,24 @@ class GpuProcess:
     mem_used_mib: float | None
 
 
-@quick_record
-@dataclass(frozen=True, slots=True)
-class GpuSample:
-    """One GPU at one instant. Any measurement the driver refuses is None."""
+def _gpu_sample_class():
+    """GpuSample: one GPU at one instant. Any measurement the driver refuses is None.
 
-    index: int
-    uuid: str
-    name: str
-    util_pct: float | None
-    mem_used_mib: float | None
-    mem_total_mib: float | None
-    temp_c: float | None
-    power_w: float | None
-    power_limit_w: float | None
-    sm_clock_mhz: float | None
-    processes: tuple[GpuProcess, ...] = ()
-    # What a metrics source says runs there (dcgm-exporter's hpc_job or pod label); the probe leaves it None.
-    workload: str | None = None
+    Its fields are index, uuid, name, then one per GPU metric of probe/gpu_metrics.py (in the table's
+    order, None by default: a source that lacks a metric leaves it out), then the GPU's processes and
+    its workload (what a metrics source says runs there: dcgm-exporter's hpc_job or pod label; the probe
+    leaves it None). Built from the table so that a new metric is one row there."""
+    fields = [("index", int), ("uuid", str), ("name", str)]
+    fields += [(name, "float | None", field(default=None)) for name in gpu_metrics.NAMES]
+    fields += [("processes", "tuple[GpuProcess, ...]", field(default=())),
+               ("workload", "str | None", field(default=None))]
+    cls = make_dataclass("GpuSample", fields, frozen=True, slots=True)
+    cls.__module__ = __name__  # (pickle finds the class by it)
+    cls.__doc__ = "One GPU at one instant. Any measurement the driver refuses is None."
+    return quick_record(cls)
+
+
+GpuSample = _gpu_sample_class()
 
 
 @quick_record

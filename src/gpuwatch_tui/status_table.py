@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .actions.registry import cli_hint
+from .probe import gpu_metrics
 from .vocab import fmt_age
 
 
@@ -10,6 +11,17 @@ def _fmt(value, unit: str = "", digits: int = 0) -> str:
     if value is None:
         return "-"
     return f"{value:.{digits}f}{unit}"
+
+
+# A metric shown against another ("used/total") shares that one's column (gpu_metrics.TOTALS).
+_COLUMNS = [m for m in gpu_metrics.METRICS if m.column]
+
+
+def _cell(metric: gpu_metrics.GpuMetric, gpu: dict) -> str:
+    total = gpu_metrics.TOTALS.get(metric.name)
+    if total is None:
+        return _fmt(gpu.get(metric.name), metric.suffix)
+    return f"{_fmt(gpu.get(metric.name))}/{_fmt(gpu.get(total))}{metric.suffix}"
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -27,15 +39,11 @@ def render_status(snapshot: dict) -> str:
     for h in snapshot["hosts"]:
         if h.get("hint"):
             lines.append(f"  {h['name']}: {h['hint']}")
-    gpus = [["HOST", "GPU", "NAME", "UTIL", "MEM USED/TOTAL", "TEMP", "POWER/LIMIT", "SM CLK", "PIDS"]]
+    gpus = [["HOST", "GPU", "NAME"] + [m.column for m in _COLUMNS] + ["PIDS"]]
     for h in snapshot["hosts"]:
         for g in h["gpus"]:
-            gpus.append([
-                h["name"], str(g["index"]), g["name"], _fmt(g["util_pct"], "%"),
-                f"{_fmt(g['mem_used_mib'])}/{_fmt(g['mem_total_mib'])} MiB", _fmt(g["temp_c"], "C"),
-                f"{_fmt(g['power_w'])}/{_fmt(g['power_limit_w'])} W", _fmt(g["sm_clock_mhz"], " MHz"),
-                ",".join(str(p["pid"]) for p in g["processes"]) or "-",
-            ])
+            gpus.append([h["name"], str(g["index"]), g["name"]] + [_cell(m, g) for m in _COLUMNS]
+                        + [",".join(str(p["pid"]) for p in g["processes"]) or "-"])
     if len(gpus) > 1:
         lines.append("")
         lines += _table(gpus)

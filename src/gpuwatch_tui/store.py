@@ -12,6 +12,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .probe import gpu_metrics
+
 if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
     from .model import GpuSample, HostSample, ProcInfo
 
@@ -221,16 +223,8 @@ def _num(value: float | None, digits: int = 1) -> float | int | None:
 
 
 def gpu_json(gpu: GpuSample) -> dict:
-    return {
-        "index": gpu.index,
-        "uuid": gpu.uuid,
-        "name": gpu.name,
-        "util_pct": _num(gpu.util_pct),
-        "mem_used_mib": _num(gpu.mem_used_mib),
-        "mem_total_mib": _num(gpu.mem_total_mib),
-        "temp_c": _num(gpu.temp_c),
-        "power_w": _num(gpu.power_w),
-        "power_limit_w": _num(gpu.power_limit_w),
-        "sm_clock_mhz": _num(gpu.sm_clock_mhz),
-        "processes": [{"pid": p.pid, "mem_used_mib": _num(p.mem_used_mib)} for p in gpu.processes],
-    }
+    out: dict = {"index": gpu.index, "uuid": gpu.uuid, "name": gpu.name}
+    for name in gpu_metrics.NAMES:
+        out[name] = _num(getattr(gpu, name))
+    out["processes"] = [{"pid": p.pid, "mem_used_mib": _num(p.mem_used_mib)} for p in gpu.processes]
+    return out

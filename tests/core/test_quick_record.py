@@ -50,7 +50,7 @@ def test_same_record_as_the_generated_init(cls):
 def test_equal_hashed_copied_and_replaced_by_value():
     def gpu(util):
         return model.GpuSample(0, "GPU-0", "H200", util, 1.0, 2.0, 40.0, 500.0, 700.0, 1500.0,
-                               (model.GpuProcess(7, 1.0),))
+                               processes=(model.GpuProcess(7, 1.0),))
 
     one, two = gpu(90.0), gpu(90.0)
     assert one == two and hash(one) == hash(two) and one != gpu(91.0) and one.workload is None

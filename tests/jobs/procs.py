@@ -17,7 +17,7 @@ def proc(pid, ppid, cmdline, *, name="python3", cpu=10.0, kids_cpu=0.0, children
 
 def gpu(index, pids, util=0.0, power=119.0, mem=81_000.0):
     return GpuSample(index, f"GPU-{index}", "NVIDIA H200", util, mem, 143_771.0, 40.0, power, 700.0, 1980.0,
-                     tuple(GpuProcess(p, 40_000.0) for p in pids))
+                     processes=tuple(GpuProcess(p, 40_000.0) for p in pids))
 
 
 def torchrun_tree(cpu=10.0, util=99.0, power=690.0, with_agent=True, compilers=()):

@@ -80,7 +80,7 @@ def recorded_window(tracker: JobTracker, name: str, line) -> list:
         p = proc(101, 1, ["python", "-u", w["job"]], cpu=cpu, kids_cpu=kids, stdout=out, unbuffered=True,
                  start=T0 + w["started_at"] - 0.101)
         gpus = [GpuSample(g[0], f"GPU-{g[0]}", "NVIDIA H200", g[1], g[2], 143_771.0, 40.0, g[3], g[4], 1980.0,
-                          (GpuProcess(101, g[2]),)) for g in s["gpus"]]
+                          processes=(GpuProcess(101, g[2]),)) for g in s["gpus"]]
         tails = [TailChunk(k, log, new, False, len(data) - len(new), len(data), t, None)
                  for k in tracker.wanted(HOST).tails] if new else []
         tracker.update(HOST, sample(t, {101: p}, gpus, tails=tails), now=t)

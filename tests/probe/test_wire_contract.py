@@ -14,7 +14,7 @@ import pytest
 
 from gpuwatch_tui.feeds import hostsession
 from gpuwatch_tui.feeds import probe_frames
-from gpuwatch_tui.probe import wire
+from gpuwatch_tui.probe import gpu_metrics, wire
 from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv, probe_modules
 
 from .test_nvml_reads import ScriptedNvml
@@ -54,8 +54,10 @@ def test_both_sides_read_the_one_contract():
 
 def test_every_key_the_frame_parser_reads_is_one_the_probe_sends():
     read = keys_read(Path(probe_frames.__file__))
-    assert {"procs", "cmdline", "util_pct", "newest_name", "seen_gone_at"} <= read  # (the scan finds the reads)
+    assert {"procs", "cmdline", "index", "newest_name", "seen_gone_at"} <= read  # (the scan finds the reads)
     assert read - every_wire_key() == set()
+    # A GPU's readings are read by the names of the metric table, which the wire's GPU_KEYS are made of.
+    assert set(gpu_metrics.NAMES) <= every_wire_key()
 
 
 def test_the_keys_read_by_a_parser_that_drifted_are_caught(tmp_path):

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from gpuwatch_tui.demo import demo_recording
+from gpuwatch_tui.probe import gpu_metrics
 from gpuwatch_tui.model import ChildProc, FdTarget, GpuProcess, GpuSample, HostSample, ProcInfo
 from gpuwatch_tui.recording import RecordingError, RecordingWriter, Replay, Timeline, read_recording
 from gpuwatch_tui.recording import format as fmt
@@ -15,6 +20,8 @@ from gpuwatch_tui.recording.at_time import parse_at
 from gpuwatch_tui.recording.encoder import TickEncoder, window_delta
 
 T0 = 1_800_000_000.0
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
 
 
 def proc(pid: int, cpu: float, children: int = 0) -> ProcInfo:
@@ -27,7 +34,7 @@ def proc(pid: int, cpu: float, children: int = 0) -> ProcInfo:
 def gpu(index: int, util: float, pid: int | None = None) -> GpuSample:
     procs = (GpuProcess(pid, 40_000.0),) if pid else ()
     return GpuSample(index, f"GPU-{index}", "NVIDIA H200", util, 40_000.0, 143_771.0, 50.0, 600.0, 700.0, 1980.0,
-                     procs)
+                     processes=procs)
 
 
 def job(phase: str, t: float, step: int, points: list[dict]) -> dict:
@@ -224,3 +231,64 @@ def _replay_of_ticks(path, samples_at) -> Replay:
         w.write(enc.tick(t, {"a": {"state": "connected"}}, [], {}, {}, {}))
     w.close()
     return Replay(Timeline.open(path), history=8)
+
+
+def as_version_1(src, dst) -> None:
+    """`src` rewritten as gpuwatch wrote recordings before their header named the GPU columns: version 1,
+    no gpu_columns, and each GPU row the fixed util, mem, temp, power, clock."""
+    columns = list(gpu_metrics.READINGS)
+    keep = [columns.index(name) for name in gpu_metrics.V1_ROW]
+    with gzip.open(src, "rt") as f:
+        lines = [json.loads(line) for line in f]
+    header = {k: v for k, v in lines[0].items() if k != "gpu_columns"}
+    header["version"] = 1
+    for line in lines[1:]:
+        for samples in (line.get("samples") or {}).values():
+            for sample in samples:
+                sample["gpus"] = [[row[0], *[row[1 + i] for i in keep], row[-1]] for row in sample["gpus"]]
+    with gzip.open(dst, "wt") as f:
+        f.writelines(json.dumps(line) + "\n" for line in [header, *lines[1:]])
+
+
+def test_a_version_1_recording_replays_its_gpus_and_leaves_later_metrics_unknown(tmp_path):
+    now, old = tmp_path / "now.jsonl.gz", tmp_path / "v1.jsonl.gz"
+    write_sample_recording(now, ticks=6)
+    assert json.loads(gzip.open(now, "rt").readline())["gpu_columns"] == list(gpu_metrics.READINGS)
+    as_version_1(now, old)
+    current, legacy = Timeline.open(now), Timeline.open(old)
+    assert legacy.damage is None and legacy.gpu_columns == gpu_metrics.V1_ROW
+    assert len(legacy.samples["a"]) == len(current.samples["a"]) == 12
+    for i in range(12):
+        want, got = current.sample("a", i), legacy.sample("a", i)
+        # every metric a version-1 row had reads back as written; one it had no column for is not known
+        assert got.gpus == [dataclasses.replace(g, **{n: None for n in gpu_metrics.READINGS if n not in gpu_metrics.V1_ROW})
+                            for g in want.gpus]
+    assert got.gpus[0].util_pct == 5.0 and got.gpus[0].sm_clock_mhz == 1980.0 and got.gpus[0].mem_clock_mhz is None
+
+
+def test_the_bundled_demo_and_the_published_recordings_still_replay():
+    timeline = Timeline.open(demo_recording())
+    assert timeline.header["version"] == 1 and timeline.damage is None
+    for host in timeline.hosts:
+        for i in (0, len(timeline.samples[host]) - 1):
+            gpus = timeline.sample(host, i).gpus
+            assert gpus and all(g.util_pct is not None and g.power_w is not None for g in gpus)
+    assert len(Replay(timeline, history=8).timeline.ticks) > 10
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in RESULTS.glob("*.watch.jsonl.gz")))
+def test_the_published_watch_runs_convert_to_recordings_that_replay(tmp_path, name):
+    """benchmarks/results' `watch --json` runs from real H200s (written before the memory clock was a metric) become
+    recordings as the demo was made, and replay with every GPU figure they had."""
+    out = tmp_path / "run.jsonl.gz"
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "convert_watch_recording.py"), str(out),
+                           "--part", str(RESULTS / name), "h", "0"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with gzip.open(RESULTS / name, "rt") as f:
+        first = next(g for line in f for h in json.loads(line)["hosts"] for g in (h.get("gpus") or ()))
+    timeline = Timeline.open(out)
+    assert timeline.damage is None and timeline.gpu_columns == gpu_metrics.READINGS
+    gpu = timeline.sample("h", 0).gpus[first["index"]]
+    assert {n: getattr(gpu, n) for n in gpu_metrics.NAMES if n in first} == {n: v for n, v in first.items()
+                                                                           if n in gpu_metrics.BY_NAME}
+    assert gpu.mem_clock_mhz is None

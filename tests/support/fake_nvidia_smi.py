@@ -68,12 +68,14 @@ GPU_FIELDS = {
     "power.draw": ("power.draw [W]", "W"),
     "power.limit": ("power.limit [W]", "W"),
     "clocks.sm": ("clocks.current.sm [MHz]", "MHz"),
+    "clocks.mem": ("clocks.current.memory [MHz]", "MHz"),
     "driver_version": ("driver_version", None),
 }
 GPU_ALIASES = {
     "gpu_name": "name",
     "gpu_uuid": "uuid",
     "clocks.current.sm": "clocks.sm",
+    "clocks.current.memory": "clocks.mem",
     "utilization.gpu": "utilization.gpu",
 }
 APPS_FIELDS = {

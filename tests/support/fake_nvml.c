@@ -9,6 +9,8 @@
  *   GPUWATCH_FAKE_NVML_GPUS   how many GPUs (default 8, at most 64)
  *   GPUWATCH_FAKE_NVML_PIDS   comma-separated pids: the i-th runs on GPU i % GPUs (default none)
  *   GPUWATCH_FAKE_NVML_NO_POWER   set: power readings fail with NVML_ERROR_NOT_SUPPORTED (as on some boards)
+ *   GPUWATCH_FAKE_NVML_MEM_CLOCK  the memory clock in MHz every GPU reports; unset: the memory clock is
+ *                                 NVML_ERROR_NOT_SUPPORTED (the H200 recordings have no memory clock to replay)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 
 typedef int nvmlReturn_t;
 typedef void *nvmlDevice_t;
+enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
 enum { NVML_SUCCESS = 0, NVML_ERROR_INVALID_ARGUMENT = 2, NVML_ERROR_NOT_SUPPORTED = 3, NVML_ERROR_INSUFFICIENT_SIZE = 7 };
 
 typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
@@ -35,6 +38,7 @@ static int gpus = 8;
 static unsigned int pids[MAX_PIDS];
 static int npids = 0;
 static int no_power = 0;
+static long mem_clock = -1;  /* -1: not supported */
 static unsigned long calls[MAX_GPUS];  /* per GPU: makes the moving figures move, as real ones do */
 static char devices[MAX_GPUS];  /* a handle is a pointer into this array */
 
@@ -51,6 +55,8 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
     if (gpus > MAX_GPUS) gpus = MAX_GPUS;
     npids = 0;
     no_power = getenv("GPUWATCH_FAKE_NVML_NO_POWER") != NULL;
+    const char *mc = getenv("GPUWATCH_FAKE_NVML_MEM_CLOCK");
+    mem_clock = mc ? atol(mc) : -1;
     const char *p = getenv("GPUWATCH_FAKE_NVML_PIDS");
     while (p && *p && npids < MAX_PIDS) {
         char *end;
@@ -144,8 +150,13 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t h, int sensor, unsigned int *
 }
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t h, int type, unsigned int *mhz) {
     int i = index_of(h);
-    (void)type;
     if (i < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    if (type == NVML_CLOCK_MEM) {
+        if (mem_clock < 0) return NVML_ERROR_NOT_SUPPORTED;
+        *mhz = (unsigned int)mem_clock;
+        return NVML_SUCCESS;
+    }
+    if (type != NVML_CLOCK_SM) return NVML_ERROR_NOT_SUPPORTED;
     *mhz = jobs_on(i) ? 1980 - (unsigned int)(calls[i] % 4) * 15 : 345;
     return NVML_SUCCESS;
 }

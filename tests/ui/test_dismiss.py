@@ -117,7 +117,7 @@ def _python_on_gpu(pid: int) -> tuple[ProcInfo, GpuSample]:
                     pgid=pid, children=(), stdout=None, stderr=None, unbuffered=False, unbuffered_reason="",
                     is_python=True, start_ticks=123456)
     gpu = GpuSample(0, "GPU-0", "NVIDIA H200", 99.0, 80_000.0, 143_771.0, 50.0, 690.0, 700.0, 1980.0,
-                    (GpuProcess(pid, 80_000.0),))
+                    processes=(GpuProcess(pid, 80_000.0),))
     return proc, gpu
 
 
@@ -137,7 +137,7 @@ def test_monitor_source_dismiss_calls_the_tracker_and_redraws():
     tracker = JobTracker()
     proc, gpu = _python_on_gpu(4242)
     tracker.update("h", HostSample(1.0, "nvml", [gpu], {4242: proc}), now=1.0)
-    idle = GpuSample(0, "GPU-0", "NVIDIA H200", 0.0, 0.0, 143_771.0, 40.0, 78.0, 700.0, 345.0, ())
+    idle = GpuSample(0, "GPU-0", "NVIDIA H200", 0.0, 0.0, 143_771.0, 40.0, 78.0, 700.0, 345.0, processes=())
     gone = [ExitInfo(4242, 1000.0, 2.0, exit_code=1)]
     tracker.update("h", HostSample(2.0, "nvml", [idle], {}, gone=gone), now=2.0)
     source = MonitorSource(_Monitor(tracker))

@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from ..probe import gpu_metrics
 from ..store import Store
 from ..views import JobView
 from ..vocab import ENDED_PHASES, HOST_OK_STATES, PHASES
@@ -80,12 +81,9 @@ class GpuwatchCollector(Collector):
         yield from (up, state, age)
 
     def _gpus(self, jobs: list[JobView]) -> Iterator[Metric]:
-        util = self._gauge("gpuwatch_gpu_utilization_percent", "GPU utilization", labels=GPU_LABELS)
-        used = self._gauge("gpuwatch_gpu_memory_used_bytes", "GPU memory in use", labels=GPU_LABELS)
-        total = self._gauge("gpuwatch_gpu_memory_total_bytes", "GPU memory in all", labels=GPU_LABELS)
-        power = self._gauge("gpuwatch_gpu_power_watts", "GPU power draw", labels=GPU_LABELS)
-        temp = self._gauge("gpuwatch_gpu_temperature_celsius", "GPU temperature", labels=GPU_LABELS)
-        clock = self._gauge("gpuwatch_gpu_sm_clock_hertz", "GPU SM clock", labels=GPU_LABELS)
+        # One family per metric the table gives a Prometheus name: (row, family, scale to the base unit).
+        families = [(m.name, self._gauge(m.prom[0], m.prom[1], labels=GPU_LABELS), m.prom[2])
+                    for m in gpu_metrics.METRICS if m.prom]
         proc_mem = self._gauge(
             "gpuwatch_process_gpu_memory_bytes",
             "GPU memory held by one process, with the job gpuwatch attributes it to (empty: none)",
@@ -97,16 +95,16 @@ class GpuwatchCollector(Collector):
             for index, record in sorted(rec.gpus.items()):
                 g = record.latest
                 labels = [rec.name, str(index), g.uuid, g.name]
-                for family, value, scale in ((util, g.util_pct, 1), (used, g.mem_used_mib, MIB),
-                                             (total, g.mem_total_mib, MIB), (power, g.power_w, 1),
-                                             (temp, g.temp_c, 1), (clock, g.sm_clock_mhz, 1e6)):
+                for name, family, scale in families:
+                    value = getattr(g, name)
                     if value is not None:
                         family.add_metric(labels, value * scale)
                 for proc in g.processes:
                     if proc.mem_used_mib is not None:
                         proc_mem.add_metric([rec.name, str(index), str(proc.pid), job_of.get((rec.name, proc.pid), "")],
                                             proc.mem_used_mib * MIB)
-        yield from (util, used, total, power, temp, clock, proc_mem)
+        yield from (family for _, family, _ in families)
+        yield proc_mem
 
     def _jobs(self, jobs: list[JobView], now: float) -> Iterator[Metric]:
         phase = self._gauge(

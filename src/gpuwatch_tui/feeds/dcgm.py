@@ -11,22 +11,22 @@ from __future__ import annotations
 import math
 
 from ..model import GpuSample, HostSample
+from ..probe import gpu_metrics
 
 GPU_SOURCE = "prometheus"
 
-UTIL = "DCGM_FI_DEV_GPU_UTIL"
-FB_USED = "DCGM_FI_DEV_FB_USED"
+# The series of each metric the table maps one to one (gpu_metrics: a row's `dcgm`).
+SERIES = {m.dcgm: m.name for m in gpu_metrics.METRICS if m.dcgm}
+UTIL = gpu_metrics.BY_NAME["util_pct"].dcgm
+FB_USED = gpu_metrics.BY_NAME["mem_used_mib"].dcgm
+# The total is no series of its own: used + free + reserved.
 FB_FREE = "DCGM_FI_DEV_FB_FREE"
 FB_RESERVED = "DCGM_FI_DEV_FB_RESERVED"
-POWER = "DCGM_FI_DEV_POWER_USAGE"
-POWER_LIMIT = "DCGM_FI_DEV_POWER_MGMT_LIMIT"
-TEMP = "DCGM_FI_DEV_GPU_TEMP"
-SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
 # A profiling-only collector (dcp-metrics) may have no GPU_UTIL: the graphics engine's active ratio
 # stands in for it then (0..1, read as a percent).
 GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 
-METRICS = (UTIL, FB_USED, FB_FREE, FB_RESERVED, POWER, POWER_LIMIT, TEMP, SM_CLOCK, GR_ENGINE_ACTIVE)
+METRICS = tuple(SERIES) + (FB_FREE, FB_RESERVED, GR_ENGINE_ACTIVE)
 # The series whose sample timestamps date a host's last scrape: in the default and the DCP CSVs.
 SCRAPE_CLOCK_METRIC = FB_USED
 HOST_LABELS = ("Hostname", "hostname")
@@ -78,11 +78,9 @@ class _GpuFields:
         util = v.get(UTIL)
         if util is None and v.get(GR_ENGINE_ACTIVE) is not None:
             util = 100.0 * v[GR_ENGINE_ACTIVE]
-        return GpuSample(
-            index=self.index, uuid=self.uuid, name=self.model, util_pct=util, mem_used_mib=used,
-            mem_total_mib=total, temp_c=v.get(TEMP), power_w=v.get(POWER), power_limit_w=v.get(POWER_LIMIT),
-            sm_clock_mhz=v.get(SM_CLOCK), workload=self.workload,
-        )
+        readings = {name: v.get(series) for series, name in SERIES.items()}
+        readings.update(util_pct=util, mem_total_mib=total)
+        return GpuSample(index=self.index, uuid=self.uuid, name=self.model, workload=self.workload, **readings)
 
 
 class HostGpus:

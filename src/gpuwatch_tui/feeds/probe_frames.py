@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import binascii
+from operator import attrgetter, itemgetter
 
 from ..jobs.grouping_reuse import gpu_pids_key, proc_key
 from ..model import (
@@ -16,6 +17,7 @@ from ..model import (
     ProcInfo,
     TailChunk,
 )
+from ..probe import gpu_metrics
 from ..probe.wire import CHILD_FACTS, GPU_FACTS, ROOT_FACTS, TAIL_KEPT
 
 # The same records, built without the class call's own steps (quick_record).
@@ -44,19 +46,28 @@ def _gpu_processes(raw) -> tuple[GpuProcess, ...]:
 
 
 def parse_gpu(raw: dict) -> GpuSample:
-    return _GpuSample(
-        index=int(raw["index"]),
-        uuid=str(raw.get("uuid", "")),
-        name=str(raw.get("name", "")),
-        util_pct=raw.get("util_pct"),
-        mem_used_mib=raw.get("mem_used_mib"),
-        mem_total_mib=raw.get("mem_total_mib"),
-        temp_c=raw.get("temp_c"),
-        power_w=raw.get("power_w"),
-        power_limit_w=raw.get("power_limit_w"),
-        sm_clock_mhz=raw.get("sm_clock_mhz"),
-        processes=_gpu_processes(raw.get("processes", [])),
-    )
+    return _GpuSample(int(raw["index"]), str(raw.get("uuid", "")), str(raw.get("name", "")),
+                      *[raw.get(name) for name in gpu_metrics.NAMES],
+                      _gpu_processes(raw.get("processes", [])))
+
+
+# A steady frame's GPU readings (gpu_metrics.READINGS), taken in one C call, and a GPU record made
+# again from the last one's facts and new readings: generated from the table, as quick_record makes
+# its constructors, because a per-metric loop here would run for every GPU of every host each second.
+_frame_readings = itemgetter(*gpu_metrics.READINGS)
+_sample_readings = attrgetter(*gpu_metrics.READINGS)
+
+
+def _readings_rebuilder():
+    args = ", ".join("r[%d]" % gpu_metrics.READINGS.index(m.name) if m.kind == gpu_metrics.READING
+                     else "prev." + m.name for m in gpu_metrics.METRICS)
+    namespace, name = {"_make": _GpuSample}, "with_readings"  # (a name, not a key of the wire)
+    exec(f"def {name}(prev, r):\n    return _make(prev.index, prev.uuid, prev.name, {args}, prev.processes)\n",
+         namespace)  # noqa: S102 - built only from the metric table's names
+    return namespace[name]
+
+
+_with_readings = _readings_rebuilder()
 
 
 # A probe that sends fact deltas (its hello says `fact_deltas`) leaves the wire's facts of a process, a GPU
@@ -269,24 +280,20 @@ class FactCache:
             if last is None or last[0] is not known:
                 gpu = parse_gpu({**known, **raw})
                 gpu_pids = gpu_pids_key(gpu)
-                last_gpus[index] = (known, gpu, gpu_pids)
+                last_gpus[index] = (known, gpu, gpu_pids, _sample_readings(gpu))
                 samples.append(gpu)
                 pids.append(gpu_pids)
                 continue
             prev, gpu_pids = last[1], last[2]
             try:
-                util_pct, mem_used_mib, temp_c = raw["util_pct"], raw["mem_used_mib"], raw["temp_c"]
-                power_w, sm_clock_mhz = raw["power_w"], raw["sm_clock_mhz"]
+                readings = _frame_readings(raw)
             except KeyError:  # a reading left out: None
-                util_pct, mem_used_mib, temp_c = raw.get("util_pct"), raw.get("mem_used_mib"), raw.get("temp_c")
-                power_w, sm_clock_mhz = raw.get("power_w"), raw.get("sm_clock_mhz")
-            if (util_pct == prev.util_pct and mem_used_mib == prev.mem_used_mib and temp_c == prev.temp_c
-                    and power_w == prev.power_w and sm_clock_mhz == prev.sm_clock_mhz):
+                readings = tuple([raw.get(name) for name in gpu_metrics.READINGS])
+            if readings == last[3]:
                 samples.append(prev)
             else:
-                gpu = _GpuSample(prev.index, prev.uuid, prev.name, util_pct, mem_used_mib, prev.mem_total_mib,
-                                 temp_c, power_w, prev.power_limit_w, sm_clock_mhz, prev.processes)
-                last_gpus[index] = (known, gpu, gpu_pids)
+                gpu = _with_readings(prev, readings)
+                last_gpus[index] = (known, gpu, gpu_pids, readings)
                 samples.append(gpu)
             pids.append(gpu_pids)
         return samples, tuple(pids)

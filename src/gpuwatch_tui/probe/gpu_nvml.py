@@ -4,6 +4,7 @@
 # Standard library only, Python 3.6+. Shipped inside the probe bundle as the module "gpu_nvml".
 import time
 
+import gpu_metrics
 from wire import GPU_FACTS
 
 
@@ -13,41 +14,65 @@ from wire import GPU_FACTS
 # to this long is only a change that moves no memory at all. No verdict changes: the engine reads a job's GPU
 # from its pid being on the list, and a job that gets on or off a GPU moves the memory used.
 PROCS_MAX_AGE_S = 30.0
-# A GPU's display-only readings, its temperature and SM clock, are read this often and repeated in between:
-# a die's temperature moves over seconds, and only the grid, the history and the metrics export show it;
-# the SM clock only the JSON and the metrics export carry (no rule of the engine reads either). Two driver
-# calls per GPU a sample saved (a cold one is ~50 us on an H200).
+# A GPU's display-only readings (the table's DISPLAY cadence: temperature, clocks) are read this often and
+# repeated in between: a die's temperature moves over seconds, and only the grid, the history, the JSON and the
+# metrics export show them (no rule of the engine reads one). A driver call per metric and GPU saved most
+# samples (a cold one is ~50 us on an H200).
 DISPLAY_READ_EVERY_S = 5.0
 
 
+def nvml_scalar_reads(nvml, cadence):
+    """(metric name, C function name, its constant's value or None, divisor, digits) of each metric of
+    `cadence` that NVML gives as one unsigned int, as the table names its call. A metric whose
+    constant this nvidia-ml-py lacks is left out (NvmlSource.unread: it reads as None)."""
+    out = []
+    for m in gpu_metrics.nvml_reads(cadence):
+        fn, const = m.nvml
+        if const is not None and not hasattr(nvml, const):
+            continue
+        out.append((m.name, fn, None if const is None else getattr(nvml, const), m.nvml_divisor, m.digits))
+    return tuple(out)
+
+
+def scaled(value, divisor, digits):
+    """An NVML number in the metric's unit (a power in mW: divisor 1000), rounded to `digits`. (Written out
+    in NvmlSource.sample for the readings of every sample.)"""
+    if value is None or divisor == 1:
+        return value
+    return round(value / float(divisor), digits)
+
+
 class NvmlDirect(object):
-    """The five readings a sample takes of every GPU (utilisation, memory v1, power, temperature, SM
-    clock), through NVML's C functions as nvidia-ml-py resolved them, into structs made once per GPU.
+    """The readings a sample takes of every GPU (utilisation, memory v1, and each metric of the table
+    NVML gives as one number: `reads`, the (name, function, constant, ...) of nvml_scalar_reads),
+    through NVML's C functions as nvidia-ml-py resolved them, into structs made once per GPU.
 
     The same calls as nvidia-ml-py's wrappers make, without what they add per call (a function
     lookup under a lock, a new struct, a return-code check that raises): about half of a GPU's share
     of a sample's Python time. A call that fails reads as None, as a failed wrapper call does.
     Raises (and the wrappers are used) where nvidia-ml-py does not look as expected."""
 
-    def __init__(self, nvml, handles):
+    def __init__(self, nvml, handles, every, display):
         import ctypes
         get = nvml._nvmlGetFunctionPointer
         self.util_fn = get("nvmlDeviceGetUtilizationRates")
         self.mem_fn = get("nvmlDeviceGetMemoryInfo")
-        self.power_fn = get("nvmlDeviceGetPowerUsage")
-        self.temp_fn = get("nvmlDeviceGetTemperature")
-        self.clock_fn = get("nvmlDeviceGetClockInfo")
-        self.sensor = ctypes.c_uint(nvml.NVML_TEMPERATURE_GPU)
-        self.clock = ctypes.c_uint(nvml.NVML_CLOCK_SM)
+        fns = dict((r[1], get(r[1])) for r in every + display)
         self.gpus = []
         for h in handles:
             util, mem = nvml.c_nvmlUtilization_t(), nvml.c_nvmlMemory_t()
-            power, temp, clock = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
-            refs = tuple(ctypes.byref(x) for x in (util, mem, power, temp, clock))
             # The struct fields read through plain ctypes views of their bytes: nvidia-ml-py's structs
             # read a field through a __getattribute__ of their own (a Python call per field).
             views = (self.field(util, "gpu"), self.field(mem, "used"), self.field(mem, "total"))
-            self.gpus.append((h, util, mem, power, temp, clock) + refs + views)
+            calls = []
+            for reads in (every, display):
+                made = []
+                for _, fn, const, _, _ in reads:
+                    out = ctypes.c_uint()
+                    args = (h, ctypes.byref(out)) if const is None else (h, ctypes.c_uint(const), ctypes.byref(out))
+                    made.append((fns[fn], args, out))
+                calls.append(tuple(made))
+            self.gpus.append((h, ctypes.byref(util), ctypes.byref(mem)) + views + tuple(calls))
 
     @staticmethod
     def field(struct, name):
@@ -56,15 +81,13 @@ class NvmlDirect(object):
         return kind.from_buffer(struct, getattr(type(struct), name).offset)
 
     def read(self, i, with_display=True):
-        """(util %, (memory used, total) as v1 reports them, power mW, temperature C, SM clock MHz).
-        `with_display` False: the temperature and SM clock are not read (None)."""
-        (h, util, mem, power, temp, clock, util_ref, mem_ref, power_ref, temp_ref, clock_ref,
-         util_gpu, mem_used, mem_total) = self.gpus[i]
+        """(util %, (memory used, total) as v1 reports them, the `every` readings, the `display` readings
+        or None where `with_display` is False), raw as NVML gives them."""
+        h, util_ref, mem_ref, util_gpu, mem_used, mem_total, every, display = self.gpus[i]
         return (util_gpu.value if self.util_fn(h, util_ref) == 0 else None,
                 (mem_used.value, mem_total.value) if self.mem_fn(h, mem_ref) == 0 else None,
-                power.value if self.power_fn(h, power_ref) == 0 else None,
-                temp.value if with_display and self.temp_fn(h, self.sensor, temp_ref) == 0 else None,
-                clock.value if with_display and self.clock_fn(h, self.clock, clock_ref) == 0 else None)
+                [out.value if fn(*args) == 0 else None for fn, args, out in every],
+                [out.value if fn(*args) == 0 else None for fn, args, out in display] if with_display else None)
 
 
 class NvmlSource(object):
@@ -95,12 +118,20 @@ class NvmlSource(object):
         # Per GPU: (bytes v1 counts as used that v2 leaves out, v2's total). v2 memory costs ~80 us
         # on an H200 one second apart, v1 ~10 us: v1 is read each sample and this taken off it.
         self.reserved = [None] * len(self.handles)
-        self.display = [(None, None)] * len(self.handles)  # the last (temperature, SM clock) read (DISPLAY_READ_EVERY_S)
+        # The table's metrics NVML gives as one number: read every sample, or every DISPLAY_READ_EVERY_S.
+        self.every = nvml_scalar_reads(nvml, gpu_metrics.SAMPLE)
+        self.display_reads = nvml_scalar_reads(nvml, gpu_metrics.DISPLAY)
+        # Per GPU: the last display readings, scaled, as (name, value) pairs (DISPLAY_READ_EVERY_S).
+        self.display = [tuple((r[0], None) for r in self.display_reads)] * len(self.handles)
+        # The table's NVML readings this nvidia-ml-py has no constant for: None in every entry, as a failed read.
+        read = set(r[0] for r in self.every + self.display_reads)
+        self.unread = tuple((m.name, None) for m in gpu_metrics.METRICS
+                            if m.nvml is not None and m.kind == gpu_metrics.READING and m.name not in read)
         self.facts = [None] * len(self.handles)  # (memory total, power limit, process list, their GPU_FACTS)
         self.display_at = -DISPLAY_READ_EVERY_S
         self.driver = _s(self._try(nvml.nvmlSystemGetDriverVersion) or "") or None
         try:
-            self.direct = NvmlDirect(nvml, self.handles)
+            self.direct = NvmlDirect(nvml, self.handles, self.every, self.display_reads)
         except Exception:
             self.direct = None  # an NVML module unlike nvidia-ml-py's: through its functions, as they are
 
@@ -111,17 +142,19 @@ class NvmlSource(object):
             return None
 
     def readings(self, i, h, with_display=True):
-        """(util %, (memory used, total) per v1, power mW, temperature C, SM clock MHz); None where unreadable
-        (the temperature and SM clock too where `with_display` is False)."""
+        """(util %, (memory used, total) per v1, the `every` readings, the display readings or None where
+        `with_display` is False), raw as NVML gives them; None where unreadable."""
         if self.direct is not None:
             return self.direct.read(i, with_display)
         nvml, get = self.nvml, self._try
         util = get(nvml.nvmlDeviceGetUtilizationRates, h)
         mem = get(nvml.nvmlDeviceGetMemoryInfo, h)
+
+        def read(reads):  # (a function this module lacks: None, as a failed call)
+            return [get(getattr(nvml, fn, None), h) if const is None else get(getattr(nvml, fn, None), h, const)
+                    for _, fn, const, _, _ in reads]
         return (None if util is None else util.gpu, None if mem is None else (mem.used, mem.total),
-                get(nvml.nvmlDeviceGetPowerUsage, h),
-                get(nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU) if with_display else None,
-                get(nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM) if with_display else None)
+                read(self.every), read(self.display_reads) if with_display else None)
 
     def memory(self, i, h, v1):
         """(used, total) in bytes as v2 reports them (what nvidia-smi shows: v2 excludes memory the
@@ -174,18 +207,16 @@ class NvmlSource(object):
         with_display = not 0.0 <= mono - self.display_at < DISPLAY_READ_EVERY_S
         if with_display:
             self.display_at = mono
-        display = self.display
+        display, every, display_reads, unread = self.display, self.every, self.display_reads, self.unread
         direct, reserved, last_facts = self.direct, self.reserved, self.facts
         out = []
         for i, h in enumerate(self.handles):
             # (the usual case inline, a call each fewer a GPU: the direct read, and v1's figures less what the
             # driver reserves, once measured: see memory)
-            util, v1, power, temp, clock = direct.read(i, with_display) if direct is not None else \
+            util, v1, now_read, display_read = direct.read(i, with_display) if direct is not None else \
                 self.readings(i, h, with_display)
-            if with_display:
-                display[i] = (temp, clock)
-            else:
-                temp, clock = display[i]
+            if display_read is not None:
+                display[i] = tuple([(r[0], scaled(v, r[3], r[4])) for r, v in zip(display_reads, display_read)])
             r = reserved[i]
             mem = (max(0, v1[0] - r[0]), r[1]) if r is not None and v1 is not None else self.memory(i, h, v1)
             limit = self.limits[i]
@@ -196,9 +227,12 @@ class NvmlSource(object):
             for p in kept[2]:
                 pids.add(p["pid"])
             entry = {"index": i, "util_pct": util,
-                     "mem_used_mib": None if mem is None else round(mem[0] / 1048576.0, 1),
-                     "temp_c": temp, "power_w": None if power is None else round(power / 1000.0, 2),
-                     "sm_clock_mhz": clock}
+                     "mem_used_mib": None if mem is None else round(mem[0] / 1048576.0, 1)}
+            for (name, _, _, divisor, digits), value in zip(every, now_read):
+                entry[name] = value if value is None or divisor == 1 else round(value / float(divisor), digits)
+            entry.update(display[i])
+            if unread:
+                entry.update(unread)
             # GPU_FACTS, made again only when what they are made of moved (the same tuple: compared at once)
             total = None if mem is None else mem[1]
             last = last_facts[i]

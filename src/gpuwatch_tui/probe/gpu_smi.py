@@ -7,13 +7,13 @@ import subprocess
 import threading
 import time
 
+import gpu_metrics
 from output import CHILDREN
 
 
-SMI_FIELDS = (
-    "index,uuid,name,utilization.gpu,memory.used,memory.total,"
-    "temperature.gpu,power.draw,power.limit,clocks.sm,driver_version"
-)
+# The query: index, uuid, name, each metric of the table that names an nvidia-smi field, the driver last.
+SMI_METRICS = tuple(m.name for m in gpu_metrics.SMI_METRICS)
+SMI_FIELDS = "index,uuid,name,%s,driver_version" % ",".join(m.smi for m in gpu_metrics.SMI_METRICS)
 SMI_APP_FIELDS = "timestamp,gpu_uuid,pid,used_memory"
 
 
@@ -152,20 +152,20 @@ class SmiSource(object):
             time.sleep(0.02)
 
     def sample(self):
+        last = 3 + len(SMI_METRICS)  # the driver version's field
         for _, f in self.gpu_stream.take():
-            if len(f) < 10:
+            if len(f) < last:
                 continue
             try:
                 index = int(f[0])
             except ValueError:
                 continue
-            self.gpus[index] = {
-                "index": index, "uuid": f[1], "name": f[2], "util_pct": _f(f[3]),
-                "mem_used_mib": _f(f[4]), "mem_total_mib": _f(f[5]), "temp_c": _f(f[6]),
-                "power_w": _f(f[7]), "power_limit_w": _f(f[8]), "sm_clock_mhz": _f(f[9]),
-            }
-            if len(f) > 10 and f[10] and not f[10].startswith("["):  # "[N/A]" is no version
-                self.driver = f[10]
+            gpu = {"index": index, "uuid": f[1], "name": f[2]}
+            for name, text in zip(SMI_METRICS, f[3:last]):
+                gpu[name] = _f(text)  # "[N/A]" (a field this GPU does not report): None
+            self.gpus[index] = gpu
+            if len(f) > last and f[last] and not f[last].startswith("["):  # "[N/A]" is no version
+                self.driver = f[last]
         batch = self.app_stream.take()
         if batch:
             # Lines of one tick share a timestamp: keep the newest tick only.

@@ -6,6 +6,11 @@
 # Standard library only, Python 3.6+. Shipped inside the probe bundle as the module "wire".
 import json
 
+if __package__:  # the client's copy (gpuwatch_tui.probe.wire)
+    from . import gpu_metrics
+else:  # shipped: a sibling module, found through the bundle's finder
+    import gpu_metrics
+
 
 PROTOCOL_VERSION = 1
 
@@ -27,7 +32,8 @@ def encode_frame(frame):
 ROOT_FACTS = ("cmdline", "cwd", "stdout", "stderr", "unbuffered", "unbuffered_reason", "is_python",
               "env_readable", "uid", "user", "dist", "ppid", "start_time", "name", "sid", "pgid")
 CHILD_FACTS = ("cmdline", "uid", "user", "ppid", "name", "start_time")
-GPU_FACTS = ("uuid", "name", "mem_total_mib", "power_limit_w", "processes")
+# A GPU's: its names and the metric table's facts (gpu_metrics.FACTS), which a GPU source reads its own way.
+GPU_FACTS = ("uuid", "name") + gpu_metrics.FACTS + ("processes",)
 # (Not the size: a growing log's moves at every poll, and with it in, its facts never compared equal at once and
 # every tail took the slow way in _strip, each sample. Sent every frame; the client keeps it as a fact still.)
 TAIL_FACTS = ("path", "mtime", "error")
@@ -51,7 +57,7 @@ PROC_KEYS = ("pid", "start_ticks", "state", "cpu_s", "cpu_children_s", "rss_byte
 CHILD_KEYS = ("pid", "state", "cpu_s", "start_ticks") + CHILD_FACTS
 FD_TARGET_KEYS = ("path", "kind", "append")  # a process's stdout and stderr
 GONE_KEYS = ("pid", "start_time", "seen_gone_at")
-GPU_KEYS = ("index", "util_pct", "mem_used_mib", "temp_c", "power_w", "sm_clock_mhz") + GPU_FACTS
+GPU_KEYS = ("index",) + gpu_metrics.READINGS + GPU_FACTS  # every reading of the metric table, every frame
 GPU_PROCESS_KEYS = ("pid", "mem_used_mib")
 TAIL_KEYS = ("key", "data", "reset", "skipped", "size", "cut") + TAIL_FACTS
 DIR_KEYS = ("key", "path", "exists", "files", "total_bytes", "newest_mtime", "newest_name", "error")

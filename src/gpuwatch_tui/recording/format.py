@@ -2,7 +2,8 @@
 
 A recording is complete enough to rebuild every view of the dashboard at any recorded instant:
 
-    {"format": "gpuwatch-recording", "version": 1, "started": T, "hosts": [...], "settings": {...}}
+    {"format": "gpuwatch-recording", "version": 2, "started": T, "hosts": [...], "settings": {...},
+     "gpu_columns": [metric, ...]}
     {"t": T, "states": {...}, "samples": {...}, "pdefs": {...}, "jobs": [...], "gone": [...],
      "logs": {...}, "jprocs": {...}, "outdirs": {...}}
 
@@ -10,8 +11,11 @@ Each tick line holds only what changed since the line before it (deltas), so a s
 a few numbers per GPU per sample:
 - states: host -> {state, error, hint, retry_at, reconnects}, when any of them changed.
 - samples: host -> list of samples that arrived since the last tick (every one, not the latest):
-  {"t", "src", facts..., "gpus": [[index, util, mem, temp, power, clock, [[pid, mem], ...]], ...],
-   "gfacts": {index: {uuid, name, mem_total_mib, power_limit_w}} when they changed, "procs": rows}.
+  {"t", "src", facts..., "gpus": [[index, reading, ..., [[pid, mem], ...]], ...],
+   "gfacts": {index: {uuid, name, mem_total_mib, power_limit_w, ...}} when they changed, "procs": rows}.
+  A GPU row's readings are the header's `gpu_columns` (gpu_metrics.READINGS when it was written); a
+  version 1 recording has none and the fixed columns util, mem, temp, power, clock (gpu_metrics.V1_ROW).
+  A column this gpuwatch does not know is skipped; a metric the recording lacks reads as None.
 - pdefs: process key -> the process's facts that rarely change (cmdline, cwd, fds, children's names);
   a row [key, cpu_s, cpu_children_s, rss_bytes, state, threads, [child cpu_s, ...], child states]
   carries the rest, every sample.
@@ -23,14 +27,16 @@ a few numbers per GPU per sample:
 from __future__ import annotations
 
 import dataclasses
+from operator import attrgetter
 
 from ..model import ChildProc, DirStat, FdTarget, GpuProcess, GpuSample, HostSample, ProcInfo
 from ..feeds.probe_frames import parse_dir
+from ..probe import gpu_metrics
 
 FORMAT = "gpuwatch-recording"
-VERSION = 1
+VERSION = 2  # 2: the header names the GPU rows' columns
 HOST_FACTS = ("driver", "cpu_count", "cpu_pct", "load1", "mem_total_kib", "mem_avail_kib")
-GPU_FACTS = ("uuid", "name", "mem_total_mib", "power_limit_w")
+GPU_FACTS = ("uuid", "name") + gpu_metrics.FACTS
 STATE_KEYS = ("state", "error", "hint", "retry_at", "reconnects")
 
 
@@ -40,7 +46,7 @@ class RecordingError(ValueError):
 
 def header(hosts: list[str], settings: dict, started: float, source: str = "gpuwatch") -> dict:
     return {"format": FORMAT, "version": VERSION, "started": started, "hosts": list(hosts),
-            "settings": dict(settings), "source": source}
+            "settings": dict(settings), "source": source, "gpu_columns": list(gpu_metrics.READINGS)}
 
 
 def check_header(data: object, where: str) -> dict:
@@ -56,26 +62,37 @@ def check_header(data: object, where: str) -> dict:
     hosts = data.get("hosts")
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
         raise RecordingError(f"{where}: header's \"hosts\" should be a list of host names, got {hosts!r}")
+    columns = data.get("gpu_columns", gpu_metrics.V1_ROW)
+    if not isinstance(columns, list | tuple) or not all(isinstance(c, str) for c in columns):
+        raise RecordingError(f"{where}: header's \"gpu_columns\" should be a list of metric names, got {columns!r}")
     return data
+
+
+def gpu_columns(header: dict) -> tuple[str, ...]:
+    """The metrics of a GPU row, in order, as the recording's header names them."""
+    return tuple(header.get("gpu_columns", gpu_metrics.V1_ROW))
 
 
 # -- GPUs -------------------------------------------------------------------------------------
 
+_row_readings = attrgetter(*gpu_metrics.READINGS)
+
+
 def gpu_row(gpu: GpuSample) -> list:
-    return [gpu.index, gpu.util_pct, gpu.mem_used_mib, gpu.temp_c, gpu.power_w, gpu.sm_clock_mhz,
-            [[p.pid, p.mem_used_mib] for p in gpu.processes]]
+    return [gpu.index, *_row_readings(gpu), [[p.pid, p.mem_used_mib] for p in gpu.processes]]
 
 
 def gpu_facts(gpu: GpuSample) -> dict:
     return {key: getattr(gpu, key) for key in GPU_FACTS}
 
 
-def gpu_from_row(row: list, facts: dict) -> GpuSample:
-    index, util, mem, temp, power, clock, procs = row
-    return GpuSample(index=int(index), uuid=str(facts.get("uuid", "")), name=str(facts.get("name", "")),
-                     util_pct=util, mem_used_mib=mem, mem_total_mib=facts.get("mem_total_mib"), temp_c=temp,
-                     power_w=power, power_limit_w=facts.get("power_limit_w"), sm_clock_mhz=clock,
-                     processes=tuple(GpuProcess(int(pid), m) for pid, m in procs))
+def gpu_from_row(row: list, facts: dict, columns: tuple[str, ...] = gpu_metrics.READINGS) -> GpuSample:
+    if len(row) != len(columns) + 2:
+        raise ValueError(f"a GPU row of {len(row)} values where its header names {len(columns)} readings")
+    values = {name: facts.get(name) for name in gpu_metrics.FACTS}
+    values.update((name, value) for name, value in zip(columns, row[1:-1]) if name in gpu_metrics.BY_NAME)
+    return GpuSample(index=int(row[0]), uuid=str(facts.get("uuid", "")), name=str(facts.get("name", "")),
+                     processes=tuple(GpuProcess(int(pid), m) for pid, m in row[-1]), **values)
 
 
 # -- processes --------------------------------------------------------------------------------
@@ -127,7 +144,8 @@ def dirstat_from_json(data: dict | None) -> DirStat | None:
     return None if data is None else parse_dir(data)  # (asdict's keys are the probe's)
 
 
-def sample_from_json(data: dict, gfacts: dict[int, dict], procs: dict[int, ProcInfo]) -> HostSample:
-    gpus = [gpu_from_row(row, gfacts.get(int(row[0]), {})) for row in data.get("gpus", ())]
+def sample_from_json(data: dict, gfacts: dict[int, dict], procs: dict[int, ProcInfo],
+                     columns: tuple[str, ...] = gpu_metrics.READINGS) -> HostSample:
+    gpus = [gpu_from_row(row, gfacts.get(int(row[0]), {}), columns) for row in data.get("gpus", ())]
     return HostSample(float(data["t"]), str(data.get("src") or "none"), gpus, procs,
                       gpu_error=data.get("gerr"), **{k: data.get(k) for k in HOST_FACTS})

@@ -32,6 +32,7 @@ class Timeline:
         self.header = loaded.header
         self.damage = loaded.damage
         self.hosts: list[str] = list(loaded.header["hosts"])
+        self.gpu_columns = fmt.gpu_columns(loaded.header)
         settings = loaded.header.get("settings") or {}
         self.sample_interval = float(settings.get("sample_interval") or 1.0)
         self.history = int(settings.get("history") or 120)  # GPU samples the recorded dashboard kept
@@ -179,7 +180,7 @@ class Timeline:
     def sample(self, host: str, index: int):
         at, data, facts = self.samples[host][index]
         procs = {p.pid: p for p in self._procs(data.get("procs") or ())}
-        return fmt.sample_from_json(data, facts, procs)
+        return fmt.sample_from_json(data, facts, procs, self.gpu_columns)
 
     def next_phase_change(self, t: float) -> float | None:
         later = [c for c, _, _ in self.phase_changes if c > t + 1e-6]

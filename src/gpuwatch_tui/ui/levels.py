@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..probe import gpu_metrics
 from ..vocab import ENDED_PHASES, HOST_OK_STATES, HOST_WARN_STATES, PHASE_URGENCY, PHASES  # noqa: F401
 
 if TYPE_CHECKING:
+    from ..model import GpuSample
+    from ..probe.gpu_metrics import GpuMetric
     from ..views import JobView
 
 
@@ -34,6 +37,25 @@ def temp_level(celsius: float | None) -> str:
     if celsius < 83:
         return "temp-warm"
     return "temp-hot"
+
+
+_RULES = {"util": util_level, "mem": mem_level, "temp": temp_level}
+
+
+def metric_level(metric: GpuMetric, gpu: GpuSample) -> str:
+    """The variable of one GPU metric's value by its level rule (gpu_metrics: `level`); "muted" where the
+    rule needs a value it lacks, or the metric has none. `mem` and `load` read it as a percent of its total."""
+    value = getattr(gpu, metric.name)
+    rule = metric.level
+    total_name = gpu_metrics.TOTALS.get(metric.name)
+    if rule in ("mem", "load") and total_name is not None:
+        total = getattr(gpu, total_name)
+        pct = 100.0 * value / total if value is not None and total else None
+        if rule == "mem":
+            return mem_level(pct)
+        return "muted" if value is None else util_level(pct)
+    fn = _RULES.get(rule)
+    return "muted" if fn is None else fn(value)
 
 
 def host_level(state: str) -> str:

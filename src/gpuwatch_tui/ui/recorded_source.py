@@ -15,18 +15,19 @@ from typing import Callable
 
 from ..model import DirStat, GpuSample, HostSample, ProcInfo
 from ..feeds.probe_frames import parse_dir, parse_gpu, parse_proc
+from ..probe import gpu_metrics
 from ..store import Store
 from ..views import JobView
 
 LOG_LIMIT = 10_000  # lines kept per job, like the live core's bound
 
 
-def _gpu_sample(gpu: dict, values: list[float | None]) -> GpuSample:
-    """A recorded GPU (fixed facts + one row of [util, mem, temp, power, clock]) read by the
-    probe's own frame parser, so a recording means what a live frame would."""
-    util, mem, temp, power, clock = values
+def _gpu_sample(gpu: dict, values: list[float | None] | dict[str, float | None]) -> GpuSample:
+    """A recorded GPU (fixed facts + one sample) read by the probe's own frame parser, so a recording
+    means what a live frame would. A sample is a row of the fixed columns util, mem, temp, power, clock
+    (gpu_metrics.V1_ROW) or an object of metric name -> value (any metric of gpu_metrics)."""
     frame = {key: value for key, value in gpu.items() if key != "samples"}
-    frame.update(util_pct=util, mem_used_mib=mem, temp_c=temp, power_w=power, sm_clock_mhz=clock)
+    frame.update(values if isinstance(values, dict) else zip(gpu_metrics.V1_ROW, values, strict=True))
     return parse_gpu(frame)
 
 

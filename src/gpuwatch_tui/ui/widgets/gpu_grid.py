@@ -17,6 +17,7 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 
+from ...probe import gpu_metrics
 from ...vocab import KIB_PER_GIB, MIB_PER_GIB
 from .. import formatting, levels
 from ..palette import Palette
@@ -27,8 +28,10 @@ if TYPE_CHECKING:  # annotations only: the first frame comes before the frame mo
     from ...store import GpuRecord, HostRecord, Store
     from ...views import JobView
 
-# Fixed columns of one GPU cell: index, util %, memory used/total, temperature, power, job gap.
-CELL_FIXED = 3 + 6 + 9 + 4 + 6 + 1
+# The metric table's columns of the grid (gpu_metrics: `grid`), after utilisation and memory.
+GRID_METRICS = tuple(m for m in gpu_metrics.METRICS if m.grid)
+# Fixed columns of one GPU cell: index, util %, memory used/total, the table's columns, job gap.
+CELL_FIXED = 3 + 6 + 9 + sum(1 + len(m.grid[2]) for m in GRID_METRICS) + 1
 JOB_MIN = 18
 TWO_COLUMNS_FROM = 160  # terminal width at which two GPUs share a line
 COLUMN_GAP = 3
@@ -280,7 +283,7 @@ class GpuGrid(LineList, can_focus=True):
         cell_width = self._cell_width(width)
         spark = self.spark_width(cell_width)
         label = (f"{'#':>2} " + "util".ljust(spark) + f" {'%':>4} " + "memory".ljust(spark)
-                 + f" {'used/tot':>8} {'tmp':>3} {'power':>5} job")
+                 + f" {'used/tot':>8}" + "".join(f" {m.grid[0]:>{len(m.grid[2])}}" for m in GRID_METRICS) + " job")
         text = Text()
         for n in range(self.columns):
             if n:
@@ -329,13 +332,10 @@ class GpuGrid(LineList, can_focus=True):
         else:
             mem_pct, mem = None, "-"
         text.append(f" {mem:>8}", p.style(levels.mem_level(mem_pct)))
-        temp = "  -" if g.temp_c is None else f"{g.temp_c:>3.0f}°"
-        text.append(f" {temp}", p.style(levels.temp_level(g.temp_c)))
-        if g.power_w is None:
-            text.append("     -", p.style("muted"))
-        else:
-            load = 100.0 * g.power_w / g.power_limit_w if g.power_limit_w else None
-            text.append(f" {g.power_w:>4.0f}W", p.style(levels.util_level(load)))
+        for metric in GRID_METRICS:
+            _, shown, unknown = metric.grid
+            value = getattr(g, metric.name)
+            text.append(" " + (unknown if value is None else shown.format(value)), p.style(levels.metric_level(metric, g)))
         job = self._jobs.get((host.name, index))
         text.append(" ")
         if job is not None:

@@ -14,6 +14,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
+from ...probe import gpu_metrics
 from ...vocab import MIB_PER_GIB
 from .. import levels
 from ..palette import Palette, Themed
@@ -35,9 +36,9 @@ class Series:
     level: Callable[[float | None], str]  # value -> theme variable
 
 
-def _mean(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
+def _by_summary(metric: str) -> Callable[[list[float | None]], float | None]:
+    """How a host's GPUs make one figure of `metric` at one instant: its summary rule (gpu_metrics)."""
+    return lambda values: gpu_metrics.summarise(metric, values)
 
 
 def _columns(history: list[list[float | None]], combine) -> tuple[float | None, ...]:
@@ -50,14 +51,14 @@ def _columns(history: list[list[float | None]], combine) -> tuple[float | None, 
 
 
 def series_for(host: HostRecord, gpu: int | None) -> list[Series]:
-    """The three charts for one GPU, or for the whole host (mean util and memory, summed power)."""
+    """The three charts for one GPU, or for the whole host (each metric by its summary rule: mean util and
+    memory, summed power)."""
     records = [host.gpus[gpu]] if gpu is not None and gpu in host.gpus else list(host.gpus.values())
     if not records:
         return []
-    util = _columns([list(r.util_history) for r in records], _mean)
-    mem = _columns([list(r.mem_history) for r in records], _mean)
-    power = _columns([list(r.power_history) for r in records],
-                     lambda vs: None if all(v is None for v in vs) else sum(v or 0.0 for v in vs))
+    util = _columns([list(r.util_history) for r in records], _by_summary("util_pct"))
+    mem = _columns([list(r.mem_history) for r in records], _by_summary("mem_used_mib"))
+    power = _columns([list(r.power_history) for r in records], _by_summary("power_w"))
     limit = sum(r.latest.power_limit_w or 0.0 for r in records) or max((v or 0.0 for v in power), default=0.0) or 1.0
     used = sum(r.latest.mem_used_mib or 0.0 for r in records) / MIB_PER_GIB
     total = sum(r.latest.mem_total_mib or 0.0 for r in records) / MIB_PER_GIB
