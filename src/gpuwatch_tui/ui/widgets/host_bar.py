@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
+from ..safe_rich import safe_rich
 from textual.widget import Widget
 
 from .. import levels
@@ -85,7 +86,7 @@ class HostBar(Themed, Widget):
 
     def render(self) -> Text:
         if self._text is None:
-            self._text = self._build()
+            self._text = safe_rich(self._build())
         return self._text
 
     def _build(self) -> Text:
