@@ -5,7 +5,9 @@ lines that are not JSON (50 of them, 80-200 bytes, escapes included) each follow
 so the stream never crosses the junk bound and the link keeps reading for the whole run. The real
 ProbeLink.next_frame reads it; this process's RSS is printed every 5 s.
 
-    python benchmarks/bench_garbage_stream_rss.py [--seconds 60] [--json FILE]
+    python benchmarks/bench_garbage_stream_rss.py [--seconds 60] [--json FILE] [--src DIR]
+
+--src reads another tree's gpuwatch_tui (e.g. an export of an older commit) to compare.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
+SRC = sys.argv[sys.argv.index("--src") + 1] if "--src" in sys.argv else str(ROOT / "src")
+sys.path.insert(0, SRC)
 
 from gpuwatch_tui.transport.link import FRAME_LIMIT, ProbeLink  # noqa: E402
 
@@ -59,9 +62,9 @@ async def main(seconds: float) -> dict:
             now = time.monotonic()
             if now >= next_at:
                 rss = me.memory_info().rss / 2**20
-                samples.append({"t_s": round(now - start, 1), "rss_mib": round(rss, 1), "junk_lines": link.junk_lines,
+                samples.append({"t_s": round(now - start, 1), "rss_mib": round(rss, 1), "junk_lines": getattr(link, "junk_lines", None),
                                 "frames": frames})
-                print(f"t={now - start:5.1f}s rss={rss:7.1f} MiB junk lines={link.junk_lines:>10} frames={frames}",
+                print(f"t={now - start:5.1f}s rss={rss:7.1f} MiB junk lines={getattr(link, 'junk_lines', '?')!s:>10} frames={frames}",
                       flush=True)
                 next_at += 5
                 if now - start >= seconds:
@@ -71,8 +74,8 @@ async def main(seconds: float) -> dict:
     finally:
         proc.kill()
         await proc.wait()
-    junk_mib = link.junk_lines * 140 / 2**20  # mean junk line length ~140 bytes
-    return {"seconds": seconds, "samples": samples, "junk_mib_read": round(junk_mib, 1),
+    junk_lines = frames * 50  # 50 junk lines before each frame, ~140 bytes each
+    return {"seconds": seconds, "samples": samples, "junk_mib_read": round(junk_lines * 140 / 2**20, 1),
             "rss_growth_mib": round(samples[-1]["rss_mib"] - samples[1]["rss_mib"], 1)}
 
 
@@ -80,8 +83,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--json")
+    parser.add_argument("--src")
     args = parser.parse_args()
     result = asyncio.run(main(args.seconds))
+    result["src"] = SRC
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
