@@ -16,9 +16,10 @@ def _is_plain(text: str) -> bool:
 
 
 def safe_rich(content):
-    """`content` (a Text or a str) with host-controlled characters shown, not obeyed; newlines kept."""
+    """`content` (a Text or a str) with host-controlled characters shown, not obeyed; newlines kept.
+    A str comes back as Text: a widget would read `[link=...]` in a str as markup, and markup is not data."""
     if isinstance(content, str):
-        return content if _is_plain(content) else safe_text(content, keep="\n")
+        return Text(content if _is_plain(content) else safe_text(content, keep="\n\t"))
     if not isinstance(content, Text) or _is_plain(content.plain):
         return content
     plain, spans = content.plain, content.spans

@@ -143,4 +143,5 @@ class ProcessTable(DataTable):
         except Exception:  # hovering the header or an empty table
             self.tooltip = None
             return
-        self.tooltip = self._commands.get(row_key.value)
+        command = self._commands.get(row_key.value)
+        self.tooltip = safe_rich(command) if command is not None else None
