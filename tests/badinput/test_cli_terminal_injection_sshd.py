@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("hypothesis")
 
 from tests.actions.test_cli_actions_sshd import audit, env_for, gpuwatch, write_config  # noqa: E402
+from tests.core.helpers import host_entry, settings_for, write_toml  # noqa: E402
 
 from .hostile_strings import C1, DCS, OSC2, OSC8, OSC52, RLO, ZALGO, raw_bytes_found  # noqa: E402
 
@@ -78,3 +79,45 @@ def test_status_and_plans_show_hostile_text_visibly_on_a_strict_utf8_terminal(ss
     assert "t␛]2;PWNED␇.py" in out and "␛]52;c;cHduZWQ=␇" in out, out
     assert hostile_job.wait(10) is not None
     assert audit(tmp_path)[-1]["result"] == "done"
+
+
+@pytest.mark.ssh
+def test_the_restart_plan_of_a_non_utf8_argv_prints_on_a_strict_terminal_and_asks(sshd_factory, ssh_env, tmp_path):
+    """The plan is printed (the bad byte as \\xff, the escapes visible) and the prompt is reached; declined."""
+    import pty
+
+    script = tmp_path / "plain_job.py"
+    script.write_text("import time\nwhile True:\n    time.sleep(1)\n")
+    job = subprocess.Popen([os.fsencode(PY), os.fsencode(str(script)), b"bad\xffbyte", os.fsencode(OSC52),
+                            b"utf8-marker"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           start_new_session=True)
+    master, slave = pty.openpty()
+    try:
+        (host,) = sshd_factory(1)
+        cfg = str(write_config(tmp_path / "hosts.toml", ssh_env, host, "utf8-marker"))
+        os.write(master, b"n\n")  # waits in the pty until the prompt reads it
+        env = env_for(tmp_path)
+        env["PYTHONIOENCODING"] = "utf-8:strict"
+        r = subprocess.run(gpuwatch("restart", host.name, "sleeper", "--config", cfg), capture_output=True, env=env,
+                           stdin=slave, timeout=90)
+        out = check(r, "restart plan")
+        assert "Proceed? [y/N]" in out and "not confirmed" in out, out
+        assert r.returncode == 2 and job.poll() is None
+        assert "bad\\xffbyte" in out and "␛]52;c;cHduZWQ=␇" in out, out
+    finally:
+        os.close(master)
+        os.close(slave)
+        job.kill()
+        job.wait(5)
+
+
+@pytest.mark.ssh
+def test_a_probe_stderr_with_escapes_is_shown_visibly_as_the_host_error(sshd_factory, ssh_env, tmp_path):
+    (host,) = sshd_factory(1)
+    python = tmp_path / "bad-python"
+    python.write_text("#!/bin/sh\nprintf 'boom \\033]2;PWNED\\007 \\342\\200\\256evil\\n' >&2\nexit 1\n")
+    python.chmod(0o755)
+    cfg = write_toml(tmp_path / "hosts.toml", settings_for(ssh_env), [host_entry(host, python=str(python))])
+    r = run_strict(["status", "--config", str(cfg)], tmp_path)
+    out = check(r, "status with a failing probe")
+    assert r.returncode == 3 and "boom ␛]2;PWNED␇ <U+202E>evil" in out, out
