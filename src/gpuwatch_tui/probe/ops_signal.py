@@ -185,7 +185,7 @@ class TreeFollower(object):
 
     def __init__(self, targets):
         self.targets = targets
-        self.known = set((t.pid, t.ticks) for t in targets)
+        self.known_pids = set(t.pid for t in targets)  # looked at already (pinned, or refused)
         self.parents = dict((t.pid, t.ticks) for t in targets)  # pid -> start ticks of every tree member
         self.leaders = {}  # group / session id -> the leader's start ticks
         self.adopted = []
@@ -207,7 +207,7 @@ class TreeFollower(object):
             if not name.isdigit():
                 continue
             pid = int(name)
-            if pid == me or any(pid == p for p, _ in self.known):
+            if pid == me or pid in self.known_pids:
                 continue
             fields = read_stat_fields(pid)
             if fields is None or len(fields) < 20 or fields[0] == b"Z":
@@ -217,7 +217,7 @@ class TreeFollower(object):
                 continue
             t = Target(pid, ticks, "child")
             t.name = _comm(pid)
-            self.known.add((pid, ticks))
+            self.known_pids.add(pid)
             if not t.pin():
                 continue
             self.parents[pid] = ticks
