@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .actions.registry import cli_hint
+from .safe_text import safe_text
 from .vocab import fmt_age
 
 
@@ -13,6 +14,8 @@ def _fmt(value, unit: str = "", digits: int = 0) -> str:
 
 
 def _table(rows: list[list[str]]) -> list[str]:
+    # Host text is made safe before the widths are taken: shown escapes are wider than the raw bytes.
+    rows = [[safe_text(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
@@ -61,4 +64,4 @@ def render_status(snapshot: dict) -> str:
                 command = cli_hint(name, j["host"], j["name"])
                 if command is not None:
                     lines.append(f"    {command}")
-    return "\n".join(lines)
+    return "\n".join(safe_text(line) for line in lines)  # the hints and advice lines carry host text too

@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from gpuwatch_tui.alerts.events import AlertEvent  # noqa: E402
 from gpuwatch_tui.alerts.terminal import plain_text  # noqa: E402
@@ -82,3 +83,28 @@ def test_every_payload_is_visible_in_a_block():
     block = safe_lines("\n".join(PAYLOADS))
     assert block.count("\n") == len(PAYLOADS) - 1
     assert_clean(block)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(hostile_text, min_size=12, max_size=12))
+def test_the_status_table_over_hostile_fields_is_clean_and_aligned(words):
+    from gpuwatch_tui.status_table import render_status
+
+    w = iter(words)
+    snapshot = {"time": 1000.0, "hosts": [{
+        "name": "h1", "state": "probe-failed", "last_sample_age_s": 1.0, "gpu_source": next(w), "error": next(w),
+        "gpu_error": None, "hint": next(w),
+        "gpus": [{"index": 0, "name": next(w), "util_pct": 1.0, "mem_used_mib": 1, "mem_total_mib": 2, "temp_c": 3,
+                  "power_w": 4, "power_limit_w": 5, "sm_clock_mhz": 6, "processes": [{"pid": 7}]}]}],
+        "jobs": [{"host": "h1", "name": next(w), "pids": [7], "phase": "stalled", "detail": next(w), "since": 900.0,
+                  "progress": None, "evidence": [next(w), next(w)], "advice": next(w), "actions": []}]}
+    buf = io.BytesIO()
+    stream = SafeStream(io.TextIOWrapper(buf, encoding="utf-8", errors="strict", write_through=True))
+    text = render_status(snapshot)
+    print(text, file=stream)
+    assert not raw_bytes_found(buf.getvalue())
+    for line in text.splitlines():
+        assert_clean(line)
+    header = next(line for line in text.splitlines() if line.startswith("HOST") and "UTIL" in line)
+    row = text.splitlines()[text.splitlines().index(header) + 1]
+    assert row.index("1%") == header.index("UTIL"), (header, row)  # columns line up after escaping
