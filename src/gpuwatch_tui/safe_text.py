@@ -18,9 +18,11 @@ escaping Slack-style webhooks need so `<!channel>` or `<http://x|fix>` in a job 
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from typing import Any
 
+_category = unicodedata.category
 MAX_MARKS = 4  # combining marks kept on one base character (scripts that stack marks use up to ~3)
 _PICTURES = {code: chr(0x2400 + code) for code in range(0x20)}  # ␀ .. ␟ (ESC is ␛)
 _PICTURES[0x7F] = "\u2421"  # ␡
@@ -55,23 +57,26 @@ def safe_text(value: Any, limit: int | None = None, keep: str = "") -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4096)
 def _slow_path(text: str, keep: str) -> str:
+    # One category lookup per character: printable == category L, M, N, P, S, or a plain space. Cached:
+    # the dashboard draws the same non-ASCII cells (sparklines, bars, names) over and over.
     out: list[str] = []
     marks = 0
     dropped = 0
     for char in text:
-        if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me"):
-            if char.isprintable():
-                marks += 1
-                if marks <= MAX_MARKS:
-                    out.append(char)
-                else:
-                    dropped += 1
-                continue
+        cat = _category(char)
+        if cat == "Mn" or cat == "Me":
+            marks += 1
+            if marks <= MAX_MARKS:
+                out.append(char)
+            else:
+                dropped += 1
+            continue
         if dropped:
             out.append(f"<+{dropped} marks>")
         marks = dropped = 0
-        if char.isprintable() or char in keep:
+        if cat[0] in "LMNPS" or char == " " or char in keep:
             out.append(char)
         else:
             out.append(_escape(char))
