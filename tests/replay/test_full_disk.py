@@ -23,7 +23,7 @@ import pytest
 from gpuwatch_tui.config import load_config
 from gpuwatch_tui.recording import files as recording_files
 from gpuwatch_tui.recording import recorder as recorder_module
-from gpuwatch_tui.recording.run import load_timeline, recording_dashboard_source
+from gpuwatch_tui.verbs.recording import load_timeline, recording_dashboard_source
 from gpuwatch_tui.recording.timeline import Timeline
 from gpuwatch_tui.ui.run import build_app
 from gpuwatch_tui.ui.widgets.host_bar import HostBar

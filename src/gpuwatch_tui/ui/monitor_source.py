@@ -75,11 +75,11 @@ class MonitorSource:
         recorder.listeners.append(self._recording_changed)
 
     def _recording_changed(self, problem: str | None) -> None:
-        from ..alerts.events import AlertEvent
+        from ..alerts.events import AlertEvent  # only once a recording stops: not on the first frame's path
 
         self.recording_problem = problem
-        event = AlertEvent(RECORDING_STOPPED if problem else RECORDING_RESUMED, "recording", "", "recording stopped" if problem else "recording resumed",
-                           problem or "the rolling recording writes again")
+        trigger, title = (RECORDING_STOPPED, "recording stopped") if problem else (RECORDING_RESUMED, "recording resumed")
+        event = AlertEvent(trigger, "recording", "", title, problem or "the rolling recording writes again")
         if self.alerts is not None:
             self.alerts.dispatcher.dispatch(replace(event, sinks=tuple(self.alerts.dispatcher.sinks)))
         elif self._alert_toast is not None:
