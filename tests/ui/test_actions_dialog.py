@@ -59,7 +59,7 @@ async def test_k_on_the_selected_job_opens_the_dialog_with_host_job_pids_users_a
         assert "SIGTERM pids 30112 30113" in text and "SIGKILL after 10s" in text  # the exact command
         assert app.screen.query_one("#confirm-cancel", Button).has_focus  # safe default
         rows = list(app.screen.query(".confirm-target"))
-        assert [r.tooltip for r in rows][0] == "python3 -u dpo.py --rank 0"  # the whole command on hover
+        assert [str(r.tooltip) for r in rows][0] == "python3 -u dpo.py --rank 0"  # the whole command on hover
         assert source.ran == []  # nothing happens before confirming
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from textual.app import App
 
 from ..actions.registry import ACTIONS, ActionSpec, allowed, by_name, running_words
+from ..safe_text import safe_text
 from .bindings import binding_for
 from .commands import GpuwatchCommands
 from .levels import FALLBACK_VARIABLES, job_has_ended
@@ -141,6 +142,12 @@ class GpuwatchApp(App):
     def _source_changed(self) -> None:
         # Called by the core on this loop; the message coalesces if the UI is behind.
         self.post_message(SourceChanged())
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        # Toasts carry host text (job names, refusals, alert text): shown as text, never obeyed or read as markup.
+        super().notify(safe_text(str(message), keep="\n"), title=safe_text(str(title)), severity=severity,
+                       timeout=timeout, markup=False)
 
     def show_alert(self, event) -> None:
         """The toast sink (alerts.CallbackSink calls it on the app's loop): words only, no I/O."""

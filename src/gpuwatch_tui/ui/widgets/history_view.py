@@ -12,6 +12,7 @@ from typing import Callable, TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
+from ..safe_rich import safe_rich
 from textual.widget import Widget
 
 from ...probe import gpu_metrics
@@ -196,7 +197,7 @@ class HistoryView(Themed, Widget):
 
     def render(self) -> Text:
         if self._text is None:
-            self._text = self._build(self.content_size.width, self.content_size.height)
+            self._text = safe_rich(self._build(self.content_size.width, self.content_size.height))
         return self._text
 
     def _build(self, width: int, height: int) -> Text:

@@ -11,6 +11,7 @@ from textual.geometry import Region
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ...safe_text import safe_text
 from ..palette import Themed
 
 CURSOR_BINDINGS = [
@@ -60,7 +61,9 @@ class LineList(Themed, ScrollView):
                 result = combined[seg_style] = style + seg_style
             return result
 
-        segments = [Segment(seg.text, on_base(seg.style)) for seg in text.render(self.app.console)]
+        # Every cell these lists draw passes the sanitiser: host text (names, commands, GPU models,
+        # host errors) is shown, never obeyed, whichever field it came in.
+        segments = [Segment(safe_text(seg.text), on_base(seg.style)) for seg in text.render(self.app.console)]
         return Strip(segments).extend_cell_length(width, style).crop(0, width)
 
     # -- cursor ----------------------------------------------------------------------------
