@@ -51,6 +51,7 @@ class HostRecord:
     gpu_source: str | None = None
     gpu_error: str | None = None
     last_sample_time: float | None = None
+    samples_seen: int = 0  # how many samples ever arrived: where a sweep chart writes the newest
     reconnects: int = 0
     gpus: dict[int, GpuRecord] = field(default_factory=dict)
     procs: dict[int, ProcInfo] = field(default_factory=dict)
@@ -151,6 +152,7 @@ class Store:
         rec.gpu_source = sample.gpu_source
         rec.gpu_error = sample.gpu_error
         rec.last_sample_time = sample.time
+        rec.samples_seen += 1
         rec.driver = sample.driver or rec.driver  # an nvidia-smi tick may come before its first line
         rec.cpu_count = sample.cpu_count
         rec.cpu_pct = sample.cpu_pct

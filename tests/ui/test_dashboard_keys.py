@@ -57,6 +57,26 @@ async def test_q_quits_and_stops_the_source(app, source):
     assert source._stopped.is_set()
 
 
+async def test_ctrl_c_quits_and_stops_the_source(app, source):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert app.return_code == 0
+    assert source._stopped.is_set()
+
+
+async def test_j_and_k_move_as_the_arrows_do_and_capital_k_kills(app):
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        table = app.screen.query_one(JobsTable)
+        await pilot.press("j", "j")
+        assert table.cursor == 2
+        await pilot.press("k")
+        assert table.cursor == 1
+        assert notifications(app) == []  # k moved; it did not ask to kill
+        await pilot.press("K")
+        assert notifications(app)[-1].startswith("kill")  # the recorded fleet cannot act: it says so
+
+
 async def test_slash_filters_jobs_and_grid_and_esc_clears(app):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("slash")
@@ -117,7 +137,7 @@ async def test_t_cycles_themes(app):
 async def test_action_keys_reach_the_action_on_the_selected_job(app):
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.press("down")
-        for key, name in (("k", "kill"), ("u", "restart with -u"), ("d", "py-spy dump")):
+        for key, name in (("K", "kill"), ("u", "restart with -u"), ("d", "py-spy dump")):
             await pilot.press(key)
             # the recorded fleet cannot act on hosts: each key says so (the flow: test_actions_dialog.py)
             assert notifications(app)[-1].startswith(name)
@@ -127,10 +147,10 @@ async def test_action_keys_in_readonly_mode(source):
     # --readonly removes kill / restart / dump (the registry's unsafe actions): the keys do nothing.
     app = GpuwatchApp(source, readonly=True)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.press("down", "k", "u", "d")
+        await pilot.press("down", "K", "u", "d")
         await pilot.pause()
         assert notifications(app) == []
-        assert not {"k", "u", "d"} & set(app.active_bindings)
+        assert not {"K", "u", "d"} & set(app.active_bindings)
 
 
 async def test_command_palette_opens_a_job(app):
