@@ -123,7 +123,7 @@ class DashboardScreen(Screen):
         self.query_one(JobsTable).show(jobs, now, running=self.app.running_actions)
         processes = self.query_one(GpuProcessTable)
         if processes.display:
-            processes.show(source.store, jobs, host_filter)
+            processes.show(source.store, jobs, host_filter, now)
         slurm = self._slurm_queue()
         if slurm is not None:
             from ...slurm.display import queue_rows  # only with [slurm], as the table above
@@ -148,7 +148,7 @@ class DashboardScreen(Screen):
             available -= slurm_h
         if available <= 0:
             return
-        grid_h, lower_h, history_h = pane_heights(available, grid.rows_needed, lower.row_count + 1)
+        grid_h, lower_h, history_h = pane_heights(available, grid.rows_needed, max(1, lower.row_count) + 1)
         for widget, height in ((grid, grid_h), (lower, lower_h), (history, history_h)):
             if widget.styles.height is None or widget.styles.height.value != height:
                 widget.styles.height = height  # only a real change costs a relayout
@@ -223,4 +223,7 @@ class DashboardScreen(Screen):
         self.app.open_job(event.job_id)
 
     def on_gpu_grid_open_job(self, event: GpuGrid.OpenJob) -> None:
+        self.app.open_job(event.job_id)
+
+    def on_gpu_process_table_open_job(self, event: GpuProcessTable.OpenJob) -> None:
         self.app.open_job(event.job_id)

@@ -167,7 +167,7 @@ def head_axis(width: int, window: int, newest: int, interval_note: str) -> Text:
     label = "now"
     start = at + 2 if at + 2 + len(label) <= width else max(0, at - 1 - len(label))
     line[start:start + len(label)] = label
-    note = f"sweeps left to right, {interval_note}"
+    note = interval_note
     if len(note) + 2 <= width:
         free_left = start > len(note) + 2 and at > len(note) + 2
         where = 0 if free_left else width - len(note)
@@ -177,7 +177,7 @@ def head_axis(width: int, window: int, newest: int, interval_note: str) -> Text:
 
 
 def _gpu_label(index: int, record) -> str:
-    """"GPU 3  util 98%  mem 61%  690 W" from a GPU's latest sample."""
+    """"GPU 3 98% · mem 61% · 690 W" from a GPU's latest sample."""
     latest = record.latest
 
     def pct(value):
@@ -187,7 +187,7 @@ def _gpu_label(index: int, record) -> str:
     if latest.mem_used_mib is not None and latest.mem_total_mib:
         mem = 100.0 * latest.mem_used_mib / latest.mem_total_mib
     watts = "-" if latest.power_w is None else f"{latest.power_w:.0f} W"
-    return f"GPU {index}  util {pct(latest.util_pct)}  mem {pct(mem)}  {watts}"
+    return f"GPU {index} {pct(latest.util_pct)} · mem {pct(mem)} · {watts}"
 
 
 def _columns_of(panels: int, height: int, width: int) -> int:
@@ -250,17 +250,17 @@ class HistoryView(Themed, Widget):
         title.append("History ", Style(bold=True))
         if self.gpu is None and len(host.gpus) > 1:
             title.append(f"{host.name} · each GPU's utilisation", Style(bold=True))
-            title.append(f" · {host.gpu_model or ''} · enter a GPU in the grid for its memory and power",
-                         p.style("muted"))
+            title.append(f" · {host.gpu_model or ''} · last {window} samples · a GPU in the grid: its memory and "
+                         "power", p.style("muted"))
             return self._small_multiples(title, host, width, height, window, newest)
         charts = series_for(host, self.gpu)
         if charts:
             what = f"GPU {self.gpu}" if self.gpu is not None else f"all {len(host.gpus)} GPUs"
-            about = f" · {host.gpu_model or ''}"
+            about = f" · {host.gpu_model or ''} · last {window} samples"
         else:  # no GPU (or none reported yet): the host's own CPU and RAM fill the space instead
             charts = host_series(host)
             what = "no GPU"
-            about = " · CPU and RAM"
+            about = f" · CPU and RAM · last {window} samples"
         title.append(f"{host.name} · {what}", Style(bold=True))
         title.append(about, p.style("muted"))
         if not charts:
@@ -278,7 +278,7 @@ class HistoryView(Themed, Widget):
             extra = 1 if n < spare else 0  # spread leftover rows so none stay blank
             lines.append(Text(" " * AXIS + series.label, p.style("muted", bold=True)))
             lines.extend(chart_rows(series, plot_width, rows_each + extra, window, newest, p))
-        lines.append(head_axis(plot_width, window, newest, f"last {window} samples"))
+        lines.append(head_axis(plot_width, window, newest, "sweeps left to right, the oldest after ▲"))
         return self._finish(lines)
 
     def _small_multiples(self, title: Text, host: HostRecord, width: int, height: int, window: int,
@@ -292,27 +292,33 @@ class HistoryView(Themed, Widget):
         rows_each = max(1, rows_left // per_column - 1)
         panel_width = max(AXIS + 2, (width - (columns - 1)) // columns)
         plot_width = panel_width - AXIS
-        panels: list[list[Text]] = []
-        for index in indices:
-            record = host.gpus[index]
-            series = Series("", tuple(record.util_history), 100.0, "%", levels.util_level)
-            label = Text(" " * AXIS + _gpu_label(index, record), p.style("muted", bold=True))
-            label.truncate(panel_width, overflow="ellipsis")
-            panels.append([label, *chart_rows(series, plot_width, rows_each, window, newest, p)])
+        spare = max(0, rows_left - per_column * (rows_each + 1))  # spread so no row stays blank
         lines = [title]
-        for top in range(0, per_column):  # panel row `top` of each column, side by side
-            group = [panels[top + column * per_column] for column in range(columns)
-                     if top + column * per_column < len(panels)]
-            for line_no in range(rows_each + 1):
+        for top in range(per_column):  # GPUs in reading order: 0 1 2 3 on the first row of panels
+            tall = rows_each + (1 if top < spare else 0)
+            group = []
+            for index in indices[top * columns:(top + 1) * columns]:
+                record = host.gpus[index]
+                series = Series("", tuple(record.util_history), 100.0, "%", levels.util_level)
+                label = Text(_gpu_label(index, record), p.style("muted", bold=True))
+                group.append([label, *chart_rows(series, plot_width, tall, window, newest, p)])
+            for line_no in range(tall + 1):
                 line = Text()
                 for n, panel in enumerate(group):
                     piece = panel[line_no].copy()
-                    piece.truncate(panel_width, pad=True)
+                    piece.truncate(panel_width, overflow="ellipsis", pad=True)
                     if n:
                         line.append(" ")
                     line.append_text(piece)
                 lines.append(line)
-        lines.append(head_axis(plot_width, window, newest, f"last {window} samples"))
+        axis = Text()
+        for column in range(min(columns, len(indices))):
+            piece = head_axis(plot_width, window, newest, "sweeps left to right")
+            piece.truncate(panel_width, pad=True)
+            if column:
+                axis.append(" ")
+            axis.append_text(piece)
+        lines.append(axis)
         return self._finish(lines)
 
     @staticmethod
