@@ -21,29 +21,7 @@ from textual.strip import Strip
 
 # Unchanged cells shorter than this between two changed runs are sent anyway: a cursor move costs ~8 bytes.
 JOIN_GAP = 6
-WIDE_TAIL = ("", None)  # the right half of a double-width character
-
-Cell = tuple[str, Style | None]
-
-
-def _cells(strip: Strip) -> list[Cell]:
-    cells: list[Cell] = []
-    for text, style, control in strip:
-        if control:
-            continue
-        for char in text:
-            width = cell_len(char)
-            if width == 0:  # a combining mark rides on the cell before it
-                at = len(cells) - 1
-                if at >= 0 and cells[at] is WIDE_TAIL:
-                    at -= 1
-                if at >= 0:
-                    cells[at] = (cells[at][0] + char, cells[at][1])
-                continue
-            cells.append((char, style))
-            if width == 2:
-                cells.append(WIDE_TAIL)
-    return cells
+WIDE_TAIL = ""  # the char of the right half of a double-width character (drawn by the left half)
 
 
 @lru_cache(maxsize=4096)
@@ -58,85 +36,110 @@ def _looks(style: Style | None) -> tuple[Style | None, Style | None]:
     return plain, blank
 
 
-def _segment_looks(strip: Strip) -> tuple:
-    return tuple((text, _looks(style)[0]) for text, style, control in strip if not control)
+class Cells:
+    """A piece of a line as cells: chars[i] and looks[i] (what is compared) and styles[i] (what is drawn)."""
 
+    __slots__ = ("chars", "looks", "styles")
 
-def _key(cell: Cell) -> Cell:
-    char, style = cell
-    plain, blank = _looks(style)
-    return (char, blank if char == " " else plain)
+    def __init__(self, strip: Strip) -> None:
+        chars: list[str] = []
+        looks: list[Style | None] = []
+        styles: list[Style | None] = []
+        for text, style, control in strip:
+            if control or not text:
+                continue
+            plain, blank = _looks(style)
+            if text.isascii() or cell_len(text) == len(text):  # one cell per char: whole runs at C speed
+                n = len(text)
+                chars.extend(text)
+                styles.extend([style] * n)
+                if " " not in text:
+                    looks.extend([plain] * n)
+                elif not text.strip(" "):
+                    looks.extend([blank] * n)
+                else:
+                    looks.extend([blank if c == " " else plain for c in text])
+                continue
+            for char in text:
+                width = cell_len(char)
+                if width == 0:  # a combining mark rides on the cell before it
+                    at = len(chars) - 1
+                    if at >= 0 and chars[at] == WIDE_TAIL:
+                        at -= 1
+                    if at >= 0:
+                        chars[at] += char
+                    continue
+                chars.append(char)
+                looks.append(blank if char == " " else plain)
+                styles.append(style)
+                if width == 2:
+                    chars.append(WIDE_TAIL)
+                    looks.append(plain)
+                    styles.append(style)
+        self.chars, self.looks, self.styles = chars, looks, styles
 
 
 class ShadowScreen:
-    """What the terminal shows, row by row (None: not known)."""
+    """What the terminal shows, row by row: chars and looks (None: not known)."""
 
     def __init__(self) -> None:
-        self.rows: dict[int, dict[int, Cell]] = {}
-        # row -> x -> (width, segments' looks) of the last piece written there whole and not overwritten
-        # since: most pieces come back unchanged, and comparing their segments is cheaper than their cells.
-        self.pieces: dict[int, dict[int, tuple[int, tuple]]] = {}
+        self.chars: dict[int, list[str | None]] = {}
+        self.looks: dict[int, list[Style | None]] = {}
 
     def forget(self) -> None:
-        self.rows.clear()
-        self.pieces.clear()
+        self.chars.clear()
+        self.looks.clear()
 
-    def unchanged(self, x: int, y: int, strip: Strip) -> bool:
-        """True when the terminal already shows exactly this piece at (x, y)."""
-        known = self.pieces.get(y, {}).get(x)
-        return known is not None and known == (strip.cell_length, _segment_looks(strip))
+    def _row(self, y: int, end: int) -> tuple[list, list]:
+        chars = self.chars.setdefault(y, [])
+        looks = self.looks.setdefault(y, [])
+        if len(chars) < end:
+            chars.extend([None] * (end - len(chars)))
+            looks.extend([None] * (end - len(looks)))
+        return chars, looks
 
-    def record(self, x: int, y: int, cells: list[Cell], strip: Strip | None = None) -> None:
-        pieces = self.pieces.setdefault(y, {})
-        end = x + len(cells)
-        for start in [s for s, (width, _) in pieces.items() if s < end and s + width > x]:
-            del pieces[start]
-        if strip is not None:
-            pieces[x] = (strip.cell_length, _segment_looks(strip))
-        row = self.rows.setdefault(y, {})
-        for offset, cell in enumerate(cells):
-            row[x + offset] = _key(cell)
-
-    def changed_runs(self, x: int, y: int, cells: list[Cell]) -> list[tuple[int, int]]:
-        """[(start, end)) offsets into `cells` that differ from the terminal, short gaps joined."""
-        row = self.rows.get(y, {})
+    def changed_runs(self, x: int, y: int, cells: Cells) -> list[tuple[int, int]]:
+        """[(start, end)) offsets into `cells` that differ from the terminal, short gaps joined; the
+        terminal's copy is updated to `cells`."""
+        n = len(cells.chars)
+        chars, looks = self._row(y, x + n)
+        old_chars, old_looks = chars[x:x + n], looks[x:x + n]
+        if old_chars == cells.chars and old_looks == cells.looks:
+            return []
+        chars[x:x + n] = cells.chars
+        looks[x:x + n] = cells.looks
         runs: list[tuple[int, int]] = []
-        start = None
-        for offset, cell in enumerate(cells):
-            if row.get(x + offset) != _key(cell):
-                if start is None:
-                    start = offset
-                end = offset + 1
-            elif start is not None and offset - end >= JOIN_GAP:
-                runs.append((start, end))
-                start = None
-        if start is not None:
+        start = end = -1
+        new_chars, new_looks = cells.chars, cells.looks
+        for offset in range(n):
+            if old_chars[offset] != new_chars[offset] or old_looks[offset] != new_looks[offset]:
+                if start >= 0 and offset - end < JOIN_GAP:
+                    end = offset + 1
+                    continue
+                if start >= 0:
+                    runs.append((start, end))
+                start, end = offset, offset + 1
+        if start >= 0:
             runs.append((start, end))
-        joined: list[tuple[int, int]] = []
-        for run in runs:
-            if joined and run[0] - joined[-1][1] < JOIN_GAP:
-                joined[-1] = (joined[-1][0], run[1])
-            else:
-                joined.append(run)
         # Never start or end inside a double-width character.
         fixed = []
-        for start, end in joined:
-            if cells[start] is WIDE_TAIL and start > 0:
+        for start, end in runs:
+            if new_chars[start] == WIDE_TAIL and start > 0:
                 start -= 1
-            if end < len(cells) and cells[end] is WIDE_TAIL:
+            if end < n and new_chars[end] == WIDE_TAIL:
                 end += 1
             fixed.append((start, end))
         return fixed
 
 
-def _render_cells(cells: list[Cell], console: Console) -> str:
+def _render_cells(cells: Cells, start: int, end: int, console: Console) -> str:
     segments: list[Segment] = []
     text: list[str] = []
     style: Style | None = None
-    for char, cell_style in cells:
-        if (char, cell_style) == WIDE_TAIL:
+    for char, cell_style in zip(cells.chars[start:end], cells.styles[start:end]):
+        if char == WIDE_TAIL:
             continue
-        if cell_style != style and text:
+        if cell_style is not style and cell_style != style and text:
             segments.append(Segment("".join(text), style))
             text = []
         style = cell_style
@@ -173,13 +176,10 @@ class DiffedUpdate(CompositorUpdate):
     def render_segments(self, console: Console) -> str:
         out: list[str] = []
         for x, y, strip in _pieces(self.update):
-            if self.shadow.unchanged(x, y, strip):
-                continue
-            cells = _cells(strip)
+            cells = Cells(strip)
             for start, end in self.shadow.changed_runs(x, y, cells):
                 out.append(f"\x1b[{y + 1};{x + start + 1}H")
-                out.append(_render_cells(cells[start:end], console))
-            self.shadow.record(x, y, cells, strip)
+                out.append(_render_cells(cells, start, end, console))
         return "".join(out)
 
 

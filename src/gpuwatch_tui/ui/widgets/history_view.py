@@ -13,8 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, TYPE_CHECKING
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.geometry import Region
+from textual.strip import Strip
 from ..safe_rich import safe_rich
 from textual.widget import Widget
 
@@ -200,7 +203,10 @@ def _columns_of(panels: int, height: int, width: int) -> int:
 
 
 class HistoryView(Themed, Widget):
-    """Charts of the host or GPU the GPU grid's cursor is on."""
+    """Charts of the host or GPU the GPU grid's cursor is on.
+
+    Drawn with the Line API from lines built once per new sample or selection; a new sample repaints
+    only the lines it changed (with a sweep, the head's column), not the widget."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -208,35 +214,73 @@ class HistoryView(Themed, Widget):
         self.host: str | None = None
         self.gpu: int | None = None
         self._shown: tuple = ()
-        self._text: Text | None = None
+        self._lines: list[Strip] | None = None
+        self._built_for: tuple = ()
 
     def select(self, host: str | None, gpu: int | None) -> None:
         if (host, gpu) != (self.host, self.gpu):
             self.host, self.gpu = host, gpu
-            self._text = None
+            self._lines = None
             self.refresh()
 
     def show(self, store: Store) -> None:
         self._store = store
         record = store.hosts.get(self.host) if self.host else None
         shown = (self.host, self.gpu, None if record is None else record.last_sample_time, id(self._palette))
-        if shown != self._shown:
-            self._shown = shown
-            self._text = None
+        if shown == self._shown:
+            return
+        self._shown = shown
+        old = self._lines
+        if old is None or self._built_for != self._geometry():
+            self._lines = None
             self.refresh()
+            return
+        self._lines = new = self._strips()
+        width = self.size.width
+        for y, (before, after) in enumerate(zip(old, new)):
+            if before != after:
+                self.refresh(Region(0, y, width, 1))
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
-        self._text = None
+        self._lines = None
         self.refresh()
 
     def on_resize(self) -> None:
-        self._text = None
+        self._lines = None
 
-    def render(self) -> Text:
-        if self._text is None:
-            self._text = safe_rich(self._build(self.content_size.width, self.content_size.height))
-        return self._text
+    def _geometry(self) -> tuple:
+        return (self.content_size.width, self.content_size.height, self.rich_style)
+
+    def _strips(self) -> list[Strip]:
+        """The widget's lines: the charts, sanitised, on the widget's background, each `width` cells."""
+        width, height = self.content_size.width, self.content_size.height
+        base = self.rich_style
+        self._built_for = self._geometry()
+        text = safe_rich(self._build(width, height))
+        console = self.app.console
+        combined: dict = {}
+
+        def on_base(style):
+            if style is None:
+                return base
+            result = combined.get(style)
+            if result is None:
+                result = combined[style] = base + style
+            return result
+
+        strips = []
+        for line in text.split("\n")[:height]:
+            segments = [Segment(seg.text, on_base(seg.style)) for seg in line.render(console) if seg.text != "\n"]
+            strips.append(Strip(segments).extend_cell_length(width, base).crop(0, width))
+        return strips
+
+    def render_line(self, y: int) -> Strip:
+        if self._lines is None:
+            self._lines = self._strips()
+        if y < len(self._lines):
+            return self._lines[y]
+        return Strip.blank(self.content_size.width, self.rich_style)
 
     def _build(self, width: int, height: int) -> Text:
         p = self.palette
