@@ -107,9 +107,11 @@ def host_series(host: HostRecord) -> list[Series]:
 
 
 def sweep_slots(width: int, window: int) -> tuple[int, int]:
-    """(columns per sample, sample slots) of a sweep chart `width` columns wide showing `window` samples."""
+    """(columns per sample, sample slots) of a sweep chart `width` columns wide showing `window` samples.
+    One slot per sample of the window, so a new sample lands on the one a window older (in steady state
+    most of its cells do not change); columns left over at the right stay blank."""
     each = max(1, width // max(1, window))
-    return each, max(1, width // each)
+    return each, max(1, min(window, width // each))
 
 
 def chart_rows(series: Series, width: int, height: int, window: int, newest: int, palette: Palette) -> list[Text]:
