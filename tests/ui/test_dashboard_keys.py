@@ -77,6 +77,21 @@ async def test_j_and_k_move_as_the_arrows_do_and_capital_k_kills(app):
         assert notifications(app)[-1].startswith("kill")  # the recorded fleet cannot act: it says so
 
 
+async def test_ctrl_z_shows_problems_only_and_back(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert job_ids(app) == ["trainer-b:30100", "trainer-e:51877", "trainer-e:28841"]  # stalled, silent, crashed
+        grid = "\n".join(lines_of(app.screen.query_one(GpuGrid)))
+        assert "trainer-a" not in grid  # healthy, every GPU claimed by its job
+        assert "bastion-c" in grid and "lab-d" in grid and "trainer-b" in grid
+        assert "PROBLEMS ONLY" in app.screen.query_one(HostBar).render().plain
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert len(job_ids(app)) == 5 and "trainer-a" in "\n".join(lines_of(app.screen.query_one(GpuGrid)))
+        assert "PROBLEMS ONLY" not in app.screen.query_one(HostBar).render().plain
+
+
 async def test_slash_filters_jobs_and_grid_and_esc_clears(app):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("slash")
