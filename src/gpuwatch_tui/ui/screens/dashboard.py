@@ -74,6 +74,7 @@ class DashboardScreen(Screen):
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("g", "toggle_processes", "GPU processes"),
         Binding("ctrl+z", "toggle_problems", "Problems only", show=False),
+        Binding("w", "users", "Who uses what", show=False),
         Binding("tab", "app.focus_next", "Next pane", show=False),
         Binding("shift+tab", "app.focus_previous", "Previous pane", show=False),
     ]
@@ -213,6 +214,11 @@ class DashboardScreen(Screen):
         self.refresh_from_source()
 
     # -- filter ----------------------------------------------------------------------------
+
+    def action_users(self) -> None:
+        from .users_screen import UsersScreen  # not needed for the first frame
+
+        self.app.push_screen(UsersScreen())
 
     def action_toggle_problems(self) -> None:
         self.problems_only = not self.problems_only
