@@ -180,6 +180,22 @@ async def test_command_palette_opens_a_job(app):
         assert isinstance(app.screen, JobScreen) and app.screen.job_id == "trainer-e:51877"
 
 
+async def test_the_palette_lists_quit_and_theme_once(app):
+    async with app.run_test(size=SIZE) as pilot:
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Quit" not in titles and "Theme" not in titles and "Keys" not in titles  # gpuwatch's own instead
+        assert "Screenshot" in titles  # Textual's others stay
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"quit")
+        await pilot.pause(0.5)
+        from textual.command import CommandList
+
+        options = app.screen.query_one(CommandList)
+        prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert sum("Quit" in p for p in prompts) == 1, prompts
+
+
 async def test_s_cycles_sort_and_header_click_sorts(app):
     async with app.run_test(size=SIZE) as pilot:
         table = app.screen.query_one(JobsTable)

@@ -117,6 +117,14 @@ class GpuwatchApp(App):
         """The registry actions this dashboard offers (read-only mode drops those that change a host)."""
         return allowed(self.readonly)
 
+    def get_system_commands(self, screen):
+        """Textual's palette commands less those gpuwatch has its own of: Quit and Theme once each (Textual's
+        theme picker also offers themes that lack gpuwatch's colours), Keys (gpuwatch's help is `?`)."""
+        ours = {spec.title for spec in self.offered_actions()} | {"Keys"}
+        for command in super().get_system_commands(screen):
+            if command.title not in ours:
+                yield command
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides the binding and refuses the key: in read-only mode kill / restart / dump do not exist.
         if action == "job_action" and parameters:
