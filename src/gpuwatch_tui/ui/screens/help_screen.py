@@ -39,7 +39,7 @@ def binding_rows(app) -> list[tuple[str, str, str]]:
             for key in binding.key.split(","):
                 display = binding.key_display or app.get_key_display(Binding(key.strip(), binding.action))
                 rows.append((where, display, binding.description or binding.action))
-    rows.append(("everywhere", app.get_key_display(Binding("ctrl+c", "quit")), "Quit"))
+    rows.append(("everywhere", app.get_key_display(Binding("ctrl+c", "quit")), "Quit (as in htop, k9s, nvitop)"))
     rows.append(("everywhere", app.get_key_display(Binding(app.COMMAND_PALETTE_BINDING, "command_palette")),
                  "Command palette"))
     rows.append(("everywhere", "mouse", "click selects, double-click opens, wheel scrolls, click a header sorts"))
