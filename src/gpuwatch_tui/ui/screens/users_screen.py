@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ..palette import Palette
-from ..safe_rich import safe_rich
+from ...safe_text import safe_text
 from ..widgets.users_table import user_rows, users_table
 
 
@@ -37,7 +37,7 @@ class UsersScreen(ModalScreen):
         palette = Palette(self.app.theme_variables)
         rows = user_rows(source.store, source.jobs())
         for row in rows:  # user names come from the hosts
-            row.user = safe_rich(row.user)
+            row.user = safe_text(row.user)
         self.query_one("#users-table", Static).update(users_table(rows, palette, source.store.history))
 
     def theme_changed(self, palette: Palette) -> None:
