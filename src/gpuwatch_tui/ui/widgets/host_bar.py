@@ -49,8 +49,16 @@ class HostBar(Themed, Widget):
         self._text: Text | None = None
         self.filter_text = ""
         self.filtering = False
+        self.problems_only = False
         self.time_cursor = ""  # a replay's "now" (its source's time_cursor()); empty when live
         self.recording_problem: str | None = None  # the rolling recording stopped (its source says why)
+
+    def set_problems_only(self, on: bool) -> None:
+        if on != self.problems_only:
+            self.problems_only = on
+            self._shown = ()
+            self._text = None
+            self.refresh()
 
     def set_filter(self, text: str, editing: bool) -> None:
         """The `/` filter is typed here, on the summary line: no widget appears, nothing relayouts."""
@@ -103,6 +111,9 @@ class HostBar(Themed, Widget):
         if self.recording_problem:  # the whole reason is in the alert; here, that it is not recording
             text.append(" NOT RECORDING ", p.style("host-bad", bold=True) + Style(reverse=True))
             text.append("  ")
+        if self.problems_only:
+            text.append(" PROBLEMS ONLY ", p.style("host-bad", bold=True) + Style(reverse=True))
+            text.append(" ctrl+z: all  ", p.style("muted"))
         if self.filtering or self.filter_text:
             text.append(" / ", p.style("host-warn", bold=True) + Style(reverse=True))
             text.append(f" {self.filter_text}", Style(bold=True))

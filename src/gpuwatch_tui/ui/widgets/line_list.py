@@ -14,9 +14,10 @@ from textual.strip import Strip
 from ...safe_text import safe_text
 from ..palette import Themed
 
+# j/k as in less, vim, htop and k9s; the kill key is capital K (as in nvitop), so a slip on k only moves.
 CURSOR_BINDINGS = [
-    Binding("up", "cursor_up", "Up", show=False),
-    Binding("down", "cursor_down", "Down", show=False),
+    Binding("up,k", "cursor_up", "Up", show=False),
+    Binding("down,j", "cursor_down", "Down", show=False),
     Binding("pageup", "page_up", "Page up", show=False),
     Binding("pagedown", "page_down", "Page down", show=False),
     Binding("home", "cursor_home", "First", show=False),
