@@ -28,6 +28,7 @@ from .actions import registry  # noqa: E402
 from .config import Config, load_config  # noqa: E402
 from .errors import ConfigError  # noqa: E402
 from .gc_policy import relax_gc  # noqa: E402
+from .terminal_guard import guarded_output  # noqa: E402
 from .vocab import HOST_OK_STATES, REPLAY_SPEEDS  # noqa: E402
 
 if _collector_was_on:
@@ -271,6 +272,12 @@ def dashboard_args(argv: list[str]) -> argparse.Namespace | None:
 def main(argv: list[str] | None = None) -> int:
     relax_gc()
     argv = sys.argv[1:] if argv is None else list(argv)
+    # Everything a verb prints passes the sanitiser (the dashboard draws through its own stream).
+    with guarded_output():
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     args = dashboard_args(argv) or build_parser().parse_args(argv)
     if args.theme is not None:
         problem = check_theme(args.theme)

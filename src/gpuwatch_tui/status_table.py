@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .actions.registry import cli_hint
 from .probe import gpu_metrics
+from .safe_text import safe_text
 from .vocab import fmt_age
 
 
@@ -25,6 +26,8 @@ def _cell(metric: gpu_metrics.GpuMetric, gpu: dict) -> str:
 
 
 def _table(rows: list[list[str]]) -> list[str]:
+    # Host text is made safe before the widths are taken: shown escapes are wider than the raw bytes.
+    rows = [[safe_text(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
@@ -69,4 +72,4 @@ def render_status(snapshot: dict) -> str:
                 command = cli_hint(name, j["host"], j["name"])
                 if command is not None:
                     lines.append(f"    {command}")
-    return "\n".join(lines)
+    return "\n".join(safe_text(line) for line in lines)  # the hints and advice lines carry host text too

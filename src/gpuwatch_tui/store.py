@@ -51,6 +51,8 @@ class HostRecord:
     gpu_source: str | None = None
     gpu_error: str | None = None
     last_sample_time: float | None = None
+    samples_seen: int = 0  # how many samples ever arrived: where a sweep chart writes the newest
+    sample_gap_s: float | None = None  # seconds between the last two samples: what one history slot spans
     reconnects: int = 0
     gpus: dict[int, GpuRecord] = field(default_factory=dict)
     procs: dict[int, ProcInfo] = field(default_factory=dict)
@@ -150,7 +152,10 @@ class Store:
         rec = self.hosts[host]
         rec.gpu_source = sample.gpu_source
         rec.gpu_error = sample.gpu_error
+        if rec.last_sample_time is not None and sample.time > rec.last_sample_time:
+            rec.sample_gap_s = sample.time - rec.last_sample_time
         rec.last_sample_time = sample.time
+        rec.samples_seen += 1
         rec.driver = sample.driver or rec.driver  # an nvidia-smi tick may come before its first line
         rec.cpu_count = sample.cpu_count
         rec.cpu_pct = sample.cpu_pct

@@ -105,3 +105,37 @@ def test_cli_action_on_a_host_that_is_not_connected_exits_3(ssh_env, tmp_path):
     r = run(["kill", "down", "x", "--yes", "--config", str(cfg)], tmp_path)
     assert r.returncode == 3 and "not connected" in r.stderr, r.stderr
     assert time.monotonic() - t0 < 30
+
+
+def test_cli_kill_follows_children_forked_on_sigterm_until_none_is_left(sshd_factory, ssh_env, tmp_path):
+    """`kill --yes` on a job whose SIGTERM handler forks three SIGTERM-ignoring children and exits: the children
+    are followed (pinned by pid and start time), killed after the grace, and listed in the outcome."""
+    pids_file = tmp_path / "children"
+    script = Path(__file__).parent / "scripts" / "forking_on_term_job.py"
+    job = subprocess.Popen([PY, str(script), str(pids_file), "forking-marker"], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, start_new_session=True)
+    children: list[int] = []
+    try:
+        assert job.stdout.readline().strip() == b"ready"
+        (host,) = sshd_factory(1)
+        cfg = str(write_config(tmp_path / "hosts.toml", ssh_env, host, "forking-marker"))
+        r = run(["kill", host.name, "sleeper", "--yes", "--json", "--config", cfg], tmp_path)
+        children = [int(x) for x in pids_file.read_text().split()] if pids_file.exists() else []
+        assert len(children) == 3, (children, r.stdout, r.stderr)
+        outcome = json.loads(r.stdout.strip().splitlines()[-1])
+        assert r.returncode == 0, r.stdout + r.stderr
+        got = {o["pid"]: o for o in outcome["report"]["outcomes"]}
+        assert set(children) <= set(got), outcome
+        assert all(got[pid]["outcome"] == "killed" for pid in children), outcome
+        assert job.wait(5) == 0  # its handler exited
+        for pid in children:
+            assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        if job.poll() is None:
+            job.kill()
+            job.wait(5)

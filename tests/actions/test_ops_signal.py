@@ -121,3 +121,30 @@ def test_bad_arguments_are_clear_errors(args, words):
     with pytest.raises(ops_base.OpError) as err:
         ops_signal.op_signal(args)
     assert err.value.code == "bad-args" and words in err.value.message
+
+
+def test_kill_tree_follows_children_forked_by_a_term_handler_until_the_tree_is_empty(started, tmp_path):
+    """The job forks three SIGTERM-ignoring children in its handler and exits: they are found (pinned by
+    pid and start time), get SIGKILL after the grace, and are reported; a bystander is spared."""
+    pids_file = tmp_path / "children"
+    job = started.popen([HOST_PYTHON, str(SCRIPTS / "forking_on_term_job.py"), str(pids_file)],
+                        stdout=subprocess.PIPE, start_new_session=True)
+    assert job.stdout.readline().strip() == b"ready"
+    bystander = _sleeper(started)
+    reply = ops_signal.op_kill_tree({"targets": [{"pid": job.pid, "start_ticks": ticks(job.pid), "role": "main"}],
+                                     "grace_s": 1.0, "kill_wait_s": 2.0})
+    children = [int(x) for x in wait_for(lambda: pids_file.exists() and len(pids_file.read_text().split()) == 3
+                                         and pids_file.read_text(), what="three children").split()]
+    for pid in children:
+        started.track(pid)
+    got = {r["pid"]: r for r in reply["results"]}
+    assert got[job.pid]["outcome"] == "exited"
+    assert sorted(set(got) - {job.pid}) == sorted(children), reply
+    for pid in children:
+        assert got[pid]["role"] == "child" and got[pid]["outcome"] == "killed", got[pid]
+        # Found during the grace it gets SIGTERM first; found after it (a loaded machine), SIGKILL at once.
+        term_at, kill_at = got[pid]["term_at_s"], got[pid]["kill_at_s"]
+        assert kill_at is not None and (term_at is None or kill_at >= term_at), got[pid]
+        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z"
+    assert bystander.poll() is None
+

@@ -70,11 +70,11 @@ def test_long_lines_are_capped():
 def test_sanitize_removes_escapes_and_shows_controls():
     assert sanitize_line(b"\x1b[31mred\x1b[0m") == "red"
     assert sanitize_line(b"\x1b]0;pwned title\x07ok") == "ok"
-    assert sanitize_line(b"bell\x07 nul\x00") == "bell^G nul^@"
+    assert sanitize_line(b"bell\x07 nul\x00") == "bell\u2407 nul\u2400"
     assert sanitize_line("c1 \x9b2J csi".encode()) == "c1  csi"
     assert sanitize_line(b"\xff\xfebad") == "\ufffd\ufffdbad"
     assert sanitize_line("rtl \u202eevil") == "rtl <U+202E>evil"
-    assert sanitize_line(b"lone \x1b esc") == "lone ^[ esc"
+    assert sanitize_line(b"lone \x1b esc") == "lone \u241b esc"
     assert sanitize_line(b"a\tb") == "a       b"
     for ch in range(0, 32):
         out = sanitize_line(bytes([ch]) + b"x")
@@ -212,11 +212,13 @@ def test_sanitize_skips_the_unsafe_pass_only_on_printable_text():
     import random
 
     from gpuwatch_tui.jobs import logtail
+    from gpuwatch_tui.safe_text import safe_text
 
     alphabet = ("abc XYZ 019.,:/%|#" + "\x00\x07\x08\x0b\x0c\x0d\x1f\x7f\x80\x85\x9f"
                 + "\u202a\u202e\u2066\u2069\u200e\u200f\u061c\u00a0\u2028\u2029\u200b\ufeff" + "é漢😀")
     rng = random.Random(3)
     for _ in range(3000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
-        always = logtail._UNSAFE.sub(logtail._escape_char, text)
+        always = safe_text(text)
         assert logtail.sanitize_line(text) == always, repr(text)
+        assert always.isprintable(), repr(always)

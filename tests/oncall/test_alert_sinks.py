@@ -193,4 +193,4 @@ async def test_terminal_sinks_write_bytes():
     dispatcher.dispatch(event(sinks=("bell", "desktop"), title=HOSTILE))
     await dispatcher.drain(2)
     assert written[0] == b"\x07"
-    assert written[1].startswith(b"\x1b]777;notify;job ]0,pwned") and written[1].count(b"\x1b") == 2
+    assert written[1].startswith("\x1b]777;notify;job␛]0,pwned".encode()) and written[1].count(b"\x1b") == 2

@@ -153,3 +153,38 @@ def test_clock_thresholds(skew, status):
 def test_ptrace_words(facts, status, word):
     check = ptrace_check(facts)
     assert check.status == status and word in check.fix
+
+
+def _local_smi_config(tmp_path, **scenario):
+    from tests.support.fake_nvidia_smi import install_fake_nvidia_smi
+    from tests.support.fake_smi_scenario import write_scenario
+
+    install_fake_nvidia_smi(tmp_path / "bin")
+    write_scenario(tmp_path / "smi.json", gpus=1, **scenario)
+    cfg = tmp_path / "local.toml"
+    cfg.write_text('[settings]\nsample_interval = 0.3\n[[hosts]]\nname = "here"\nlocal = true\n'
+                   f'env = {{ PATH = "{tmp_path / "bin"}:/usr/bin:/bin", GPUWATCH_FAKE_SMI = "{tmp_path / "smi.json"}" }}\n')
+    return cfg
+
+
+@pytest.mark.parametrize("scenario", [{"fail": True}, {"exit_after_ticks": 2, "exit_code": 9}],
+                         ids=["fails-at-start", "fails-after-two-ticks"])
+def test_a_failing_gpu_source_fails_the_host_in_its_own_words(tmp_path, capsys, scenario):
+    from tests.support.fake_nvidia_smi import DRIVER_FAILURE
+
+    if "exit_code" in scenario:
+        scenario["exit_message"] = DRIVER_FAILURE
+    code = main(["doctor", "--json", "--config", str(_local_smi_config(tmp_path, **scenario))])
+    out = json.loads(capsys.readouterr().out)
+    gpu = {c["name"]: c for c in out["hosts"][0]["checks"]}["gpu-source"]
+    assert gpu["status"] == "fail" and code == EXIT_DOCTOR_FAILED
+    assert "nvidia-smi exited 9" in gpu["summary"] and "couldn't communicate with the NVIDIA driver" in gpu["summary"]
+
+
+def test_no_gpu_source_at_all_is_a_warning_not_a_failure():
+    from gpuwatch_tui.doctor.host_checks import gpu_check, source_fails
+
+    absent = "NVML: libnvidia-ml.so.1 not found (no NVIDIA driver here); nvidia-smi: not on PATH"
+    assert not source_fails(absent) and gpu_check(None, absent, absent, "none").status == "warn"
+    failing = "NVML: libnvidia-ml.so.1 not found (no NVIDIA driver here); nvidia-smi exited 9: NVIDIA-SMI has failed"
+    assert source_fails(failing) and gpu_check("nvidia-smi", None, failing, "none").status == "fail"

@@ -137,9 +137,9 @@ def test_replay_shows_what_live_showed(sshd_factory, ssh_env, tmp_path):
             await p.press("less_than_sign")
             await p.pause()
             assert replay.now() == timeline.previous_phase_change(now)
-            # k is refused with the reason: there is no host to act on
+            # K (kill) is refused with the reason: there is no host to act on
             app.screen.query_one(JobsTable).focus()
-            await p.press("k")
+            await p.press("K")
             await p.pause()
             assert any("no host to act on" in n or "no job selected" in n for n in notifications(app))
 

@@ -54,7 +54,7 @@ async def test_k_on_a_slurm_job_is_scancel(slurm_env, sshd_factory, ssh_env, tmp
             await until(pilot, lambda: "tick" in "\n".join(source.job_log(view.id)), 15, "the job's log lines")
             app.open_job(view.id)
             await pilot.pause()
-            await pilot.press("k")
+            await pilot.press("K")
             await until(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), 5, "the confirm dialog")
             text = "\n".join(static_text(w) for w in app.screen.query("#confirm-targets-head, #confirm-command"))
             assert f"scancel -- {running}" in text and f"Slurm job {running} (RUNNING) on {NODE}" in text

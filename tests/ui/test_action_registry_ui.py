@@ -50,14 +50,14 @@ def test_unsafe_actions_are_kill_restart_dump():
 async def test_bindings_help_and_palette_list_every_action_with_its_registry_title(app):
     async with app.run_test(size=SIZE) as pilot:
         bound = {b.action: b for b in GpuwatchApp.BINDINGS}
-        assert bound["job_action('kill')"].key == "k" and bound["job_action('kill')"].description == "Kill"
+        assert bound["job_action('kill')"].key == "K" and bound["job_action('kill')"].description == "Kill"
         assert bound["help"].key == "question_mark" and bound["help"].key_display == "?"
         rows = help_everywhere(app)
         for spec in ACTIONS:
             assert rows[spec.title] == spec.key, spec.name
         assert palette_titles(app) == [spec.title for spec in ACTIONS]
         assert any("Restart with -u" in hit for hit in await palette_hits(pilot, app, "restart"))
-        await pilot.press("down", "k")
+        await pilot.press("down", "K")
         # The recorded fleet cannot act on hosts: the key is bound and says so (test_actions_dialog.py has the rest).
         assert notifications(app)[-1].startswith("kill")
 

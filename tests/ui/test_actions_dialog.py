@@ -46,7 +46,7 @@ def dialog_text(screen: ConfirmActionScreen) -> str:
 async def test_k_on_the_selected_job_opens_the_dialog_with_host_job_pids_users_and_command():
     app, source = acting_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("down", "k")  # the jobs table's second row: dpo-2rank
+        await pilot.press("down", "K")  # the jobs table's second row: dpo-2rank
         await pilot.pause()
         assert isinstance(app.screen, ConfirmActionScreen)
         text = dialog_text(app.screen)
@@ -59,7 +59,7 @@ async def test_k_on_the_selected_job_opens_the_dialog_with_host_job_pids_users_a
         assert "SIGTERM pids 30112 30113" in text and "SIGKILL after 10s" in text  # the exact command
         assert app.screen.query_one("#confirm-cancel", Button).has_focus  # safe default
         rows = list(app.screen.query(".confirm-target"))
-        assert [r.tooltip for r in rows][0] == "python3 -u dpo.py --rank 0"  # the whole command on hover
+        assert [str(r.tooltip) for r in rows][0] == "python3 -u dpo.py --rank 0"  # the whole command on hover
         assert source.ran == []  # nothing happens before confirming
 
 
@@ -67,7 +67,7 @@ async def test_escape_and_n_cancel_and_nothing_runs():
     app, source = acting_app()
     async with app.run_test(size=SIZE) as pilot:
         for key in ("escape", "n", "enter"):  # enter presses the focused button: Cancel
-            await pilot.press("down", "k")
+            await pilot.press("down", "K")
             await pilot.pause()
             assert isinstance(app.screen, ConfirmActionScreen)
             await pilot.press(key)
@@ -84,7 +84,7 @@ async def test_y_runs_in_a_worker_the_pane_says_killing_then_shows_each_process_
     async with app.run_test(size=SIZE) as pilot:
         app.open_job(DPO)
         await pilot.pause()
-        await pilot.press("k")
+        await pilot.press("K")
         await pilot.pause()
         assert isinstance(app.screen, ConfirmActionScreen)
         await pilot.press("y")
@@ -93,7 +93,7 @@ async def test_y_runs_in_a_worker_the_pane_says_killing_then_shows_each_process_
         assert [p.action for p in source.ran] == ["kill"]
         assert app.running_actions == {DPO: "kill"}
         assert "killing…" in static_text(app.screen.query_one("#job-title"))
-        await pilot.press("k")  # a second kill of the same job while the first runs: refused
+        await pilot.press("K")  # a second kill of the same job while the first runs: refused
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmActionScreen)
         assert "busy (killing…)" in notifications(app)[-1]
@@ -127,7 +127,7 @@ async def test_readonly_has_no_action_keys_and_plans_nothing():
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         app.open_job(DPO)
         await pilot.pause()
-        for key in ("k", "u", "d"):
+        for key in ("K", "u", "d"):
             await pilot.press(key)
             await pilot.pause()
             assert isinstance(app.screen, JobScreen)

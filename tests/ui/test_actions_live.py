@@ -71,7 +71,7 @@ async def test_k_y_on_a_live_job_kills_its_process_and_shows_the_outcome(sshd_fa
             view = next(j for j in source.jobs() if j.name == "trainer")
             app.open_job(view.id)
             await pilot.pause()
-            await pilot.press("k")
+            await pilot.press("K")
             await until(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), 5, "the confirm dialog")
             text = "\n".join(static_text(w) for w in app.screen.query(".confirm-target, #confirm-facts, #confirm-command"))
             assert host.name in text and "trainer" in text and str(job.pid) in text
@@ -80,7 +80,7 @@ async def test_k_y_on_a_live_job_kills_its_process_and_shows_the_outcome(sshd_fa
             await pilot.pause(0.5)
             assert alive(job.pid)  # cancelled: nothing was sent
 
-            await pilot.press("k")
+            await pilot.press("K")
             await until(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), 5, "the confirm dialog")
             await pilot.press("y")
             await until(pilot, lambda: not app.running_actions and view.id in app.action_outcomes, 30, "the outcome")

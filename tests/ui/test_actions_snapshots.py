@@ -30,7 +30,7 @@ SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40"
 @pytest.mark.parametrize("size", SIZES)
 def test_confirm_kill_dialog(snap_compare, size):
     # down, k: kill dpo-2rank (two ranks) from the jobs table
-    assert snap_compare(GpuwatchApp(ActingRecordedSource(FLEET)), terminal_size=size, press=["down", "k"])
+    assert snap_compare(GpuwatchApp(ActingRecordedSource(FLEET)), terminal_size=size, press=["down", "K"])
 
 
 @pytest.mark.parametrize("theme", ["gpuwatch-light", "gpuwatch-high-contrast"])

@@ -57,6 +57,41 @@ async def test_q_quits_and_stops_the_source(app, source):
     assert source._stopped.is_set()
 
 
+async def test_ctrl_c_quits_and_stops_the_source(app, source):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert app.return_code == 0
+    assert source._stopped.is_set()
+
+
+async def test_j_and_k_move_as_the_arrows_do_and_capital_k_kills(app):
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        table = app.screen.query_one(JobsTable)
+        await pilot.press("j", "j")
+        assert table.cursor == 2
+        await pilot.press("k")
+        assert table.cursor == 1
+        assert notifications(app) == []  # k moved; it did not ask to kill
+        await pilot.press("K")
+        assert notifications(app)[-1].startswith("kill")  # the recorded fleet cannot act: it says so
+
+
+async def test_ctrl_z_shows_problems_only_and_back(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert job_ids(app) == ["trainer-b:30100", "trainer-e:51877", "trainer-e:28841"]  # stalled, silent, crashed
+        grid = "\n".join(lines_of(app.screen.query_one(GpuGrid)))
+        assert "trainer-a" not in grid  # healthy, every GPU claimed by its job
+        assert "bastion-c" in grid and "lab-d" in grid and "trainer-b" in grid
+        assert "PROBLEMS ONLY" in app.screen.query_one(HostBar).render().plain
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert len(job_ids(app)) == 5 and "trainer-a" in "\n".join(lines_of(app.screen.query_one(GpuGrid)))
+        assert "PROBLEMS ONLY" not in app.screen.query_one(HostBar).render().plain
+
+
 async def test_slash_filters_jobs_and_grid_and_esc_clears(app):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("slash")
@@ -117,7 +152,7 @@ async def test_t_cycles_themes(app):
 async def test_action_keys_reach_the_action_on_the_selected_job(app):
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.press("down")
-        for key, name in (("k", "kill"), ("u", "restart with -u"), ("d", "py-spy dump")):
+        for key, name in (("K", "kill"), ("u", "restart with -u"), ("d", "py-spy dump")):
             await pilot.press(key)
             # the recorded fleet cannot act on hosts: each key says so (the flow: test_actions_dialog.py)
             assert notifications(app)[-1].startswith(name)
@@ -127,10 +162,10 @@ async def test_action_keys_in_readonly_mode(source):
     # --readonly removes kill / restart / dump (the registry's unsafe actions): the keys do nothing.
     app = GpuwatchApp(source, readonly=True)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.press("down", "k", "u", "d")
+        await pilot.press("down", "K", "u", "d")
         await pilot.pause()
         assert notifications(app) == []
-        assert not {"k", "u", "d"} & set(app.active_bindings)
+        assert not {"K", "u", "d"} & set(app.active_bindings)
 
 
 async def test_command_palette_opens_a_job(app):
@@ -143,6 +178,22 @@ async def test_command_palette_opens_a_job(app):
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, JobScreen) and app.screen.job_id == "trainer-e:51877"
+
+
+async def test_the_palette_lists_quit_and_theme_once(app):
+    async with app.run_test(size=SIZE) as pilot:
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Quit" not in titles and "Theme" not in titles and "Keys" not in titles  # gpuwatch's own instead
+        assert "Screenshot" in titles  # Textual's others stay
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"quit")
+        await pilot.pause(0.5)
+        from textual.command import CommandList
+
+        options = app.screen.query_one(CommandList)
+        prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert sum("Quit" in p for p in prompts) == 1, prompts
 
 
 async def test_s_cycles_sort_and_header_click_sorts(app):

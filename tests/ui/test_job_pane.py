@@ -41,7 +41,7 @@ async def test_processes_and_output_dir(app):
         screen = await open_job(app, pilot, LLAMA)
         procs = screen.query_one(ProcessTable)
         assert procs.row_count == 9
-        assert procs.get_cell("41210:" + str(1764500000.0 - 8948), "state") == "R"
+        assert str(procs.get_cell("41210:" + str(1764500000.0 - 8948), "state")) == "R"
         outdir = static_text(screen.query_one(OutdirLine))
         assert "83 files" in outdir and "1.3 TB" in outdir and "20m10s ago" in outdir
 
@@ -59,11 +59,11 @@ async def test_cpu_percent_from_successive_samples(app, source):
         await pilot.pause()
         # +1 CPU second over the time between the two samples (not between two redraws)
         expected = f"{100.0 / (host.last_sample_time - first):.0f}"
-        assert table.get_cell(key, "cpu") == expected
+        assert str(table.get_cell(key, "cpu")) == expected
         for _ in range(3):  # redraws without a new sample keep the figure
             app.screen.refresh_from_source()
             await pilot.pause()
-            assert table.get_cell(key, "cpu") == expected
+            assert str(table.get_cell(key, "cpu")) == expected
 
 
 async def test_log_follows_new_lines(app, source):
@@ -203,15 +203,15 @@ async def test_long_commands_are_cut_to_the_width_not_scrolled(source):
         assert not procs.show_horizontal_scrollbar
         assert procs.virtual_size.width <= procs.scrollable_content_region.width
         key = f"41210:{1764500000.0 - 8948}"
-        shown = procs.get_cell(key, "cmd")
+        shown = str(procs.get_cell(key, "cmd"))
         whole = procs.full_command(key)
         assert shown.endswith("…") and whole.startswith(shown[:-1]) and whole.endswith("(+4 children)")
         # hovering a row shows the whole command line
         procs.hover_coordinate = procs.hover_coordinate.__class__(procs.get_row_index(key), 6)
         await pilot.pause()
-        assert procs.tooltip == whole
+        assert str(procs.tooltip) == whole
         # wider: the whole command fits again
         await pilot.resize_terminal(200, 40)
         await pilot.pause()
         await pilot.pause()
-        assert procs.get_cell(key, "cmd") == whole
+        assert str(procs.get_cell(key, "cmd")) == whole

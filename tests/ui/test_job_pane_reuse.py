@@ -117,7 +117,7 @@ async def test_keys_in_the_reused_pane_act_on_the_job_shown():
     source.release.set()
     async with app.run_test(size=SIZE) as pilot:
         await open_job(app, pilot, DPO)
-        await pilot.press("k")
+        await pilot.press("K")
         await pilot.pause()
         assert isinstance(app.screen, ConfirmActionScreen)
         await pilot.press("y")
@@ -131,7 +131,7 @@ async def test_keys_in_the_reused_pane_act_on_the_job_shown():
         assert second is pane
         assert not second.query_one(ActionOutcomeTable).display  # the outcome was the other job's
         assert "30112" not in static_text(second.query_one(ActionOutcomeTable))
-        await pilot.press("k")
+        await pilot.press("K")
         await pilot.pause()
         assert source.planned[-1].job_id == "trainer-e:51877"  # the key acts on the job on screen
         await pilot.press("escape")

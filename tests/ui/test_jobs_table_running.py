@@ -25,7 +25,7 @@ async def test_the_row_says_what_runs_until_the_outcome_arrives():
     app = GpuwatchApp(source, min_refresh_interval=0)
     async with app.run_test(size=(160, 40)) as pilot:
         table = app.screen.query_one(JobsTable)
-        for key, word in (("k", "killing…"), ("u", "restarting…")):
+        for key, word in (("K", "killing…"), ("u", "restarting…")):
             source.release = asyncio.Event()
             table.cursor = table.job_ids.index(DPO)
             await pilot.press(key)

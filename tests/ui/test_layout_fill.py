@@ -56,7 +56,9 @@ async def test_no_run_of_blank_rows(size, jobs, tmp_path):
             assert "eval-sweep-3" in text  # every job fits, at every size
         if size[1] >= 40:
             assert app.screen.query_one(HistoryView).size.height >= 5
-            assert "-60s" in text and "now" in text  # the history view's time axis
+            assert "▲ now" in text and "last 60 samples" in text  # the sweep chart's head and its reach
+            if jobs:  # trainer-a: a chart per GPU, each labelled
+                assert "GPU 7 98% · mem 97% · 676 W" in text
 
 
 async def test_history_follows_the_grid_cursor(tmp_path):
@@ -137,6 +139,6 @@ async def test_a_host_without_gpus_charts_its_cpu_and_ram(tmp_path):
         assert f"{host['name']} · no GPU" in text
         assert "CPU 34% of 192 cores" in text and "load 27.5" in text  # the newest reading
         assert "RAM 69%" in text and "GiB" in text
-        assert "-60s" in text and "now" in text
+        assert "▲ now" in text and "last 60 samples" in text
         assert longest_blank_run(lines) <= MAX_BLANK_RUN, text
         assert sum("█" in line or "▆" in line or "▇" in line for line in lines) >= 3, text

@@ -50,7 +50,8 @@ def write_config(path: Path, ssh_env, hosts) -> Path:
     return path
 
 
-def test_dashboard_in_tmux(sshd_factory, ssh_env, tmp_path):
+@pytest.mark.parametrize("size,quit_key", [((200, 50), "q"), ((80, 24), "C-c")], ids=["200x50", "80x24"])
+def test_dashboard_in_tmux(sshd_factory, ssh_env, tmp_path, size, quit_key):
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed")
     hosts = sshd_factory(2)
@@ -62,10 +63,18 @@ def test_dashboard_in_tmux(sshd_factory, ssh_env, tmp_path):
     env.pop("COLORTERM", None)
     command = " ".join([sys.executable, "-m", "gpuwatch_tui.cli", "--config", str(config)])
     env_args = [f"{k}={v}" for k, v in env.items() if k in ("HOME", "PATH", "PYTHONPATH", "TERM", "LANG", "LC_ALL")]
-    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "36", "env", *env_args, *command.split())
+    tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), "env", *env_args,
+         *command.split())
     try:
         text = wait_for(session, lambda s: all(h.name in s for h in hosts) and s.count("connected") >= 2)
         assert "Host" in text and "Job" in text  # the jobs table header
+        assert "q Quit" in [line for line in text.splitlines() if line.strip()][-1]  # the footer, at 80 columns too
+        if size[1] >= 50:  # the history under the grid sweeps: its head is marked
+            wait_for(session, lambda s: "▲ now" in s)
+        tmux("send-keys", "-t", session, "g")
+        wait_for(session, lambda s: "no process holds a GPU" in s)  # these hosts have none: it says so
+        tmux("send-keys", "-t", session, "g")
+        wait_for(session, lambda s: "no process holds a GPU" not in s)
         tmux("send-keys", "-t", session, "?")
         wait_for(session, lambda s: "gpuwatch keys" in s)
         tmux("send-keys", "-t", session, "Escape")
@@ -87,7 +96,7 @@ def test_dashboard_in_tmux(sshd_factory, ssh_env, tmp_path):
         wait_for(session, lambda s: "🔎" not in s and "Search for commands" not in s)
         tmux("send-keys", "-t", session, "t")
         wait_for(session, lambda s: "theme: gpuwatch-" in s)
-        tmux("send-keys", "-t", session, "q")
+        tmux("send-keys", "-t", session, quit_key)  # q, or ctrl+c as in htop, k9s and nvitop
         wait_for(session, lambda s: "connected" not in s, timeout=15)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

@@ -106,7 +106,7 @@ async def kill_job(request: Request, job_tree: JobTree, grace_s: float = 10.0, *
         t = by_ref.get((r["pid"], r["start_ticks"]))
         outcomes.append(ProcessOutcome(
             pid=r["pid"], start_ticks=r["start_ticks"], role=t.role if t else r.get("role", ""),
-            name=t.name if t else "", outcome=r["outcome"], message=r.get("message", ""),
+            name=t.name if t else str(r.get("name", "")), outcome=r["outcome"], message=r.get("message", ""),
             term_at_s=r.get("term_at_s"), kill_at_s=r.get("kill_at_s"), ended_at_s=r.get("ended_at_s"),
             continued=bool(r.get("continued"))))
     return KillReport(**base, outcomes=tuple(outcomes), elapsed_s=reply.get("elapsed_s"))

@@ -40,7 +40,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
                confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
     ActionSpec("theme", "t", "Theme", "cycle gpuwatch themes",
                confirm=False, readonly_safe=True, cli_verb=None, scope="app"),
-    ActionSpec("kill", "k", "Kill", "stop the selected job's processes (SIGTERM, then SIGKILL); a Slurm job is cancelled "
+    ActionSpec("kill", "K", "Kill", "stop the selected job's processes (SIGTERM, then SIGKILL); a Slurm job is cancelled "
                "with scancel",
                confirm=True, readonly_safe=False, cli_verb="kill", scope="job", confirm_label="Kill",
                running="killing…"),

@@ -81,6 +81,9 @@ class RestartPlan:
     user: str | None
     warnings: tuple[str, ...] = ()
     kill_tree: JobTree | None = None
+    # (dev, inode) of each log file as discovery saw it: the probe writes to the path only while it is that file.
+    stdout_id: tuple[int, int] | None = None
+    stderr_id: tuple[int, int] | None = None
 
     def spawn_args(self, status_dir: str | None = None, marker_noted: bool = False) -> dict[str, Any]:
         """The spawn op's arguments. `marker_noted`: the marker is in the log already (log_note, before the
@@ -89,6 +92,10 @@ class RestartPlan:
         args: dict[str, Any] = {"argv": list(self.argv), "cwd": self.cwd, "env": dict(self.env),
                                 "stdout": self.stdout, "stderr": self.stderr, "log_mode": self.log_mode,
                                 "marker": marker, "uid": self.uid}
+        if self.stdout_id is not None:
+            args["stdout_id"] = list(self.stdout_id)
+        if self.stderr_id is not None:
+            args["stderr_id"] = list(self.stderr_id)
         if status_dir:
             args["status_dir"] = status_dir
         return args
@@ -136,14 +143,24 @@ def build_restart(captured: Mapping[str, Any], *, host: str, job: str, log_mode:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(time.time() if now is None else now))
         env.update({k: v for k, v in recorder_env(f"/tmp/gpuwatch_fr_{captured.get('pid')}_{stamp}_").items()
                     if k not in env})
-    stdout, stderr = _outputs(captured.get("stdout") or {}, captured.get("stderr") or {}, warnings)
+    out, err = captured.get("stdout") or {}, captured.get("stderr") or {}
+    stdout, stderr = _outputs(out, err, warnings)
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if now is None else now))
     who = local_user or current_user()
     marker = f"=== gpuwatch: restarted with -u at {when} by {who} (was pid {captured.get('pid')}) ==="
     return RestartPlan(host=host, job=job, old_pid=int(captured["pid"]), old_start_ticks=int(captured["start_ticks"]),
                        argv=tuple(new_argv), cwd=cwd, env=env, stdout=stdout, stderr=stderr, log_mode=log_mode,
                        marker=marker, uid=captured.get("uid"), user=captured.get("user"),
-                       warnings=tuple(warnings), kill_tree=kill_tree)
+                       warnings=tuple(warnings), kill_tree=kill_tree,
+                       stdout_id=_file_id(out) if stdout else None,
+                       stderr_id=_file_id(err) if stderr not in ("stdout", stdout) else None)
+
+
+def _file_id(target: Mapping[str, Any]) -> tuple[int, int] | None:
+    ident = target.get("file_id")
+    if isinstance(ident, (list, tuple)) and len(ident) == 2 and all(isinstance(v, int) for v in ident):
+        return int(ident[0]), int(ident[1])
+    return None
 
 
 def _outputs(out: Mapping[str, Any], err: Mapping[str, Any], warnings: list[str]) -> tuple[str | None, str]:
@@ -200,15 +217,34 @@ async def _note_marker(request: Request, plan: RestartPlan, timeout: float) -> b
     is signalled: a gpuwatch that only watches reads it no later than it sees that run end, so it never judges
     the end a clean exit first (between the kill and the spawn, which waits for the GPU memory, lie seconds).
     False where a log could not take it: the spawn writes it then, as before."""
-    paths = [plan.stdout] + ([plan.stderr] if plan.stderr not in ("stdout", plan.stdout) else [])
+    paths = [(plan.stdout, plan.stdout_id)]
+    if plan.stderr not in ("stdout", plan.stdout):
+        paths.append((plan.stderr, plan.stderr_id))
     try:
-        for path in paths:
-            await request("log_note", {"path": path, "line": plan.marker, "uid": plan.uid}, timeout)
+        for path, ident in paths:
+            args = {"path": path, "line": plan.marker, "uid": plan.uid}
+            if ident is not None:
+                args["file_id"] = list(ident)
+            await request("log_note", args, timeout)
     except Exception as exc:
-        if failure_of(exc) is None:
+        failure = failure_of(exc)
+        if failure is None:
             raise
+        if failure.code == LOG_CHANGED:
+            raise LogSwapped(failure) from None
         return False
     return True
+
+
+LOG_CHANGED = "log-changed"  # the probe's code: the log path is no longer the file discovery saw
+
+
+class LogSwapped(Exception):
+    """The job's log was replaced (a symlink, another file) since discovery: the restart stops before the kill."""
+
+    def __init__(self, failure: RequestFailure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
 
 
 async def restart_job(request: Request, plan: RestartPlan, wait_gpu_free: GpuStillHeld | None = None,
@@ -225,7 +261,11 @@ async def restart_job(request: Request, plan: RestartPlan, wait_gpu_free: GpuSti
     noted = False
     if plan.kill_tree is not None:
         if plan.marker and plan.stdout:
-            noted = await _note_marker(request, plan, timeout)
+            try:
+                noted = await _note_marker(request, plan, timeout)
+            except LogSwapped as swapped:  # nothing was signalled: the old run goes on, untouched
+                return RestartReport(**base, kill=None, gpu_released=None, gpu_wait_s=None, spawned=False,
+                                     warnings=tuple(warnings), failure=swapped.failure)
         kill = await kill_job(request, plan.kill_tree, settings.kill_grace_s, kill_wait_s=settings.kill_wait_s)
         if not kill.ok:
             failure = kill.failure or RequestFailure(

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..jobs.logtail import sanitize_line
+from ..safe_text import slack_escape
 
 from .triggers import SEVERITY
 
@@ -46,4 +47,5 @@ class AlertEvent:
         Discord's /slack endpoint) show; the event itself rides along for other receivers."""
         lines = [f"*{self.title}*", self.message]
         lines += [f"• {e}" for e in self.evidence[:5]]
-        return {"text": "\n".join(sanitize_line(x) for x in lines), "gpuwatch": self.to_json()}
+        # Slack parses <...> (mentions, links) and &: escaped, a job named <!channel> pings no one.
+        return {"text": "\n".join(slack_escape(sanitize_line(x)) for x in lines), "gpuwatch": self.to_json()}

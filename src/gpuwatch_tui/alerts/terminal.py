@@ -10,19 +10,18 @@ sequence early or start another.
 from __future__ import annotations
 
 import os
-import re
 from typing import Mapping
+
+from ..safe_text import safe_text
 
 BEL = b"\x07"
 ST = b"\x1b\\"
 MAX_TEXT = 240
-# C0, DEL, C1 (0x9c is a string terminator on some terminals), and bidi controls.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 
 
 def plain_text(text: str, limit: int = MAX_TEXT) -> str:
-    text = _CONTROL.sub(" ", text)
-    text = " ".join(text.split())
+    """One line with no control, C1 or bidi character (the sanitiser shows them), whitespace collapsed."""
+    text = safe_text(" ".join(str(text).split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

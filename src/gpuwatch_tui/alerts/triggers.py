@@ -7,5 +7,9 @@ JOB_TRIGGERS = ("crashed", "stalled", "silent", "finished")
 HOST_DOWN = "host-down"
 GPU_SPIN = "gpu-spin"
 TRIGGERS = (*JOB_TRIGGERS, HOST_DOWN, GPU_SPIN)
+# Not rules' triggers: the dashboard's rolling recording stopped (a full disk) or resumed; sent to every sink.
+RECORDING_STOPPED = "recording-stopped"
+RECORDING_RESUMED = "recording-resumed"
 SEVERITY = {"crashed": "critical", "stalled": "warning", "silent": "warning", "finished": "info",
-            HOST_DOWN: "warning", GPU_SPIN: "warning"}
+            HOST_DOWN: "warning", GPU_SPIN: "warning",
+            RECORDING_STOPPED: "critical", RECORDING_RESUMED: "info"}

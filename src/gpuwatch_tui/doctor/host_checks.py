@@ -40,6 +40,10 @@ class _Sink:
         self.error: str | None = None
         self.hint: str | None = None
         self.skews: list[float] = []
+        # The GPU source as the samples report it: a source that starts and then fails (nvidia-smi
+        # exiting on a lost driver) says so only here, not in the hello.
+        self.gpu_source: str | None = None
+        self.gpu_error: str | None = None
         self.changed = asyncio.Event()
 
     def host_state(self, host, state, error, hint, retry_at=None) -> None:
@@ -48,6 +52,7 @@ class _Sink:
 
     def host_sample(self, host: str, sample: HostSample) -> None:
         self.skews.append(sample.time - time.time())
+        self.gpu_source, self.gpu_error = sample.gpu_source, sample.gpu_error
         self.changed.set()
 
 
@@ -192,7 +197,8 @@ async def _probe_checks(host: HostConfig, settings: Settings, session: HostSessi
             ("gpu-source", "py-spy", "ptrace"), "no probe running")
     checks = [Check("python", PASS, f"Python {hello.get('python')} ({host.python}) runs the probe", "",
                     {"version": hello.get("python"), "interpreter": host.python, "hostname": hello.get("hostname")})]
-    checks.append(gpu_check(hello.get("gpu_source"), hello.get("gpu_error")))
+    checks.append(gpu_check(hello.get("gpu_source"), hello.get("gpu_error"),
+                            sink.gpu_error if sink.skews else None, sink.gpu_source))
     try:
         located = await session.request("pyspy_locate", _pyspy_args(), timeout=settings.connect_timeout + 5)
     except RequestError as exc:
@@ -211,8 +217,28 @@ def _pyspy_args() -> dict:
     return {"sha256": mine.sha256, "name": mine.cache_name}
 
 
-def gpu_check(source: str | None, error: str | None) -> Check:
+# What the probe says of a GPU source that is not there at all (a host without GPUs: a clean state).
+_ABSENT = ("not found", "not on PATH", "no devices were found")
+
+
+def source_fails(error: str | None) -> bool:
+    """True when a GPU source is there but fails (nvidia-smi exiting on a lost driver, NVML erroring),
+    not merely absent: every part of the probe's error ("NVML: ...; nvidia-smi: ...") is checked."""
+    if not error:
+        return False
+    return any(not any(word.lower() in part.lower() for word in _ABSENT) for part in error.split("; "))
+
+
+def gpu_check(source: str | None, error: str | None, sample_error: str | None = None,
+              sample_source: str | None = None) -> Check:
+    """The hello's GPU source; a fail when the source is there but fails, in its own words."""
     facts = {"source": source, "error": error}
+    failing = sample_error if source_fails(sample_error) else error if source_fails(error) else None
+    if failing:
+        facts["sample_error"] = sample_error
+        return Check("gpu-source", FAIL, f"the GPU source fails: {failing}",
+                     "check the driver on the host (nvidia-smi there says the same); until it recovers the "
+                     "dashboard shows this host's GPUs as unknown", facts)
     if source == "nvml":
         return Check("gpu-source", PASS, "NVML", "", facts)
     if source == "nvidia-smi":

@@ -19,7 +19,8 @@ from ..requests import BAD_ARGS, HOST_DOWN, LINK_LOST, TIMEOUT, RequestError
 from ..tasks import cancel_and_wait
 from ..transport.channel_choice import probe_channel
 from ..transport.failure import ConnectFailure
-from ..transport.link import ProbeExited, ProbeLink
+from ..transport.link import ProbeBrokeContract, ProbeExited, ProbeLink
+from ..vocab import HOST_PROBE_FAILED
 from .base import DEFAULT_REQUEST_TIMEOUT_S, FeedSink, HostFeed
 from .pending import PendingRequests
 from .probe_frames import FactCache, parse_sample
@@ -178,6 +179,20 @@ class HostSession(HostFeed):
                     break
                 await asyncio.sleep(delay)
                 continue
+            except ProbeBrokeContract as exc:
+                # Garbage or truncated frames instead of samples: say so and back off like a failed start
+                # (what made the stream break may still be there next time).
+                self._last_error = str(exc)
+                await self._teardown()
+                attempt += 1
+                delay = self._backoff(max(attempt, 2))
+                self._set(HOST_PROBE_FAILED, f"{exc} (retrying in {delay:.0f}s)",
+                          f"check what else writes to stdout on {self.host.name} (a login script, "
+                          f"`{self.host.python}` itself)", time.time() + delay)
+                if self._stopping:
+                    break
+                await asyncio.sleep(delay)
+                continue
             except ProbeExited as exc:
                 if await self.channel.is_lost():
                     self._last_error = "connection lost"
@@ -216,6 +231,7 @@ class HostSession(HostFeed):
             await asyncio.sleep(self._backoff(attempt))
 
     _last_error: str | None = None
+    _hello_at: float | None = None
     _was_serving = False  # this attempt got as far as the probe's hello
     _serving = False  # the current link is up and takes requests
 
@@ -243,7 +259,7 @@ class HostSession(HostFeed):
             self.hello = hello
             # A probe that announces fact deltas gets a fresh cache per run; an older one sends full frames.
             facts = FactCache() if hello.get("fact_deltas") else None
-            self.timeline["hello"] = time.monotonic()
+            self.timeline["hello"] = self._hello_at = time.monotonic()
             self._was_serving = True
             await link.send(self._want_frame)
             self._serving = True
@@ -286,3 +302,10 @@ class HostSession(HostFeed):
                 age = now - self.last_frame_at
                 if age > self.settings.stale_after:
                     self._set("stale", f"no sample for {age:.0f}s")
+            elif self.state in ("connecting", "reconnecting") and self._was_serving and self._hello_at is not None:
+                # A hello and then nothing usable (only truncated frames, say) must not read "connecting" for ever.
+                since = max(self._hello_at, self.last_frame_at or 0.0)
+                age = now - since
+                if age > self.settings.stale_after:
+                    self._set("stale", f"the probe said hello but sent no sample for {age:.0f}s"
+                              + (f" ({link.junk_lines} lines that are not frames)" if link.junk_lines else ""))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from ..model import TailChunk
+from ..safe_text import safe_text
 from .line_ring import LineRing, LogLine
 
 # CSI (colours, cursor moves) and OSC (titles, hyperlinks) sequences are dropped whole:
@@ -17,29 +18,19 @@ from .line_ring import LineRing, LogLine
 _CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]")
 _OSC = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?")
 _OTHER_ESC = re.compile(r"\x1b[@-Z\\-_]|\x1b[!-/]+[0-~]?")
-# C0 (minus tab), DEL, C1, and bidi overrides / isolates (text that reads differently than it is).
-_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code == 0x1B:
-        return "^["
-    if code < 0x20:
-        return "^" + chr(code + 0x40)  # caret notation, like cat -v
-    return f"<U+{code:04X}>"
 
 
 def sanitize_line(raw: bytes | str, max_chars: int | None = None) -> str:
-    """Printable text from raw log bytes: invalid UTF-8 replaced, escapes removed or shown."""
+    """Printable text from raw log bytes: invalid UTF-8 replaced, colour and OSC sequences removed,
+    every other control shown by the one sanitiser (safe_text), combining runs bounded."""
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, (bytes, bytearray)) else raw
     if "\x1b" in text or "\x9b" in text or "\x9d" in text:
         text = _OSC.sub("", text)
         text = _CSI.sub("", text)
         text = _OTHER_ESC.sub("", text)
     text = text.expandtabs(8) if "\t" in text else text
-    if not text.isprintable():  # every unsafe character is a control or format one (not printable)
-        text = _UNSAFE.sub(_escape_char, text)
+    if not (text.isascii() and text.isprintable()):
+        text = safe_text(text)
     if max_chars is not None and len(text) > max_chars:
         text = f"{text[:max_chars]}… [+{len(text) - max_chars} chars]"
     return text
@@ -233,7 +224,7 @@ class LogBuffer:
         texts.pop()  # after the last newline: nothing
         for i, text in enumerate(texts):
             # All printable and short (most lines): sanitize_line would return it as it is.
-            if not text.isprintable() or len(text) > max_chars:
+            if not (text.isascii() and text.isprintable()) or len(text) > max_chars:
                 texts[i] = sanitize_line(text, max_chars)
         first = self.total_lines + 1
         self.total_lines += len(texts)

@@ -121,6 +121,7 @@ class SmiSource(object):
         self.apps = []
         self.apps_at = 0.0
         self.restart_delay = 5.0
+        self.last_message = ""  # the last line of nvidia-smi that was not a reading (its own error)
         self.restart_at = None
         self._start_streams()
 
@@ -157,6 +158,9 @@ class SmiSource(object):
         last = 3 + len(SMI_METRICS)  # the driver version's field
         for _, f in self.gpu_stream.take():
             if len(f) < last:
+                # nvidia-smi prints its own failure ("...couldn't communicate with the NVIDIA driver")
+                # on stdout, not stderr: keep the last such line (bounded) for the error below.
+                self.last_message = ", ".join(f)[:300]
                 continue
             try:
                 index = int(f[0])
@@ -182,7 +186,7 @@ class SmiSource(object):
         if code is not None:
             self.gpus = {}
             self._restart_if_due()
-            msg = (self.gpu_stream.stderr or b"").decode("utf-8", "replace").strip()
+            msg = (self.gpu_stream.stderr or b"").decode("utf-8", "replace").strip() or self.last_message
             raise RuntimeError("nvidia-smi exited %d%s" % (code, (": " + msg[:300]) if msg else ""))
         silent = time.time() - self.gpu_stream.last_line_at
         if silent > max(3.0, 5 * self.interval_ms / 1000.0):

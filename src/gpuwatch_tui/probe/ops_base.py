@@ -92,9 +92,13 @@ def fd_target(pid, fd):
     elif path.startswith("/"):
         kind = "file"
         try:
-            size = os.stat(base).st_size
+            st = os.stat(base)
+            size = st.st_size
+            # The file itself (not the name): a restart writes to the path only while it still is this file.
+            ident = [st.st_dev, st.st_ino]
         except OSError:
-            pass
+            ident = None
+        return {"path": path, "kind": kind, "append": append, "size": size, "file_id": ident}
     else:
         kind = "other"
     return {"path": path, "kind": kind, "append": append, "size": size}

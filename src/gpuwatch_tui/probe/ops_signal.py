@@ -15,7 +15,7 @@ import select
 import signal
 import time
 
-from ops_base import OpError, check_ref
+from ops_base import OpError, check_ref, read_stat_fields
 
 _POLL_S = 0.05
 
@@ -69,6 +69,7 @@ class Target(object):
         self.kill_at = None
         self.ended_at = None
         self.continued = False
+        self.name = ""
 
     def pin(self):
         """Open the pidfd, then check the start time. False (with the outcome set) when refused."""
@@ -145,6 +146,8 @@ class Target(object):
                "ended_at_s": rel(self.ended_at), "via_pidfd": self.fd is not None}
         if self.role:
             out["role"] = self.role
+        if self.name:
+            out["name"] = self.name
         if self.continued:
             out["continued"] = True
         return out
@@ -173,9 +176,93 @@ def op_signal(args):
     return {"signal": signal_name(signum), "results": results}
 
 
-def _wait_all(targets, deadline):
-    """Until every pending target has exited or the deadline passes; marks the ones that exit."""
+class TreeFollower(object):
+    """Finds processes the targets start while they are being taken down (a SIGTERM handler that forks
+    helpers and exits): children of a target, and members of a process group or session that a target
+    leads (they stay there when their parent exits and they are re-parented). Each is pinned by pid and
+    start time before it is signalled, like the targets the request named.
+    """
+
+    def __init__(self, targets):
+        self.targets = targets
+        self.known_pids = set(t.pid for t in targets)  # looked at already (pinned, or refused)
+        self.parents = dict((t.pid, t.ticks) for t in targets)  # pid -> start ticks of every tree member
+        self.leaders = {}  # group / session id -> the leader's start ticks
+        self.adopted = []
+        for t in targets:
+            fields = read_stat_fields(t.pid)
+            if fields is not None and len(fields) > 19 and int(fields[19]) == t.ticks:
+                if int(fields[2]) == t.pid or int(fields[3]) == t.pid:
+                    self.leaders[t.pid] = t.ticks
+
+    def adopt(self, signum):
+        """Pin and signal every new member of the tree; returns the new Targets."""
+        new = []
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return new
+        me = os.getpid()
+        for name in names:
+            if not name.isdigit():
+                continue
+            pid = int(name)
+            if pid == me or pid in self.known_pids:
+                continue
+            fields = read_stat_fields(pid)
+            if fields is None or len(fields) < 20 or fields[0] == b"Z":
+                continue
+            ppid, pgrp, sid, ticks = int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
+            if not self._belongs(ppid, pgrp, sid, ticks):
+                continue
+            t = Target(pid, ticks, "child")
+            t.name = _comm(pid)
+            self.known_pids.add(pid)
+            if not t.pin():
+                continue
+            self.parents[pid] = ticks
+            if t.send(signum):
+                if signum == signal.SIGKILL:
+                    t.kill_at = time.time()
+                else:
+                    t.term_at = time.time()
+            new.append(t)
+        self.targets.extend(new)
+        self.adopted.extend(new)
+        return new
+
+    def _belongs(self, ppid, pgrp, sid, ticks):
+        # A child starts after its parent: an older process under a reused parent pid is not ours.
+        parent = self.parents.get(ppid)
+        if parent is not None and ticks >= parent:
+            return True
+        for group in (pgrp, sid):
+            leader = self.leaders.get(group)
+            if leader is not None and ticks >= leader and not _led_by_another(group, leader):
+                return True
+        return False
+
+
+def _comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid, "rb") as f:
+            return f.read().strip().decode("utf-8", "replace")
+    except (IOError, OSError):
+        return ""
+
+
+def _led_by_another(group, leader_ticks):
+    """The group's id is a live process's pid that is not the leader we pinned (the pid was reused)."""
+    fields = read_stat_fields(group)
+    return fields is not None and len(fields) > 19 and int(fields[19]) != leader_ticks
+
+
+def _wait_all(targets, deadline, follow=None, signum=signal.SIGTERM):
+    """Until every pending target has exited or the deadline passes; marks the ones that exit. With a
+    TreeFollower, processes the tree starts meanwhile are signalled with `signum` and waited for too."""
     while True:
+        if follow is not None:
+            follow.adopt(signum)
         now = time.time()
         pending = []
         for t in targets:
@@ -187,7 +274,10 @@ def _wait_all(targets, deadline):
         if not pending or now >= deadline:
             return pending
         fds = [t.fd for t in pending if t.fd is not None]
-        wait = min(_POLL_S if len(fds) < len(pending) else 0.5, max(0.0, deadline - now))
+        # While following the tree, look for new members often: a child re-parented after its parent
+        # exits is only recognisable by its group or session.
+        slow = 0.5 if follow is None else _POLL_S
+        wait = min(_POLL_S if len(fds) < len(pending) else slow, max(0.0, deadline - now))
         if fds:
             p = select.poll()
             for fd in fds:
@@ -229,33 +319,40 @@ def op_kill_tree(args):
             roles[(t.get("pid"), t.get("start_ticks"))] = t["role"]
     targets = [Target(pid, ticks, roles.get((pid, ticks), "")) for pid, ticks in parse_targets(args)]
     t0 = time.time()
+    follow = None
     try:
         live = [t for t in targets if t.pin()]
         deadline = t0 + grace
+        follow = TreeFollower(live)  # `live` grows: children the tree starts meanwhile join it
         if order == "launcher-first":
             # The agent tears its workers down in order when it can; give it a head start.
             first = [t for t in live if t.role == "launcher"]
             _term(first)
             if first:
-                _wait_all(first, min(deadline, time.time() + min(2.0, grace / 2.0)))
+                _wait_all(first, min(deadline, time.time() + min(2.0, grace / 2.0)), follow)
         _term(live)
-        survivors = _wait_all(live, deadline)
+        survivors = _wait_all(live, deadline, follow)
         for t in live:
             if t.outcome is None and t.ended_at is not None:
                 t.outcome = "exited"
         for t in survivors:
             if t.send(signal.SIGKILL):
                 t.kill_at = time.time()
-        _wait_all(survivors, time.time() + after_kill)
+        follow.targets = survivors  # from now on new members get SIGKILL at once
+        _wait_all(survivors, time.time() + after_kill, follow, signal.SIGKILL)
+        # Until the tree is empty: a last look for anything started in the very last moment.
+        late = follow.adopt(signal.SIGKILL)  # (they join `survivors` too)
+        if late:
+            _wait_all(late, time.time() + after_kill)
         for t in survivors:
             if t.outcome is None:
                 t.outcome = "killed" if t.ended_at is not None else "survived"
                 if t.outcome == "survived":
                     t.message = "still there %.1f s after SIGKILL (state D, or stuck in the kernel)" % after_kill
         return {"grace_s": grace, "elapsed_s": round(time.time() - t0, 3),
-                "results": [t.report(t0) for t in targets]}
+                "results": [t.report(t0) for t in targets + follow.adopted]}
     finally:
-        for t in targets:
+        for t in targets + (follow.adopted if follow is not None else []):
             t.close()
 
 

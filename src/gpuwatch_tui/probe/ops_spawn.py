@@ -7,10 +7,12 @@
 # numbers of inherited fds: no request data is ever pasted into code or a shell command line.
 # It starts the job, writes a start record, waits, and writes the real exit status atomically
 # (exit_code, or exit_signal when the job was killed) to a status file in a per-user state dir.
+import errno
 import json
 import os
 import pwd
 import select
+import stat
 import subprocess
 import sys
 import time
@@ -205,21 +207,68 @@ def _rotate(path):
     return path + ".1"
 
 
-def _open_log(path, mode, marker):
-    """Open `path` for appending (creating it), never truncating; rotate first when asked."""
+def _file_id(value):
+    """[dev, ino] from a request, or None; anything else is a bad request."""
+    if value is None:
+        return None
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
+                                                           for v in value):
+        return (value[0], value[1])
+    raise OpError("bad-args", "a file id is [dev, inode], got %r" % (value,))
+
+
+def _refuse_swapped(path, why):
+    raise OpError("log-changed", "refusing to write to the job's log: %s, not the file the job wrote when it "
+                  "was discovered; check it (or restart with a new log): %s" % (why, path))
+
+
+def _open_same_file(path, expect, flags):
+    """Open `path` without following a symlink at its end and check it is the file `expect` (dev, ino) names."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            _refuse_swapped(path, "its path is now a symbolic link")
+        if exc.errno == errno.ENOENT:
+            _refuse_swapped(path, "its path is gone")
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != expect:
+        os.close(fd)
+        _refuse_swapped(path, "another file is at its path now (inode %d, was %d)" % (st.st_ino, expect[1]))
+    return fd
+
+
+def _open_log(path, mode, marker, expect=None):
+    """Open `path` for appending (creating it), never truncating; rotate first when asked. With `expect`
+    (the (dev, ino) seen at discovery) the path must still be that file, reached without a symlink at its
+    end; the file that replaces a rotated one is created fresh (O_EXCL), so nothing planted is followed."""
     rotated = None
-    if mode == "rotate" and os.path.exists(path) and os.path.getsize(path) > 0:
-        rotated = _rotate(path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    create = os.O_RDWR | os.O_CREAT | os.O_APPEND  # read too: the marker checks the last byte through this fd
+    if expect is not None:
+        if mode == "rotate":
+            os.close(_open_same_file(path, expect, os.O_RDONLY))
+            rotated = _rotate(path)
+            create = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
+            try:
+                fd = os.open(path, create, 0o644)
+            except OSError as exc:
+                if exc.errno in (errno.EEXIST, errno.ELOOP):
+                    _refuse_swapped(path, "something was put at its path while it was rotated")
+                raise
+        else:
+            fd = _open_same_file(path, expect, os.O_RDWR | os.O_APPEND)
+    else:
+        if mode == "rotate" and os.path.exists(path) and os.path.getsize(path) > 0:
+            rotated = _rotate(path)
+        fd = os.open(path, create, 0o644)
     if marker:
         line = _one_line(marker).encode("utf-8", "replace")
         try:
             if os.fstat(fd).st_size > 0:
-                # The old job's last write may not have ended its line.
-                with open(path, "rb") as f:
-                    f.seek(-1, os.SEEK_END)
-                    if f.read(1) != b"\n":
-                        line = b"\n" + line
+                # The old job's last write may not have ended its line (read through our fd: the name may move).
+                if os.pread(fd, 1, os.fstat(fd).st_size - 1) != b"\n":
+                    line = b"\n" + line
             os.write(fd, line + b"\n")
         except OSError:
             os.close(fd)
@@ -269,7 +318,7 @@ def op_log_note(args):
         raise OpError("bad-args", "line must be a non-empty string")
     _check_uid(args)
     try:
-        fd, _ = _open_log(path, "append", line)
+        fd, _ = _open_log(path, "append", line, _file_id(args.get("file_id")))
     except (OSError, IOError) as exc:
         raise OpError("log", "cannot write to the log %s: %s" % (path, os.strerror(exc.errno or 0)))
     os.close(fd)
@@ -295,13 +344,13 @@ def op_spawn(args):
     rotated = []
     try:
         try:
-            out_fd, r = _open_log(stdout, mode, marker)
+            out_fd, r = _open_log(stdout, mode, marker, _file_id(args.get("stdout_id")))
             fds.append(out_fd)
             rotated.append(r)
             if stderr in ("stdout", stdout):
                 err_fd = out_fd
             else:
-                err_fd, r = _open_log(stderr, mode, marker)
+                err_fd, r = _open_log(stderr, mode, marker, _file_id(args.get("stderr_id")))
                 fds.append(err_fd)
                 rotated.append(r)
         except (OSError, IOError) as exc:

@@ -6,6 +6,7 @@ read up to the damage; `Loaded.damage` says where and why, so the replay can say
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import time
@@ -36,7 +37,11 @@ class RecordingWriter:
         self._out = raw if plain else gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6)
         self._last_flush = time.monotonic()
         self.lines = 0
-        self.write(header)
+        try:
+            self.write(header)
+        except OSError as exc:
+            self.abandon()
+            raise RecordingError(f"{self.path}: cannot write: {why_not_written(exc)}") from None
 
     def write(self, line: dict) -> None:
         self._out.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
@@ -54,9 +59,33 @@ class RecordingWriter:
         return self._raw.tell()
 
     def close(self) -> None:
+        """End the file properly; OSError (a full disk) leaves it abandoned, readable up to its last flush."""
+        try:
+            if self._out is not self._raw:
+                self._out.close()
+            self._raw.close()
+        except OSError:
+            self.abandon()
+            raise
+
+    def abandon(self) -> None:
+        """Let go of the file after a failed write without writing more (no gzip trailer): a reader gets
+        everything up to the last flush and a note that the file ends early."""
         if self._out is not self._raw:
-            self._out.close()
-        self._raw.close()
+            self._out.fileobj = None  # so the gzip object, once collected, does not try to end the stream
+        try:
+            self._raw.close()
+        except OSError:
+            pass  # the buffered bytes that could not be written are dropped with it
+
+
+def why_not_written(exc: OSError) -> str:
+    """Words for a failed write: a full disk and a quota are named as such."""
+    if exc.errno == errno.ENOSPC:
+        return "the disk is full (no space left on device)"
+    if exc.errno == errno.EDQUOT:
+        return "the disk quota is exceeded"
+    return exc.strerror or str(exc)
 
 
 @dataclass

@@ -14,9 +14,11 @@ from pathlib import Path
 from .. import __version__
 from . import format as fmt
 from .encoder import TickEncoder
-from .files import RecordingWriter
+from .files import RecordingWriter, why_not_written
+from .format import RecordingError
 
 ROLL_EVERY_S = 3600.0
+RETRY_EVERY_S = 10.0  # a rolling recording stopped by a full disk tries a new file this often
 FILE_GLOB = "gpuwatch-*.jsonl.gz"
 
 
@@ -36,6 +38,7 @@ class Recorder:
         self._seen: dict[str, float] = {}
         self._writer: RecordingWriter | None = None
         self._task: asyncio.Task | None = None
+        self.failure: str | None = None  # why writing stopped (a full disk); what was written stays readable
 
     def open(self, now: float | None = None, subscribe: bool = True) -> None:
         """Create the file and write its header; `subscribe=False` when an owner forwards changes."""
@@ -74,8 +77,27 @@ class Recorder:
         logs = {i: (tracker.log_lines(i), tracker.log_total(i)) for i in ids} if tracker else {}
         jprocs = {i: tracker.procs(i) for i in ids} if tracker else {}
         outdirs = {i: tracker.outdir(i) for i in ids} if tracker else {}
-        self._writer.write(self._encoder.tick(now, states, jobs, logs, jprocs, outdirs))
+        try:
+            self._writer.write(self._encoder.tick(now, states, jobs, logs, jprocs, outdirs))
+        except OSError as exc:
+            self._fail(exc)
+            return
         self.ticks += 1
+
+    def flush(self) -> None:
+        """Everything so far on the disk now (OSError when it cannot be: the recorder then stops)."""
+        if self._writer is not None:
+            try:
+                self._writer.flush()
+            except OSError as exc:
+                self._fail(exc)
+                raise
+
+    def _fail(self, exc: OSError) -> None:
+        self.failure = f"writing {self.path} failed after {self.ticks} sample intervals: {why_not_written(exc)}"
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.abandon()
 
     async def run(self, interval: float | None = None, stop: asyncio.Event | None = None,
                   count: int | None = None) -> None:
@@ -83,7 +105,7 @@ class Recorder:
         interval = interval or self.monitor.settings.sample_interval
         stop = stop or asyncio.Event()
         next_at = time.monotonic()
-        while not stop.is_set():
+        while not stop.is_set() and self.failure is None:
             self.tick()
             if count is not None and self.ticks >= count:
                 return
@@ -97,9 +119,13 @@ class Recorder:
         return self._writer.bytes_written() if self._writer is not None else 0
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except OSError as exc:
+                self.failure = self.failure or (f"closing {self.path} failed after {self.ticks} sample intervals: "
+                                                f"{why_not_written(exc)}")
 
 
 def rolling_name(t: float) -> str:
@@ -118,7 +144,9 @@ class RollingRecorder:
         self._opened_at = 0.0
         self._stop = asyncio.Event()
         self._next_tick = 0.0
-        self.problem: str | None = None  # why recording stopped (the directory cannot be written)
+        self.problem: str | None = None  # why recording stopped (the disk is full, the directory cannot be written)
+        self.listeners: list = []  # called with the problem (str) when recording stops, None when it resumes
+        self._retry_at = 0.0
 
     def _roll(self, now: float) -> None:
         if self.current is not None:
@@ -157,12 +185,15 @@ class RollingRecorder:
 
     def attach(self) -> None:
         """Record from the Monitor's own change notifications (no task of its own): every sample as
-        it arrives, one line per sample interval. A failure to write stops recording, once, with
-        `problem` saying why; the dashboard keeps running."""
+        it arrives, one line per sample interval. A failure to write (a full disk) stops recording, with
+        `problem` saying why and the listeners told; a new file is tried every RETRY_EVERY_S and recording
+        resumes once one can be written. The dashboard keeps running throughout."""
         self.monitor.subscribe(self._on_change)
 
     def _on_change(self) -> None:
         if self.problem is not None:
+            if time.monotonic() >= self._retry_at:
+                self._resume()
             return
         try:
             if self.current is not None:
@@ -170,9 +201,44 @@ class RollingRecorder:
             if time.monotonic() >= self._next_tick:
                 self._next_tick = time.monotonic() + self.monitor.settings.sample_interval
                 self.tick()
-        except (OSError, ValueError) as exc:  # disk full, directory gone: stop recording, say why
-            self.problem = f"recording to {self.directory} stopped: {exc}"
-            self.close()
+        except (OSError, ValueError, RecordingError) as exc:  # the directory gone, unwritable
+            self._stopped(str(exc))
+            return
+        if self.current is not None and self.current.failure is not None:  # the disk filled up
+            self._stopped(self.current.failure)
+
+    def _stopped(self, why: str) -> None:
+        """Stop writing, say why (once), and try a new file every RETRY_EVERY_S."""
+        self.problem = (f"recording to {self.directory} stopped: {why}; what was recorded replays; "
+                        f"trying again every {RETRY_EVERY_S:.0f}s")
+        self.close()
+        self._retry_at = time.monotonic() + RETRY_EVERY_S
+        self._tell(self.problem)
+
+    def _resume(self) -> None:
+        """A new file, flushed at once: it only counts as resumed when its first bytes are on the disk."""
+        self._retry_at = time.monotonic() + RETRY_EVERY_S
+        try:
+            self._roll(time.time())
+            self.current.tick()
+            self.current.flush()
+        except (OSError, ValueError, RecordingError):
+            failed, self.current = self.current, None
+            if failed is not None:
+                failed.close()
+                try:
+                    if failed.path.stat().st_size == 0:
+                        failed.path.unlink()  # an empty file per attempt would only clutter the directory
+                except OSError:
+                    pass
+            return
+        self.problem = None
+        self._next_tick = time.monotonic() + self.monitor.settings.sample_interval
+        self._tell(None)
+
+    def _tell(self, problem: str | None) -> None:
+        for listener in list(self.listeners):
+            listener(problem)
 
     def close(self) -> None:
         if self.current is not None:

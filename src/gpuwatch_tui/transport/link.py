@@ -13,6 +13,18 @@ from .probe_bundle import BOOTSTRAP, build_payload
 from .frame_decode import decode_frame
 
 FRAME_LIMIT = 32 * 1024 * 1024  # a frame carries at most a few capped log chunks
+# A probe's stdout carries frames only (a login banner may come before the hello). Lines that are not
+# JSON are counted and dropped, never kept: past these bounds since the last frame the stream has
+# broken its contract and the link ends with a reason. Memory per link: one line (< FRAME_LIMIT over
+# a local pipe; an SSH channel's window, ~2 MiB, over SSH), STDERR_KEEP bytes of stderr, one note.
+MAX_JUNK_LINES = 200
+MAX_JUNK_BYTES = 1024 * 1024
+STDERR_KEEP = 8192
+JUNK_NOTE_BYTES = 120
+
+
+class ProbeBrokeContract(Exception):
+    """The probe's output stopped being frames (garbage, truncated frames): the host is told why."""
 
 
 class ProbeExited(Exception):
@@ -35,6 +47,10 @@ class ProbeLink:
 
     def __init__(self) -> None:
         self._stderr = bytearray()
+        self.junk_lines = 0  # lines that were not frames, over this link's life
+        self._junk_since_frame = 0
+        self._junk_bytes_since_frame = 0
+        self.last_junk = b""
 
     async def send(self, request: dict) -> None:
         await self.send_line(json.dumps(request, separators=(",", ":")))
@@ -66,10 +82,22 @@ class ProbeLink:
             try:
                 frame = decode_frame(line)
             except ValueError:
-                self._stderr += b"unparsable probe output: " + line[:200]
-                continue
+                frame = None
             if isinstance(frame, dict):
+                self._junk_since_frame = self._junk_bytes_since_frame = 0
                 return frame
+            self._count_junk(line)
+
+    def _count_junk(self, line: bytes) -> None:
+        self.junk_lines += 1
+        self._junk_since_frame += 1
+        self._junk_bytes_since_frame += len(line)
+        self.last_junk = bytes(line[:JUNK_NOTE_BYTES]).rstrip(b"\n")
+        if self._junk_since_frame > MAX_JUNK_LINES or self._junk_bytes_since_frame > MAX_JUNK_BYTES:
+            raise ProbeBrokeContract(
+                f"the probe's output is not frames: {self._junk_since_frame} lines "
+                f"({self._junk_bytes_since_frame} bytes) that are not JSON since the last frame; the last began "
+                f"{self.last_junk.decode('utf-8', 'replace')[:60]!r}")
 
     async def _collect_stderr(self, stream: Any) -> None:
         try:
@@ -78,7 +106,7 @@ class ProbeLink:
                 if not chunk:
                     return
                 self._stderr += chunk
-                del self._stderr[:-8192]
+                del self._stderr[:-STDERR_KEEP]
         except Exception:
             return
 

@@ -7,8 +7,10 @@ import time
 from pathlib import Path
 
 from textual.app import App
+from textual.binding import Binding
 
 from ..actions.registry import ACTIONS, ActionSpec, allowed, by_name, running_words
+from ..safe_text import safe_text
 from .bindings import binding_for
 from .commands import GpuwatchCommands
 from .levels import FALLBACK_VARIABLES, job_has_ended
@@ -16,6 +18,7 @@ from .messages import ActionFinished, ReportWritten, SourceChanged
 from .palette import Palette
 from .screens.dashboard import DashboardScreen
 from .source import DashboardSource
+from .terminal_diff import ShadowScreen, diffed
 from .theme_files import DEFAULT_THEME, load_themes
 from .widgets.action_outcome import outcome_dump
 
@@ -36,6 +39,8 @@ class GpuwatchApp(App):
     # From the one action registry; --readonly hides the unsafe ones (check_action) rather than
     # keeping a second list. The jobs table and the job pane show `x` in their own footers.
     BINDINGS = [binding_for(spec) for spec in ACTIONS]
+    # ctrl+c leaves, as in htop, k9s and nvitop (Textual's own default is ctrl+q, which stays too).
+    BINDINGS.append(Binding("ctrl+c", "quit", "Quit", show=False, priority=True))
 
     def __init__(
         self,
@@ -73,6 +78,14 @@ class GpuwatchApp(App):
             self.theme_problems.append(f"theme {theme!r} not found; using {DEFAULT_THEME}")
             theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         self._set_first_theme(theme)
+        # What the terminal shows, so a refresh writes only the cells that changed (terminal_diff).
+        self._shadow = ShadowScreen()
+
+    def _display(self, screen, renderable) -> None:
+        super()._display(screen, diffed(renderable, self._shadow))
+
+    def on_resize(self, event) -> None:
+        self._shadow.forget()  # the terminal may have reflowed or cleared what it showed
 
     def _set_first_theme(self, theme: str) -> None:
         if self.get_theme(theme).dark != self.current_theme.dark:
@@ -103,6 +116,14 @@ class GpuwatchApp(App):
     def offered_actions(self) -> tuple[ActionSpec, ...]:
         """The registry actions this dashboard offers (read-only mode drops those that change a host)."""
         return allowed(self.readonly)
+
+    def get_system_commands(self, screen):
+        """Textual's palette commands less those gpuwatch has its own of: Quit and Theme once each (Textual's
+        theme picker also offers themes that lack gpuwatch's colours), Keys (gpuwatch's help is `?`)."""
+        ours = {spec.title for spec in self.offered_actions()} | {"Keys"}
+        for command in super().get_system_commands(screen):
+            if command.title not in ours:
+                yield command
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides the binding and refuses the key: in read-only mode kill / restart / dump do not exist.
@@ -141,6 +162,12 @@ class GpuwatchApp(App):
     def _source_changed(self) -> None:
         # Called by the core on this loop; the message coalesces if the UI is behind.
         self.post_message(SourceChanged())
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        # Toasts carry host text (job names, refusals, alert text): shown as text, never obeyed or read as markup.
+        super().notify(safe_text(str(message), keep="\n"), title=safe_text(str(title)), severity=severity,
+                       timeout=timeout, markup=False)
 
     def show_alert(self, event) -> None:
         """The toast sink (alerts.CallbackSink calls it on the app's loop): words only, no I/O."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Callable, TYPE_CHECKING
 
+from ..alerts.triggers import RECORDING_RESUMED, RECORDING_STOPPED
 from ..store import Store
 
 if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
@@ -39,6 +41,7 @@ class MonitorSource:
         self._alert_write: Callable[[bytes], None] | None = None
         self.alerts = None  # the AlertRunner while it runs
         self.slurm = None  # the SlurmPoller while it runs ([slurm] in the config)
+        self.recording_problem: str | None = None  # why the rolling recording stopped; None while it records
 
     @property
     def config(self):
@@ -65,6 +68,24 @@ class MonitorSource:
         desktop notification. Call before `run()`; with no [alerts] rules nothing starts."""
         self._alert_toast = toast
         self._alert_write = write
+
+    def watch_recording(self, recorder) -> None:
+        """A rolling recording that stops (a full disk) or resumes is an alert: the toast and every
+        configured sink (bell, desktop, hook, webhook) hear of it, and the host bar shows it until it resumes."""
+        recorder.listeners.append(self._recording_changed)
+
+    def _recording_changed(self, problem: str | None) -> None:
+        from ..alerts.events import AlertEvent  # only once a recording stops: not on the first frame's path
+
+        self.recording_problem = problem
+        trigger, title = (RECORDING_STOPPED, "recording stopped") if problem else (RECORDING_RESUMED, "recording resumed")
+        event = AlertEvent(trigger, "recording", "", title, problem or "the rolling recording writes again")
+        if self.alerts is not None:
+            self.alerts.dispatcher.dispatch(replace(event, sinks=tuple(self.alerts.dispatcher.sinks)))
+        elif self._alert_toast is not None:
+            self._alert_toast(event)
+        for callback in self._subscribers:
+            callback()
 
     def _start_alerts(self, monitor) -> None:
         alerts = monitor.config.alerts

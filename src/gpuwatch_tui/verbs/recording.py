@@ -45,6 +45,9 @@ async def run_record(config, path: str, count: int | None) -> int:
     finally:
         await monitor.stop()
         recorder.close()
+    if recorder.failure is not None:  # a full disk: say so; what reached the disk replays
+        _error(f"record: {recorder.failure}; what was written before replays (gpuwatch replay {path})")
+        return EXIT_FAILED
     size = Path(path).stat().st_size
     print(f"gpuwatch: recorded {recorder.ticks} sample intervals over {time.monotonic() - started:.0f}s "
           f"into {path} ({size / 1024:.0f} KiB)", file=sys.stderr)
@@ -138,4 +141,6 @@ def recording_dashboard_source(config):
     recorder = RollingRecorder(monitor, config.settings.record, config.settings.record_retention)
     recorder.themes_dir = user_themes_dir()
     recorder.attach()
-    return MonitorSource(monitor), recorder
+    source = MonitorSource(monitor)
+    source.watch_recording(recorder)
+    return source, recorder

@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from ...actions.registry import by_name
+from ..safe_rich import safe_rich
 
 def target_command(target) -> str:
     """A target's command line as one string (a tuple of argv words is quoted as a shell would show it)."""
@@ -65,29 +66,29 @@ class ConfirmActionScreen(ModalScreen[bool]):
             # A Slurm job is not signalled: Slurm cancels it (and frees its allocation) when scancel runs.
             title.append(f"{spec.title} (cancel with scancel)?" if cancel is not None else f"{spec.title}?", "bold")
             title.append(f"  {plan.job} on {plan.host}")
-            yield Static(title, id="confirm-title")
+            yield Static(safe_rich(title), id="confirm-title")
             facts = Text()
             facts.append("host ", "bold")
             facts.append(plan.host)
             facts.append("   job ", "bold")
             facts.append(f"{plan.job} ({plan.job_id})")
-            yield Static(facts, id="confirm-facts")
+            yield Static(safe_rich(facts), id="confirm-facts")
             count = len(plan.targets)
             if cancel is not None:  # scancel: Slurm ends every process of the job, on every node
                 head = (f"Slurm job {cancel.job.job_id} ({cancel.job.state}) on {cancel.job.nodelist or '-'}, "
                         f"user {cancel.job.user or '?'}: every process on every node")
             else:
                 head = f"{count} process{'es' if count != 1 else ''}:     pid user       role       command"
-            yield Static(Text(head, style="bold", no_wrap=True, overflow="ellipsis"), id="confirm-targets-head")
+            yield Static(safe_rich(Text(head, style="bold", no_wrap=True, overflow="ellipsis")), id="confirm-targets-head")
             with VerticalScroll(id="confirm-targets"):
                 for target in plan.targets:
-                    row = TargetRow(target_row(target), classes="confirm-target")
-                    row.tooltip = target_command(target)
+                    row = TargetRow(safe_rich(target_row(target)), classes="confirm-target")
+                    row.tooltip = safe_rich(target_command(target))
                     yield row
             yield Static(Text("command", style="bold"), classes="confirm-label")
-            yield Static(Text(plan.command), id="confirm-command")
+            yield Static(safe_rich(Text(plan.command)), id="confirm-command")
             if plan.warnings:
-                yield Static("\n".join(f"! {w}" for w in plan.warnings), id="confirm-warnings")
+                yield Static(safe_rich(Text("\n".join(f"! {w}" for w in plan.warnings))), id="confirm-warnings")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Cancel (n)", id="confirm-cancel")
                 label = "scancel" if cancel is not None else (by_name(plan.action).confirm_label or "Do it")

@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 
+from ...vocab import HOST_OK_STATES
 from ..palette import Palette
 from ..widgets.gpu_grid import GpuGrid
 from ..widgets.gpu_processes import GpuProcessTable
@@ -26,6 +27,9 @@ from ..widgets.key_footer import KeyFooter
 if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
     from ...views import JobView
 
+# What "problems only" (ctrl+z, as in k9s) keeps: jobs in these phases, hosts not connected, and GPUs held
+# by a process no job claims (leftovers).
+PROBLEM_PHASES = frozenset({"stalled", "crashed", "silent"})
 CHROME_ROWS = 2  # the summary bar and the footer
 MIN_HISTORY_ROWS = 5  # fewer spare rows than this go to the table instead
 MIN_LOWER_ROWS = 4  # the jobs table always keeps at least this (header + 3 jobs) when it has jobs
@@ -34,6 +38,22 @@ MIN_LOWER_ROWS = 4  # the jobs table always keeps at least this (header + 3 jobs
 def job_matches(job: JobView, term: str) -> bool:
     haystack = " ".join(str(value or "") for value in (job.host, job.name, job.phase, job.detail)).lower()
     return term in haystack
+
+
+def problem_hosts(store, jobs: list[JobView]) -> set[str]:
+    """Hosts with something wrong: not connected, a problem job, or a GPU process no job claims."""
+    claimed = {slot for job in jobs for slot in job.gpu_slots}
+    claimed_pids = {slot for job in jobs for slot in job.pid_slots}
+    out = {job.host for job in jobs if job.phase in PROBLEM_PHASES}
+    for host in store.hosts.values():
+        if host.state not in HOST_OK_STATES:
+            out.add(host.name)
+            continue
+        for index, record in host.gpus.items():
+            if any((host.name, proc.pid) not in claimed_pids for proc in record.latest.processes) \
+                    and (host.name, index) not in claimed:
+                out.add(host.name)
+    return out
 
 
 def pane_heights(available: int, grid_need: int, lower_need: int) -> tuple[int, int, int]:
@@ -53,6 +73,8 @@ class DashboardScreen(Screen):
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("g", "toggle_processes", "GPU processes"),
+        Binding("ctrl+z", "toggle_problems", "Problems only", show=False),
+        Binding("w", "users", "Who uses what", show=False),
         Binding("tab", "app.focus_next", "Next pane", show=False),
         Binding("shift+tab", "app.focus_previous", "Previous pane", show=False),
     ]
@@ -64,6 +86,7 @@ class DashboardScreen(Screen):
         # Typing a filter keeps focus where it is: moving focus to an Input made Textual rebuild
         # the footer and relayout the screen on every `/` (120-270 ms at 128 hosts).
         self.filtering = False
+        self.problems_only = False
 
     def compose(self) -> ComposeResult:
         yield HostBar(id="host-bar")
@@ -111,19 +134,23 @@ class DashboardScreen(Screen):
         jobs = source.jobs()
         term = self.filter_text.lower()
         host_filter = None
+        if self.problems_only:
+            host_filter = problem_hosts(source.store, jobs)
+            jobs = [j for j in jobs if j.phase in PROBLEM_PHASES]
         if term:
             jobs = [j for j in jobs if job_matches(j, term)]
-            host_filter = {name for name in source.store.hosts if term in name.lower()}
-            host_filter |= {j.host for j in jobs}
+            matching = {name for name in source.store.hosts if term in name.lower()} | {j.host for j in jobs}
+            host_filter = matching if host_filter is None else host_filter & matching
         bar = self.query_one(HostBar)
         bar.set_filter(self.filter_text, self.filtering)
+        bar.set_problems_only(self.problems_only)
         bar.show(source.store, now, source.paused)
         grid = self.query_one(GpuGrid)
         grid.show(source.store, jobs, now, host_filter)
         self.query_one(JobsTable).show(jobs, now, running=self.app.running_actions)
         processes = self.query_one(GpuProcessTable)
         if processes.display:
-            processes.show(source.store, jobs, host_filter)
+            processes.show(source.store, jobs, host_filter, now)
         slurm = self._slurm_queue()
         if slurm is not None:
             from ...slurm.display import queue_rows  # only with [slurm], as the table above
@@ -148,7 +175,7 @@ class DashboardScreen(Screen):
             available -= slurm_h
         if available <= 0:
             return
-        grid_h, lower_h, history_h = pane_heights(available, grid.rows_needed, lower.row_count + 1)
+        grid_h, lower_h, history_h = pane_heights(available, grid.rows_needed, max(1, lower.row_count) + 1)
         for widget, height in ((grid, grid_h), (lower, lower_h), (history, history_h)):
             if widget.styles.height is None or widget.styles.height.value != height:
                 widget.styles.height = height  # only a real change costs a relayout
@@ -188,6 +215,15 @@ class DashboardScreen(Screen):
 
     # -- filter ----------------------------------------------------------------------------
 
+    def action_users(self) -> None:
+        from .users_screen import UsersScreen  # not needed for the first frame
+
+        self.app.push_screen(UsersScreen())
+
+    def action_toggle_problems(self) -> None:
+        self.problems_only = not self.problems_only
+        self.refresh_from_source()
+
     def action_filter(self) -> None:
         self.filtering = True
         self.refresh_from_source()
@@ -223,4 +259,7 @@ class DashboardScreen(Screen):
         self.app.open_job(event.job_id)
 
     def on_gpu_grid_open_job(self, event: GpuGrid.OpenJob) -> None:
+        self.app.open_job(event.job_id)
+
+    def on_gpu_process_table_open_job(self, event: GpuProcessTable.OpenJob) -> None:
         self.app.open_job(event.job_id)

@@ -8,6 +8,8 @@ shared cores. Reuse means every bit of per-job state is reset in `show_job`.
 
 from __future__ import annotations
 
+from ..safe_rich import safe_rich
+
 import time
 
 from rich.text import Text
@@ -127,7 +129,7 @@ class JobScreen(Screen):
         log = self.query_one(LogView)
         log.reset()
         log.focus()
-        self.query_one("#job-title", Static).update(self._title)
+        self.query_one("#job-title", Static).update(safe_rich(self._title))
         self._show_action_state()
         self.refresh_bindings()
         self.refresh_from_source()
@@ -194,7 +196,7 @@ class JobScreen(Screen):
         line.display = dump is not None
         if dump is not None:
             taken = time.strftime("%H:%M:%S", time.localtime(dump.taken_at))
-            line.update(f"py-spy stacks taken {taken}: {dump.analysis.summary}  ·  s: show")
+            line.update(safe_rich(f"py-spy stacks taken {taken}: {dump.analysis.summary}  ·  s: show"))
         if line.display != had:
             self.refresh_bindings()
 
@@ -202,7 +204,7 @@ class JobScreen(Screen):
         title = self._title.copy()
         if paused:
             title.append("  PAUSED", "bold reverse")
-        self.query_one("#job-title", Static).update(title)
+        self.query_one("#job-title", Static).update(safe_rich(title))
 
     def theme_changed(self, palette: Palette) -> None:
         self._theme = self.app.theme

@@ -6,6 +6,8 @@ marked `*` and coloured, so the one rank doing something else stands out.
 
 from __future__ import annotations
 
+from ..safe_rich import safe_rich
+
 import time
 
 from rich.text import Text
@@ -65,11 +67,11 @@ class ProcessStacks(Themed, Static):
         self.verdict = verdict
 
     def on_mount(self) -> None:
-        self.update(self.build())
+        self.update(safe_rich(self.build()))
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
-        self.update(self.build())
+        self.update(safe_rich(self.build()))
 
     def build(self) -> Text:
         p, process, verdict = self.palette, self.process, self.verdict
@@ -122,7 +124,7 @@ class StackViewScreen(Screen):
         head.append(f"py-spy dump of {report.job} on {report.host}", "bold")
         head.append(f" · {time.strftime('%H:%M:%S', time.localtime(report.taken_at))}"
                     f" · {len(report.processes)} process{'es' if len(report.processes) != 1 else ''}")
-        yield Static(head, id="stack-title")
+        yield Static(safe_rich(head), id="stack-title")
         summary = Text()
         if analysis.suspects:
             summary.append("suspect: " + ", ".join(s.label for s in analysis.suspects) + "\n", "bold")
@@ -130,7 +132,7 @@ class StackViewScreen(Screen):
         findings = getattr(report, "findings", None)  # grouped stacks, stuck or moving, recorder, RAS
         for line in findings() if findings is not None else ():
             summary.append("\n" + line)
-        yield Static(summary, id="stack-summary")
+        yield Static(safe_rich(summary), id="stack-summary")
         saved = f"saved to {report.saved_to}" if report.saved_to else "not saved"
         yield Static(Text(f"{saved} · * marks frames that differ between ranks", no_wrap=True,
                           overflow="ellipsis"), id="stack-saved")

@@ -1,8 +1,11 @@
-"""A larger history of the selected GPU (or of a whole host): utilisation, memory and power over
-the history window, one chart each, with a y axis and a shared time axis.
+"""The history under the grid: what people look for there. On a host, one small chart per GPU (its
+utilisation, labelled with memory and power); on one GPU, its utilisation, memory and power charts; on a
+host without GPUs, its CPU and RAM.
 
-It takes the screen's spare rows (few jobs, or none), so it is drawn from the store's ring
-buffers once per new sample or selection, never per frame.
+The charts sweep: a sample keeps its column, the newest is written at a head that moves right and wraps
+(a patient monitor's trace), so each second changes one column per chart, not the whole chart, and the
+terminal is sent only that column (terminal_diff). It takes the screen's spare rows and is drawn from the
+store's ring buffers once per new sample or selection, never per frame.
 """
 
 from __future__ import annotations
@@ -10,8 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, TYPE_CHECKING
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.geometry import Region
+from textual.strip import Strip
+from ..safe_rich import safe_rich
 from textual.widget import Widget
 
 from ...probe import gpu_metrics
@@ -99,15 +106,27 @@ def host_series(host: HostRecord) -> list[Series]:
     ]
 
 
-def chart_rows(series: Series, width: int, height: int, window: int, palette: Palette) -> list[Text]:
-    """`height` lines of bars, newest at the right; the window's `window` samples span `width`
-    columns. A missing sample is a gap (a dim dot on the base line), not a zero."""
+def sweep_slots(width: int, window: int) -> tuple[int, int]:
+    """(columns per sample, sample slots) of a sweep chart `width` columns wide showing `window` samples.
+    One slot per sample of the window, so a new sample lands on the one a window older (in steady state
+    most of its cells do not change); columns left over at the right stay blank."""
+    each = max(1, width // max(1, window))
+    return each, max(1, min(window, width // each))
+
+
+def chart_rows(series: Series, width: int, height: int, window: int, newest: int, palette: Palette) -> list[Text]:
+    """`height` lines of bars for a sweep chart: sample number i (counted since the host was first seen)
+    sits in slot i mod slots, so the newest, number `newest`, is at the head and everything older keeps
+    its column. A slot whose sample is missing or older than the window is a gap (a dim dot on the base
+    line), not a zero."""
     values = series.values[-window:]
-    offset = window - len(values)  # samples not yet taken sit at the left
+    each, slots = sweep_slots(width, window)
+    head = newest % slots
     cells: list[tuple[int, Style | None]] = []  # eighths filled, style; -1: no data
     for column in range(width):
-        slot = column * window // width - offset
-        value = values[slot] if 0 <= slot < len(values) else None
+        slot = column // each
+        age = (head - slot) % slots  # 0: the newest sample
+        value = values[len(values) - 1 - age] if slot < slots and age < len(values) else None
         if value is None:
             cells.append((-1, palette.style("muted", dim=True)))
             continue
@@ -126,8 +145,7 @@ def chart_rows(series: Series, width: int, height: int, window: int, palette: Pa
             label = ""
         text = Text(label.rjust(AXIS - 1)[-(AXIS - 1):] + "│", muted)
         # One span per run of equal style, not per cell: a chart is thousands of cells, and each
-        # span costs in every repaint (~100 ms a full chart on a shared core, seen on going back
-        # from a job pane).
+        # span costs in every repaint.
         run: list[str] = []
         run_style: Style | None = None
         for eighths, style in cells:
@@ -145,23 +163,52 @@ def chart_rows(series: Series, width: int, height: int, window: int, palette: Pa
     return rows
 
 
-def time_axis(width: int, window_s: int) -> Text:
-    """"-60s        -45s ...        now" under the charts."""
+def head_axis(width: int, window: int, newest: int, interval_note: str) -> Text:
+    """The line under a sweep chart: `▲ now` under the newest sample, and how far back the chart reaches."""
+    each, slots = sweep_slots(width, window)
+    at = min(width - 1, (newest % slots) * each + each - 1)
     line = [" "] * width
-    marks = 4 if width >= 40 else 2
-    for n in range(marks + 1):
-        seconds = window_s - n * window_s // marks
-        label = "now" if seconds == 0 else f"-{seconds}s"
-        at = n * (width - 1) // marks
-        start = max(0, min(width - len(label), at - (len(label) // 2 if 0 < n < marks else 0)))
-        if n == marks:
-            start = width - len(label)
-        line[start:start + len(label)] = label
+    line[at] = "▲"
+    label = "now"
+    start = at + 2 if at + 2 + len(label) <= width else max(0, at - 1 - len(label))
+    line[start:start + len(label)] = label
+    note = interval_note
+    if len(note) + 2 <= width:
+        free_left = start > len(note) + 2 and at > len(note) + 2
+        where = 0 if free_left else width - len(note)
+        if where == 0 or where > at + 2 + len(label):
+            line[where:where + len(note)] = note
     return Text(" " * AXIS + "".join(line))
 
 
+def _gpu_label(index: int, record) -> str:
+    """"GPU 3 98% · mem 61% · 690 W" from a GPU's latest sample."""
+    latest = record.latest
+
+    def pct(value):
+        return "-" if value is None else f"{value:.0f}%"
+
+    mem = None
+    if latest.mem_used_mib is not None and latest.mem_total_mib:
+        mem = 100.0 * latest.mem_used_mib / latest.mem_total_mib
+    watts = "-" if latest.power_w is None else f"{latest.power_w:.0f} W"
+    return f"GPU {index} {pct(latest.util_pct)} · mem {pct(mem)} · {watts}"
+
+
+def _columns_of(panels: int, height: int, width: int) -> int:
+    """How many side-by-side columns of small charts: the fewest that give each chart two rows of bars."""
+    for columns in (1, 2, 4, 8):
+        per_column = -(-panels // columns)
+        if height // per_column - 1 >= 2 or (width - columns + 1) // (columns * 2) < AXIS + 10:
+            return columns
+    return 8
+
+
 class HistoryView(Themed, Widget):
-    """Charts of the host or GPU the GPU grid's cursor is on."""
+    """Charts of the host or GPU the GPU grid's cursor is on.
+
+    Drawn with the Line API from lines built once per new sample or selection; a new sample repaints
+    only the lines it changed (with a sweep, the head's column), not the widget."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -169,35 +216,73 @@ class HistoryView(Themed, Widget):
         self.host: str | None = None
         self.gpu: int | None = None
         self._shown: tuple = ()
-        self._text: Text | None = None
+        self._lines: list[Strip] | None = None
+        self._built_for: tuple = ()
 
     def select(self, host: str | None, gpu: int | None) -> None:
         if (host, gpu) != (self.host, self.gpu):
             self.host, self.gpu = host, gpu
-            self._text = None
+            self._lines = None
             self.refresh()
 
     def show(self, store: Store) -> None:
         self._store = store
         record = store.hosts.get(self.host) if self.host else None
         shown = (self.host, self.gpu, None if record is None else record.last_sample_time, id(self._palette))
-        if shown != self._shown:
-            self._shown = shown
-            self._text = None
+        if shown == self._shown:
+            return
+        self._shown = shown
+        old = self._lines
+        if old is None or self._built_for != self._geometry():
+            self._lines = None
             self.refresh()
+            return
+        self._lines = new = self._strips()
+        width = self.size.width
+        for y, (before, after) in enumerate(zip(old, new)):
+            if before != after:
+                self.refresh(Region(0, y, width, 1))
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
-        self._text = None
+        self._lines = None
         self.refresh()
 
     def on_resize(self) -> None:
-        self._text = None
+        self._lines = None
 
-    def render(self) -> Text:
-        if self._text is None:
-            self._text = self._build(self.content_size.width, self.content_size.height)
-        return self._text
+    def _geometry(self) -> tuple:
+        return (self.content_size.width, self.content_size.height, self.rich_style)
+
+    def _strips(self) -> list[Strip]:
+        """The widget's lines: the charts, sanitised, on the widget's background, each `width` cells."""
+        width, height = self.content_size.width, self.content_size.height
+        base = self.rich_style
+        self._built_for = self._geometry()
+        text = safe_rich(self._build(width, height))
+        console = self.app.console
+        combined: dict = {}
+
+        def on_base(style):
+            if style is None:
+                return base
+            result = combined.get(style)
+            if result is None:
+                result = combined[style] = base + style
+            return result
+
+        strips = []
+        for line in text.split("\n")[:height]:
+            segments = [Segment(seg.text, on_base(seg.style)) for seg in line.render(console) if seg.text != "\n"]
+            strips.append(Strip(segments).extend_cell_length(width, base).crop(0, width))
+        return strips
+
+    def render_line(self, y: int) -> Strip:
+        if self._lines is None:
+            self._lines = self._strips()
+        if y < len(self._lines):
+            return self._lines[y]
+        return Strip.blank(self.content_size.width, self.rich_style)
 
     def _build(self, width: int, height: int) -> Text:
         p = self.palette
@@ -206,22 +291,28 @@ class HistoryView(Themed, Widget):
         if host is None:
             return Text("history: select a host or GPU in the grid", p.style("muted"))
         window = store.history
+        newest = max(0, host.samples_seen - 1)
+        title = Text()
+        title.append("History ", Style(bold=True))
+        if self.gpu is None and len(host.gpus) > 1:
+            title.append(f"{host.name} · each GPU's utilisation", Style(bold=True))
+            title.append(f" · {host.gpu_model or ''} · last {window} samples · a GPU in the grid: its memory and "
+                         "power", p.style("muted"))
+            return self._small_multiples(title, host, width, height, window, newest)
         charts = series_for(host, self.gpu)
         if charts:
             what = f"GPU {self.gpu}" if self.gpu is not None else f"all {len(host.gpus)} GPUs"
-            about = f" · {host.gpu_model or ''} · last {window} s"
+            about = f" · {host.gpu_model or ''} · last {window} samples"
         else:  # no GPU (or none reported yet): the host's own CPU and RAM fill the space instead
             charts = host_series(host)
             what = "no GPU"
-            about = f" · CPU and RAM · last {window} s"
-        title = Text()
-        title.append("History ", Style(bold=True))
+            about = f" · CPU and RAM · last {window} samples"
         title.append(f"{host.name} · {what}", Style(bold=True))
         title.append(about, p.style("muted"))
         if not charts:
             title.append("  (no samples yet)", p.style("muted"))
             return title
-        # title + per chart (label + rows) + time axis
+        # title + per chart (label + rows) + the head's line
         count = len(charts)
         while count > 1 and (height - 2 - count) // count < MIN_CHART_ROWS:
             count -= 1
@@ -232,8 +323,52 @@ class HistoryView(Themed, Widget):
         for n, series in enumerate(charts[:count]):
             extra = 1 if n < spare else 0  # spread leftover rows so none stay blank
             lines.append(Text(" " * AXIS + series.label, p.style("muted", bold=True)))
-            lines.extend(chart_rows(series, plot_width, rows_each + extra, window, p))
-        lines.append(time_axis(plot_width, window))
+            lines.extend(chart_rows(series, plot_width, rows_each + extra, window, newest, p))
+        lines.append(head_axis(plot_width, window, newest, "sweeps left to right, the oldest after ▲"))
+        return self._finish(lines)
+
+    def _small_multiples(self, title: Text, host: HostRecord, width: int, height: int, window: int,
+                         newest: int) -> Text:
+        """One utilisation chart per GPU, in as many side-by-side columns as give each two rows of bars."""
+        p = self.palette
+        indices = sorted(host.gpus)
+        rows_left = max(1, height - 2)  # the title and the head's line
+        columns = _columns_of(len(indices), rows_left, width)
+        per_column = -(-len(indices) // columns)
+        rows_each = max(1, rows_left // per_column - 1)
+        panel_width = max(AXIS + 2, (width - (columns - 1)) // columns)
+        plot_width = panel_width - AXIS
+        spare = max(0, rows_left - per_column * (rows_each + 1))  # spread so no row stays blank
+        lines = [title]
+        for top in range(per_column):  # GPUs in reading order: 0 1 2 3 on the first row of panels
+            tall = rows_each + (1 if top < spare else 0)
+            group = []
+            for index in indices[top * columns:(top + 1) * columns]:
+                record = host.gpus[index]
+                series = Series("", tuple(record.util_history), 100.0, "%", levels.util_level)
+                label = Text(_gpu_label(index, record), p.style("muted", bold=True))
+                group.append([label, *chart_rows(series, plot_width, tall, window, newest, p)])
+            for line_no in range(tall + 1):
+                line = Text()
+                for n, panel in enumerate(group):
+                    piece = panel[line_no].copy()
+                    piece.truncate(panel_width, overflow="ellipsis", pad=True)
+                    if n:
+                        line.append(" ")
+                    line.append_text(piece)
+                lines.append(line)
+        axis = Text()
+        for column in range(min(columns, len(indices))):
+            piece = head_axis(plot_width, window, newest, "sweeps left to right")
+            piece.truncate(panel_width, pad=True)
+            if column:
+                axis.append(" ")
+            axis.append_text(piece)
+        lines.append(axis)
+        return self._finish(lines)
+
+    @staticmethod
+    def _finish(lines: list[Text]) -> Text:
         text = Text("\n").join(lines)
         text.no_wrap = True
         text.overflow = "crop"

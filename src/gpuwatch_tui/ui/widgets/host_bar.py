@@ -15,6 +15,7 @@ from textual.widget import Widget
 
 from .. import levels
 from ..palette import Palette, Themed
+from ..safe_rich import safe_rich
 from .gpu_grid import STATE_LABELS
 
 if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
@@ -48,7 +49,16 @@ class HostBar(Themed, Widget):
         self._text: Text | None = None
         self.filter_text = ""
         self.filtering = False
+        self.problems_only = False
         self.time_cursor = ""  # a replay's "now" (its source's time_cursor()); empty when live
+        self.recording_problem: str | None = None  # the rolling recording stopped (its source says why)
+
+    def set_problems_only(self, on: bool) -> None:
+        if on != self.problems_only:
+            self.problems_only = on
+            self._shown = ()
+            self._text = None
+            self.refresh()
 
     def set_filter(self, text: str, editing: bool) -> None:
         """The `/` filter is typed here, on the summary line: no widget appears, nothing relayouts."""
@@ -62,8 +72,9 @@ class HostBar(Themed, Widget):
         self._store, self.paused = store, paused
         cursor = getattr(getattr(self.app, "source", None), "time_cursor", None)
         self.time_cursor = cursor() if cursor is not None else ""
+        self.recording_problem = getattr(getattr(self.app, "source", None), "recording_problem", None)
         states, gpus, busy, watts = fleet_summary(store)
-        shown = (self.time_cursor, paused, id(self._palette), tuple(states.items()), gpus, busy, round(watts / 100))
+        shown = (self.time_cursor, self.recording_problem, paused, id(self._palette), tuple(states.items()), gpus, busy, round(watts / 100))
         if shown != self._shown:
             self._shown = shown
             self._text = None
@@ -85,7 +96,7 @@ class HostBar(Themed, Widget):
 
     def render(self) -> Text:
         if self._text is None:
-            self._text = self._build()
+            self._text = safe_rich(self._build())
         return self._text
 
     def _build(self) -> Text:
@@ -97,6 +108,12 @@ class HostBar(Themed, Widget):
         if self.paused:
             text.append(" PAUSED ", p.style("host-warn", bold=True) + Style(reverse=True))
             text.append("  ")
+        if self.recording_problem:  # the whole reason is in the alert; here, that it is not recording
+            text.append(" NOT RECORDING ", p.style("host-bad", bold=True) + Style(reverse=True))
+            text.append("  ")
+        if self.problems_only:
+            text.append(" PROBLEMS ONLY ", p.style("host-bad", bold=True) + Style(reverse=True))
+            text.append(" ctrl+z: all  ", p.style("muted"))
         if self.filtering or self.filter_text:
             text.append(" / ", p.style("host-warn", bold=True) + Style(reverse=True))
             text.append(f" {self.filter_text}", Style(bold=True))

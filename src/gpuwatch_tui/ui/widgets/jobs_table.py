@@ -123,7 +123,7 @@ class Layout:
 
 def fit_columns(width: int, natural: dict[str, int]) -> Layout:
     """The richest layout whose columns fit in `width` cells. Job and phase share what the
-    other columns leave: the job name whole if possible, the phase text as long as it fits."""
+    other columns leave: the phase text whole if possible, then the job name as long as it fits."""
     for dropped, short in LAYOUTS:
         keys = [k for k, _ in COLUMNS if k not in dropped]
         widths = {}
@@ -134,7 +134,9 @@ def fit_columns(width: int, natural: dict[str, int]) -> Layout:
         others = sum(w for k, w in widths.items() if k not in ("job", "phase")) + GAP * (len(keys) - 1)
         room = width - others
         job_want, phase_want = widths["job"], widths["phase"]
-        phase = max(min(phase_want, MIN_PHASE), min(phase_want, room - job_want))
+        # The phase whole before the job name whole (the name is cut no shorter than MIN_JOB): at 80
+        # columns "silent (buffered-stdout)" is the answer, and a name is known by its first letters.
+        phase = max(min(phase_want, MIN_PHASE), min(phase_want, room - min(MIN_JOB, job_want)))
         job = room - phase
         if job >= min(MIN_JOB, job_want) or dropped == LAYOUTS[-1][0]:
             widths["phase"] = phase

@@ -88,21 +88,22 @@ class KeyFooter(Widget):
         key_style = self.get_component_rich_style("key-footer--key")
         description_style = self.get_component_rich_style("key-footer--description")
         width = self.size.width
-        line = Text(no_wrap=True, overflow="crop", end="")
-        spans = []
-        for entry in self.entries:
-            start = line.cell_len
-            dim = DIM if not entry.enabled else NO_STYLE
-            line.append(f" {entry.display} ", key_style + dim)
-            if entry.description:
-                line.append(f"{entry.description} ", description_style + dim)
-            spans.append((start, line.cell_len, entry))
-        edge = Text(no_wrap=True, end="")
-        if self.palette_entry is not None:
-            entry = self.palette_entry
-            edge.append("▏", self.get_component_rich_style("key-footer--edge"))
-            edge.append(entry.display, key_style)
-            edge.append(f" {entry.description} ", description_style)
+        edge_style = self.get_component_rich_style("key-footer--edge")
+        # Full words when they fit; on a narrow terminal (80 columns) the first word of each, then keys
+        # alone, so every key stays readable instead of the last ones being cut.
+        for words in (None, 1, 0):
+            line, spans = self._keys_line(key_style, description_style, words)
+            edge = Text(no_wrap=True, end="")
+            if self.palette_entry is not None:
+                entry = self.palette_entry
+                edge.append("▏", edge_style)
+                edge.append(entry.display, key_style)
+                if words is None:
+                    edge.append(f" {entry.description} ", description_style)
+                else:
+                    edge.append(" ", description_style)
+            if line.cell_len + edge.cell_len <= width:
+                break
         room = max(0, width - edge.cell_len)
         line.truncate(room, overflow="crop")
         line.pad_right(room - line.cell_len)
@@ -111,6 +112,19 @@ class KeyFooter(Widget):
         self._spans = spans
         line.append_text(edge)
         return line
+
+    def _keys_line(self, key_style, description_style, words: int | None) -> tuple[Text, list]:
+        line = Text(no_wrap=True, overflow="crop", end="")
+        spans = []
+        for entry in self.entries:
+            start = line.cell_len
+            dim = DIM if not entry.enabled else NO_STYLE
+            line.append(f" {entry.display} ", key_style + dim)
+            description = entry.description if words is None else " ".join(entry.description.split()[:words])
+            if description:
+                line.append(f"{description} ", description_style + dim)
+            spans.append((start, line.cell_len, entry))
+        return line, spans
 
     def on_click(self, event: events.Click) -> None:
         for start, end, entry in self._spans:

@@ -11,11 +11,13 @@ from textual.geometry import Region
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ...safe_text import safe_text
 from ..palette import Themed
 
+# j/k as in less, vim, htop and k9s; the kill key is capital K (as in nvitop), so a slip on k only moves.
 CURSOR_BINDINGS = [
-    Binding("up", "cursor_up", "Up", show=False),
-    Binding("down", "cursor_down", "Down", show=False),
+    Binding("up,k", "cursor_up", "Up", show=False),
+    Binding("down,j", "cursor_down", "Down", show=False),
     Binding("pageup", "page_up", "Page up", show=False),
     Binding("pagedown", "page_down", "Page down", show=False),
     Binding("home", "cursor_home", "First", show=False),
@@ -60,7 +62,9 @@ class LineList(Themed, ScrollView):
                 result = combined[seg_style] = style + seg_style
             return result
 
-        segments = [Segment(seg.text, on_base(seg.style)) for seg in text.render(self.app.console)]
+        # Every cell these lists draw passes the sanitiser: host text (names, commands, GPU models,
+        # host errors) is shown, never obeyed, whichever field it came in.
+        segments = [Segment(safe_text(seg.text), on_base(seg.style)) for seg in text.render(self.app.console)]
         return Strip(segments).extend_cell_length(width, style).crop(0, width)
 
     # -- cursor ----------------------------------------------------------------------------

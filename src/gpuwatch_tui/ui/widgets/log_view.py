@@ -16,6 +16,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ...safe_text import safe_text
 from ..palette import Palette, Themed
 
 
@@ -85,6 +86,22 @@ class LogView(Themed, ScrollView, can_focus=True):
 
     # -- data in ---------------------------------------------------------------------------
 
+    _SAFE_CACHE_MAX = 8192
+    _safe_cache: dict[str, str] = {}
+
+    @classmethod
+    def _safe(cls, line: str) -> str:
+        """The live core's lines are sanitised already; a recording's may not be (a file can be made by
+        anyone): each line passes the sanitiser once, remembered, so a refresh of a long log costs lookups."""
+        if line.isascii() and line.isprintable():
+            return line
+        shown = cls._safe_cache.get(line)
+        if shown is None:
+            if len(cls._safe_cache) >= cls._SAFE_CACHE_MAX:
+                cls._safe_cache.clear()
+            shown = cls._safe_cache[line] = safe_text(line)
+        return shown
+
     @property
     def wants_lines(self) -> bool:
         """Whether the next update should re-read the lines (only when following)."""
@@ -110,6 +127,8 @@ class LogView(Themed, ScrollView, can_focus=True):
 
     def set_lines(self, lines: list[str], total: int) -> None:
         """New lines while following; replaces the view and sticks to the bottom."""
+        if not all(line.isascii() and line.isprintable() for line in lines):
+            lines = [self._safe(line) for line in lines]
         self.lines = lines
         self._total_shown = total
         self._longest = max((len(line) for line in lines), default=0)

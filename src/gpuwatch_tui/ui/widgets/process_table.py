@@ -13,6 +13,7 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from ...model import ProcInfo
+from ..safe_rich import safe_rich
 from .. import formatting
 
 COLUMNS = (("pid", "PID"), ("state", "S"), ("cpu", "CPU%"), ("time", "CPU time"),
@@ -103,11 +104,11 @@ class ProcessTable(DataTable):
         for key, cells in wanted.items():
             old = self._cells.get(key)
             if old is None:
-                self.add_row(*cells, key=key)
+                self.add_row(*map(safe_rich, cells), key=key)
             else:
                 for (column, _), before, after in zip(COLUMNS, old, cells):
                     if before != after:
-                        self.update_cell(key, column, after, update_width=column in ("cmd", "cpu", "time"))
+                        self.update_cell(key, column, safe_rich(after), update_width=column in ("cmd", "cpu", "time"))
             self._cells[key] = cells
 
     @property
@@ -129,7 +130,7 @@ class ProcessTable(DataTable):
         for key, cells in self._cells.items():
             cut = ellipsize(self._commands.get(key, cells[-1]), width)
             if cut != cells[-1]:
-                self.update_cell(key, "cmd", cut, update_width=True)
+                self.update_cell(key, "cmd", safe_rich(cut), update_width=True)
                 self._cells[key] = (*cells[:-1], cut)
 
     def full_command(self, row_key: str) -> str | None:
@@ -142,4 +143,5 @@ class ProcessTable(DataTable):
         except Exception:  # hovering the header or an empty table
             self.tooltip = None
             return
-        self.tooltip = self._commands.get(row_key.value)
+        command = self._commands.get(row_key.value)
+        self.tooltip = safe_rich(command) if command is not None else None

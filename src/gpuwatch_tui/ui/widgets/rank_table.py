@@ -3,6 +3,8 @@ that holds the others up is marked, with why; NCCL RAS's verdict on a rank (from
 
 from __future__ import annotations
 
+from ..safe_rich import safe_rich
+
 from rich.text import Text
 from textual.widgets import DataTable
 
@@ -45,10 +47,10 @@ class RankTable(DataTable):
         if list(wanted) != list(self._cells):  # ranks came or went: rebuild in rank order
             self.clear()
             for key, cells in wanted.items():
-                self.add_row(*cells, key=key)
+                self.add_row(*map(safe_rich, cells), key=key)
         else:
             for key, cells in wanted.items():
                 for (column, _), before, after in zip(COLUMNS, self._cells[key], cells):
                     if before != after:
-                        self.update_cell(key, column, after, update_width=True)
+                        self.update_cell(key, column, safe_rich(after), update_width=True)
         self._cells = wanted

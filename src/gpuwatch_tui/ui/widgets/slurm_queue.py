@@ -4,6 +4,8 @@ path Slurm gives each. Rows come ready from slurm/display.py; this widget only d
 
 from __future__ import annotations
 
+from ..safe_rich import safe_rich
+
 from rich.text import Text
 from textual.widgets import DataTable
 
@@ -32,7 +34,7 @@ class SlurmQueueTable(Themed, DataTable):
             self.clear()
             self._rows = {}
             for row in rows:
-                self.add_row(*self._cells(row), key=row.key)
+                self.add_row(*map(safe_rich, self._cells(row)), key=row.key)
                 self._rows[row.key] = row
             return
         for row in rows:
@@ -42,7 +44,7 @@ class SlurmQueueTable(Themed, DataTable):
             for label, before, after in zip(COLUMNS, old.cells, row.cells):
                 if before != after or (label == "STATE" and old.state_variable != row.state_variable):
                     value = self._cells(row)[COLUMNS.index(label)]
-                    self.update_cell(row.key, label, value, update_width=True)
+                    self.update_cell(row.key, label, safe_rich(value), update_width=True)
             self._rows[row.key] = row
 
     def theme_changed(self, palette: Palette) -> None:

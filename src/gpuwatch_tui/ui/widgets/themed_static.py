@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ..palette import Palette, Themed
+from ..safe_rich import safe_rich
 
 
 class ThemedStatic(Themed, Static):
@@ -16,7 +17,7 @@ class ThemedStatic(Themed, Static):
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
         if self._args:
-            self.update(self.build(*self._args))
+            self.update(safe_rich(self.build(*self._args)))
 
     def clear(self) -> None:
         """Empty, as when first mounted (a reused pane shown for another item)."""
@@ -28,7 +29,7 @@ class ThemedStatic(Themed, Static):
         if args == self._args:
             return  # unchanged data: no repaint
         self._args = args
-        self.update(self.build(*args))
+        self.update(safe_rich(self.build(*args)))
 
     def build(self, *args) -> Text:  # pragma: no cover - abstract
         raise NotImplementedError
