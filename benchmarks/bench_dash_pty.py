@@ -249,7 +249,8 @@ def main() -> None:
     SHOW_SCREEN, SETTLE_S = args.show, args.settle
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUWATCH_")}
-    env.update(TERM="xterm-256color", COLORTERM="truecolor", PYTHONPATH=str(ROOT / "src"))
+    env.update(TERM="xterm-256color", COLORTERM="truecolor",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
     results = {"hosts": "this machine" if args.this_machine else f"{args.hosts} local x {args.gpus} GPUs (stand-in)",
                "cpus": os.cpu_count(), "runs": []}
     with tempfile.TemporaryDirectory(prefix="gpuwatch-pty-") as tmp:
