@@ -77,8 +77,9 @@ def series_for(host: HostRecord, gpu: int | None) -> list[Series]:
         return "-" if value is None else f"{value:.0f}%"
 
     watts = last(power)
+    gpm = gpm_note(records[0].latest) if len(records) == 1 else ""
     return [
-        Series(f"utilisation {pct(last(util))}", util, 100.0, "%", levels.util_level),
+        Series(f"utilisation {pct(last(util))}{gpm}", util, 100.0, "%", levels.util_level),
         Series(f"memory {pct(last(mem))}  {used:.0f}/{total:.0f} GiB", mem, 100.0, "%", levels.mem_level),
         Series(f"power {'-' if watts is None else f'{watts:.0f} W'} of {limit:.0f} W", power, limit, "W",
                lambda v: levels.util_level(None if v is None else 100.0 * v / limit)),
@@ -181,8 +182,19 @@ def head_axis(width: int, window: int, newest: int, interval_note: str) -> Text:
     return Text(" " * AXIS + "".join(line))
 
 
+def gpm_note(latest) -> str:
+    """" · SM 94% · tensor 91%" where the GPU's GPM counters were read: what its util figure hides (a kernel
+    that waits in a collective is 100% util with ~0 SM activity)."""
+    if latest.sm_active_pct is None:
+        return ""
+    note = f" · SM {latest.sm_active_pct:.0f}%"
+    if latest.tensor_active_pct is not None:
+        note += f" · tensor {latest.tensor_active_pct:.0f}%"
+    return note
+
+
 def _gpu_label(index: int, record) -> str:
-    """"GPU 3 98% · mem 61% · 690 W" from a GPU's latest sample."""
+    """"GPU 3 98% · mem 61% · 690 W · SM 94% · tensor 91%" from a GPU's latest sample."""
     latest = record.latest
 
     def pct(value):
@@ -192,7 +204,7 @@ def _gpu_label(index: int, record) -> str:
     if latest.mem_used_mib is not None and latest.mem_total_mib:
         mem = 100.0 * latest.mem_used_mib / latest.mem_total_mib
     watts = "-" if latest.power_w is None else f"{latest.power_w:.0f} W"
-    return f"GPU {index} {pct(latest.util_pct)} · mem {pct(mem)} · {watts}"
+    return f"GPU {index} {pct(latest.util_pct)} · mem {pct(mem)} · {watts}{gpm_note(latest)}"
 
 
 def _columns_of(panels: int, height: int, width: int) -> int:
