@@ -1,13 +1,15 @@
-"""`e`: the selected job's incident report, from the job pane. Over the live core (a real Monitor,
+"""`e`: the selected job's incident report, from the job pane (and `E`, its incident bundle). Over the live core (a real Monitor,
 a real sshd host on loopback, a real job process) the file is written and its path shown; a
 directory that cannot be written, and a recording, are refused in words."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 from gpuwatch_tui.config import parse_config
@@ -68,12 +70,23 @@ async def test_e_in_a_live_job_pane_writes_the_report_and_shows_its_path(sshd_fa
             assert str(job.pid) in text and "## Log" in text
             assert isinstance(app.screen, JobScreen)  # the person stays where they were
 
+            await pilot.press("E")  # the incident bundle: one zip holding the report and what it was made of
+            await until(pilot, lambda: len(report_toasts(app)) == 2, 15, "the bundle toast")
+            toast = report_toasts(app)[1]
+            assert toast.severity == "information", toast.message
+            bundle = Path(toast.message.removeprefix("written to "))
+            assert bundle.name.endswith(".gpuwatch-bundle.zip") and bundle.parent == path.parent
+            with zipfile.ZipFile(bundle) as z:
+                manifest = json.loads(z.read("manifest.json"))
+                assert manifest["job"] == "trainer" and manifest["job_id"] == view.id
+                assert z.read("report.md").decode().startswith(f"# Incident: trainer on {host.name}")
+
             blocked = tmp_path / "not-a-dir"
             blocked.write_text("a file where the state dir should be")
             monkeypatch.setenv("XDG_STATE_HOME", str(blocked))
             await pilot.press("e")
-            await until(pilot, lambda: len(report_toasts(app)) == 2, 15, "the second report toast")
-            refused = report_toasts(app)[1]
+            await until(pilot, lambda: len(report_toasts(app)) == 3, 15, "the second report toast")
+            refused = report_toasts(app)[2]
             assert refused.severity == "error"
             assert refused.message.startswith("cannot write the report in ") and str(blocked) in refused.message
             await source.stop()
