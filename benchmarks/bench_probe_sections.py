@@ -60,7 +60,7 @@ def timed(totals: dict, name: str, fn):
 def wrap_parts(probe, totals: dict) -> None:
     for name in ("read_stat", "proc_info", "dir_stat", "parse_stat", "read_parent", "all_pids"):
         PROBE.set_global(name, timed(totals, name, probe_name(name)))  # wherever the probe calls it from
-    for cls, names in ((probe_name("Probe"), ("scan", "descendants", "live_children")),
+    for cls, names in ((probe_name("TreeWalk"), ("scan", "descendants", "live_children")),
                        (probe_name("Tail"), ("poll",)), (probe_name("FrameDeltas"), ("apply", "begin")),
                        (probe_name("JobCandidates"), ("poll",)), (probe_name("ProcCache"), ("static_facts",)),
                        (probe_name("ProcFiles"), ("read", "end_sample")), (probe_name("KeptFile"), ("read",)),
@@ -87,16 +87,16 @@ def run_samples(probe, n: int, interval: float, sink, seen: dict | None = None) 
     per = []
     next_tick = time.time()
     for _ in range(n):
-        lean_before = probe.lean_samples
+        lean_before = probe.lean.samples
         t0 = CPU()
         frame = probe.sample()
         sink.write(encode(frame))
         sink.flush()
         per.append(CPU() - t0)
         if seen is not None:
-            lean = probe.lean_samples != lean_before
+            lean = probe.lean.samples != lean_before
             seen.setdefault("lean_ns" if lean else "full_ns", []).append(per[-1])
-            for name, value in (("mark_moved", probe.tasks_moved), ("trees_walked", getattr(probe, "walk_trees", True)),
+            for name, value in (("mark_moved", probe.walk.tasks_moved), ("trees_walked", probe.walk.walk_trees),
                                 ("lean", lean), ("watched_procs", len(frame["procs"])),
                                 ("logs_grown", sum(1 for t in frame["tails"] if t.get("data")))):
                 seen[name] = seen.get(name, 0) + value
@@ -264,7 +264,7 @@ def main() -> None:
                 # how often the descendants were walked (the mark moved, a scan ran, facts sent again or the 30 s safety net)
                 "mark_moved_per_sample": round(seen["mark_moved"] / args.samples, 2),
                 "trees_walked_per_sample": round(seen["trees_walked"] / args.samples, 2),
-                # the share of samples that took the lean path (Probe.lean_sample), and each path's CPU
+                # the share of samples that took the lean path (LeanPath.sample), and each path's CPU
                 # (thread CPU with encode and write, median; None where no sample took it)
                 "lean_per_sample": round(seen["lean"] / args.samples, 2),
                 "lean_sample_us_median_1hz": median_us(seen.get("lean_ns")),

@@ -1,4 +1,4 @@
-"""The lean steady sample (Probe.lean_sample) writes the frame the full path writes: two probes over the same
+"""The lean steady sample (LeanPath.sample) writes the frame the full path writes: two probes over the same
 real processes, one allowed the lean path and one not, sampled back to back on one clock, frame after frame
 while logs grow, CPU moves, a process is stopped, a child starts, a child exits unreaped, a log is truncated,
 a process changes its working directory and a watched process ends; with and without /proc scan ticks. The host's loadavg is a copy the test moves as the kernel would (a process started
@@ -165,7 +165,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, probe_loaded, pro
             while state(busy.pid) != "T" or state(busy_child) != "T":
                 time.sleep(0.001)
             try:
-                before = lean_probe.lean_samples
+                before = lean_probe.lean.samples
                 read_before = preads.copy()
                 lean_frame = wire(lean_probe.sample(), ours)
                 full_frame = wire(full_probe.sample(), ours)
@@ -175,13 +175,13 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, probe_loaded, pro
             # The watched child read once, on either path (the lean path standing aside midway leaves the full
             # path to read afresh: that sample is left out)
             for probe, path in ((full_probe, "full"), (lean_probe, "lean")):
-                if path == "lean" and lean_probe.lean_samples == before:
+                if path == "lean" and lean_probe.lean.samples == before:
                     continue
                 fd = probe.files.fds[("/proc/%d/stat" % busy_child, None)]
                 assert preads[fd] - read_before[fd] == 1, "step %d, the %s path" % (step, path)
             if '"cwd":%s' % json.dumps(str(elsewhere)) in lean_frame:
                 moved_seen.append(step)
-            if lean_probe.lean_samples > before:
+            if lean_probe.lean.samples > before:
                 lean_at.append(step)
             Clock.now += 1.0
     finally:
@@ -192,7 +192,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, probe_loaded, pro
                 except ProcessLookupError:
                     pass
         os.killpg(busy.pid, signal.SIGCONT)
-    assert full_probe.lean_samples == 0
+    assert full_probe.lean.samples == 0
     # The lean path ran where nothing was due and stood aside where something was due or unusual.
     # Full: the first two samples (no tree marks yet); a child started, and COMPILER_POLL_QUIET_S after (its
     # tree started a process); each tree walk (TREE_WALK_AT_LEAST_S), fact resend and slow fact that changed;
@@ -255,18 +255,18 @@ def test_the_safety_walk_rides_on_resends_and_a_process_started_elsewhere_is_lea
                 elsewhere.kill()
                 elsewhere.wait()
                 move_mark(-1)
-            before = probe.lean_samples
+            before = probe.lean.samples
             probe.sample()
-            if probe.lean_samples == before:
+            if probe.lean.samples == before:
                 full.append(step)
-                if probe.walk_trees:
+                if probe.walk.walk_trees:
                     walked.append(step)
             Clock.now += 1.0
     finally:
         for pid in kids:
             os.kill(pid, signal.SIGKILL)
     resend = int(probe_mod("frame_deltas").FACT_RESEND_S)
-    assert probe_ns["TREE_WALK_AT_LEAST_S"] == resend  # (what lets the one ride on the other)
+    assert probe_mod("tree_walk").TREE_WALK_AT_LEAST_S == resend  # (what lets the one ride on the other)
     quiet = int(probe_mod("compiler_watch").COMPILER_POLL_QUIET_S)
     assert walked == [0, 10, resend, 2 * resend], (full, walked)
     # (full while the tree may start more, and the sample that ends the compiler polls)
