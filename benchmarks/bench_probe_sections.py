@@ -85,16 +85,26 @@ def run_samples(probe, n: int, interval: float, sink, seen: dict | None = None) 
     """Thread CPU of each sample (with its encode and write). `seen`: counts what each sample found (the
     mark moved, the trees walked, watched processes, logs that grew), summed into it."""
     per = []
+    lean_taken = [0]  # samples that took the lean path: counted around LeanPath.sample (it keeps no count)
+    lean_sample = probe.lean.sample
+
+    def counted(*args):
+        frame = lean_sample(*args)
+        lean_taken[0] += frame is not None
+        return frame
+
+    if seen is not None:
+        probe.lean.sample = counted
     next_tick = time.time()
     for _ in range(n):
-        lean_before = probe.lean.samples
+        lean_before = lean_taken[0]
         t0 = CPU()
         frame = probe.sample()
         sink.write(encode(frame))
         sink.flush()
         per.append(CPU() - t0)
         if seen is not None:
-            lean = probe.lean.samples != lean_before
+            lean = lean_taken[0] != lean_before
             seen.setdefault("lean_ns" if lean else "full_ns", []).append(per[-1])
             for name, value in (("mark_moved", probe.walk.tasks_moved), ("trees_walked", probe.walk.walk_trees),
                                 ("lean", lean), ("watched_procs", len(frame["procs"])),
@@ -102,6 +112,7 @@ def run_samples(probe, n: int, interval: float, sink, seen: dict | None = None) 
                 seen[name] = seen.get(name, 0) + value
         next_tick += interval
         time.sleep(max(0.0, next_tick - time.time()))
+    probe.lean.sample = lean_sample
     return per
 
 

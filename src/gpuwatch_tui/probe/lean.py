@@ -33,7 +33,6 @@ class LeanPath(object):
         # Allowed unless the options say not (a test compares both paths).
         self.allowed = bool(options.get("lean_sample", True))
         self.plan = None  # LeanPlan, made by each full sample
-        self.samples = 0  # how many samples took this path (for tests and benchmarks)
         self.walk = walk
         self.wants = wants
         self.deltas = deltas
@@ -159,7 +158,6 @@ class LeanPath(object):
         walk.walk_trees = False
         if not walk.looked:
             self.candidates.new_parents = set()  # (no pid handed out: no process started)
-        self.samples += 1
         frame["procs"] = procs
         frame["gone"] = []
         frame["matches"] = walk.match_pids
