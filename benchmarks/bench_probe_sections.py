@@ -60,7 +60,7 @@ def timed(totals: dict, name: str, fn):
 def wrap_parts(probe, totals: dict) -> None:
     for name in ("read_stat", "proc_info", "dir_stat", "parse_stat", "read_parent", "all_pids"):
         PROBE.set_global(name, timed(totals, name, probe_name(name)))  # wherever the probe calls it from
-    for cls, names in ((probe_name("Probe"), ("scan", "descendants", "live_children")),
+    for cls, names in ((probe_name("TreeWalk"), ("scan", "descendants", "live_children")),
                        (probe_name("Tail"), ("poll",)), (probe_name("FrameDeltas"), ("apply", "begin")),
                        (probe_name("JobCandidates"), ("poll",)), (probe_name("ProcCache"), ("static_facts",)),
                        (probe_name("ProcFiles"), ("read", "end_sample")), (probe_name("KeptFile"), ("read",)),
@@ -85,23 +85,34 @@ def run_samples(probe, n: int, interval: float, sink, seen: dict | None = None) 
     """Thread CPU of each sample (with its encode and write). `seen`: counts what each sample found (the
     mark moved, the trees walked, watched processes, logs that grew), summed into it."""
     per = []
+    lean_taken = [0]  # samples that took the lean path: counted around LeanPath.sample (it keeps no count)
+    lean_sample = probe.lean.sample
+
+    def counted(*args):
+        frame = lean_sample(*args)
+        lean_taken[0] += frame is not None
+        return frame
+
+    if seen is not None:
+        probe.lean.sample = counted
     next_tick = time.time()
     for _ in range(n):
-        lean_before = probe.lean_samples
+        lean_before = lean_taken[0]
         t0 = CPU()
         frame = probe.sample()
         sink.write(encode(frame))
         sink.flush()
         per.append(CPU() - t0)
         if seen is not None:
-            lean = probe.lean_samples != lean_before
+            lean = lean_taken[0] != lean_before
             seen.setdefault("lean_ns" if lean else "full_ns", []).append(per[-1])
-            for name, value in (("mark_moved", probe.tasks_moved), ("trees_walked", getattr(probe, "walk_trees", True)),
+            for name, value in (("mark_moved", probe.walk.tasks_moved), ("trees_walked", probe.walk.walk_trees),
                                 ("lean", lean), ("watched_procs", len(frame["procs"])),
                                 ("logs_grown", sum(1 for t in frame["tails"] if t.get("data")))):
                 seen[name] = seen.get(name, 0) + value
         next_tick += interval
         time.sleep(max(0.0, next_tick - time.time()))
+    probe.lean.sample = lean_sample
     return per
 
 
@@ -264,7 +275,7 @@ def main() -> None:
                 # how often the descendants were walked (the mark moved, a scan ran, facts sent again or the 30 s safety net)
                 "mark_moved_per_sample": round(seen["mark_moved"] / args.samples, 2),
                 "trees_walked_per_sample": round(seen["trees_walked"] / args.samples, 2),
-                # the share of samples that took the lean path (Probe.lean_sample), and each path's CPU
+                # the share of samples that took the lean path (LeanPath.sample), and each path's CPU
                 # (thread CPU with encode and write, median; None where no sample took it)
                 "lean_per_sample": round(seen["lean"] / args.samples, 2),
                 "lean_sample_us_median_1hz": median_us(seen.get("lean_ns")),

@@ -58,7 +58,7 @@ def _matched(regex: str):
     try:
         probe = loaded.ns["Probe"]({"interval": 1})
         probe.set_wants({"op": "want", "pids": [], "tails": {}, "dirs": {}, "matches": {"cfg0": {"regex": regex}}})
-        probe.scan(time.time())
+        probe.walk.scan(time.time())
         sample = parse_sample(json.loads(json.dumps(probe.sample())))
     finally:
         loaded.close()

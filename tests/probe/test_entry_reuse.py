@@ -24,8 +24,8 @@ def test_an_unchanged_process_reuses_its_entry_and_a_changed_one_or_a_due_resend
     child = int(job.stdout.readline())
     time.sleep(0.3)  # past its start-up
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600, "fact_deltas": True})
-    probe.want_pids = {job.pid}
-    probe.tasks.changed = lambda loadavg: False  # as on a quiet host: the child's reads are kept too
+    probe.wants.pids = {job.pid}
+    probe.walk.tasks.changed = lambda loadavg: False  # as on a quiet host: the child's reads are kept too
 
     def entry():  # (other Python processes of this host may be job candidates too)
         (proc,) = [p for p in probe.sample()["procs"] if p["pid"] == job.pid]

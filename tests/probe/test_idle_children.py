@@ -24,7 +24,7 @@ PARENT = ("import signal, subprocess, sys\n"
 
 def watching(probe_ns, pid):
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600})
-    probe.want_pids = {pid}
+    probe.wants.pids = {pid}
     stat_reads = []
     read = probe.files.read
     probe.files.read = lambda path, owner=None: stat_reads.append(path) or read(path, owner)
@@ -33,7 +33,7 @@ def watching(probe_ns, pid):
 
 def quiet(probe):
     """As on a host where no process starts or ends: loadavg's tasks total and last pid stay."""
-    probe.tasks.changed = lambda loadavg: False
+    probe.walk.tasks.changed = lambda loadavg: False
 
 
 def wait_until(cond, what, timeout=10.0):
@@ -56,7 +56,7 @@ def test_an_idle_child_is_not_read_every_sample_and_is_gone_the_sample_after_it_
     frame = probe.sample()
     assert stat_reads.count(path) == 2  # idle, nothing started or reaped: its last read stands ...
     assert children(frame, parent.pid)[child]["state"] == "S"  # ... and its entry repeats it
-    del probe.tasks.changed  # the real loadavg from here: a reaped child moves its tasks total
+    del probe.walk.tasks.changed  # the real loadavg from here: a reaped child moves its tasks total
     # (A busy test host hands out pids all the time; the tasks total alone must count as a move.)
     mark, loadavg = probe_mod("procfs").PidCursor(tasks=True), open("/proc/loadavg", "rb").read()
     fields = loadavg.split()
@@ -69,8 +69,9 @@ def test_an_idle_child_is_not_read_every_sample_and_is_gone_the_sample_after_it_
     assert children(probe.sample(), parent.pid) == {}  # gone at the next sample, as before
 
 
-def test_an_idle_child_that_turns_busy_is_seen_within_the_idle_read_interval(probe_ns, spawn):
-    every = probe_ns["IDLE_CHILD_READ_S"] = 1.0  # the interval's role, in a test of seconds
+def test_an_idle_child_that_turns_busy_is_seen_within_the_idle_read_interval(probe_ns, probe_loaded, spawn):
+    every = 1.0  # the interval's role, in a test of seconds
+    probe_loaded.set_global("IDLE_CHILD_READ_S", every)  # (read by the tree walk and the lean path)
     busy = ("import signal\n"
             "signal.signal(signal.SIGUSR1, lambda *_: None)\n"
             "signal.pause()\n"
@@ -110,8 +111,8 @@ def test_a_new_child_of_an_idle_child_is_seen_at_the_next_sample(probe_ns, spawn
         probe.sample()
     reads = stat_reads.count("/proc/%d/stat" % child)
     assert reads == 2  # the third sample did not read the idle child
-    del probe.tasks.changed  # the real loadavg from here: the new process moves its last pid
-    probe.tasks.changed(None)
+    del probe.walk.tasks.changed  # the real loadavg from here: the new process moves its last pid
+    probe.walk.tasks.changed(None)
     os.kill(child, signal.SIGUSR1)
     grandchild = int(parent.stdout.readline())  # the child writes to the parent's stdout, which it shares
     try:
@@ -129,7 +130,7 @@ def test_a_watched_process_below_another_is_read_every_sample_in_both_places(pro
     child = int(parent.stdout.readline())
     settle([child])
     probe, _ = watching(probe_ns, parent.pid)
-    probe.want_pids = {parent.pid, child}
+    probe.wants.pids = {parent.pid, child}
     quiet(probe)
     for _ in range(3):
         probe.sample()

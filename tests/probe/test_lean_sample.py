@@ -1,4 +1,4 @@
-"""The lean steady sample (Probe.lean_sample) writes the frame the full path writes: two probes over the same
+"""The lean steady sample (LeanPath.sample) writes the frame the full path writes: two probes over the same
 real processes, one allowed the lean path and one not, sampled back to back on one clock, frame after frame
 while logs grow, CPU moves, a process is stopped, a child starts, a child exits unreaped, a log is truncated,
 a process changes its working directory and a watched process ends; with and without /proc scan ticks. The host's loadavg is a copy the test moves as the kernel would (a process started
@@ -42,6 +42,20 @@ STARTER = ("import os, signal, subprocess\n"
 IDLE = "import time; time.sleep(120)"
 # Host-wide readings each probe takes for itself (its own CPU, the host's CPU and memory): not the same reads.
 OWN_READINGS = ("t", "probe_cpu_s", "cpu_pct", "mem_total_kib", "mem_avail_kib")
+
+
+def count_lean(probe):
+    """[how many samples took the lean path], kept up by a wrapper around the probe's LeanPath.sample."""
+    taken = [0]
+    sample = probe.lean.sample
+
+    def counted(*args):
+        frame = sample(*args)
+        taken[0] += frame is not None
+        return frame
+
+    probe.lean.sample = counted
+    return taken
 
 
 class Clock(object):
@@ -130,6 +144,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, probe_loaded, pro
     # After the probes are made (their cursors checked that the real file follows pid allocation).
     probe_ns["PROC_LOADAVG"] = probe_mod("host_facts").KeptFile(str(loadavg), 128)
     lean_probe, full_probe = probes
+    lean_taken, full_taken = count_lean(lean_probe), count_lean(full_probe)
     started = None
     lean_at = []
     moved_seen = []  # the steps whose frame carried the starter's new working directory
@@ -165,7 +180,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, probe_loaded, pro
             while state(busy.pid) != "T" or state(busy_child) != "T":
                 time.sleep(0.001)
             try:
-                before = lean_probe.lean_samples
+                before = lean_taken[0]
                 read_before = preads.copy()
                 lean_frame = wire(lean_probe.sample(), ours)
                 full_frame = wire(full_probe.sample(), ours)
@@ -175,13 +190,13 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, probe_loaded, pro
             # The watched child read once, on either path (the lean path standing aside midway leaves the full
             # path to read afresh: that sample is left out)
             for probe, path in ((full_probe, "full"), (lean_probe, "lean")):
-                if path == "lean" and lean_probe.lean_samples == before:
+                if path == "lean" and lean_taken[0] == before:
                     continue
                 fd = probe.files.fds[("/proc/%d/stat" % busy_child, None)]
                 assert preads[fd] - read_before[fd] == 1, "step %d, the %s path" % (step, path)
             if '"cwd":%s' % json.dumps(str(elsewhere)) in lean_frame:
                 moved_seen.append(step)
-            if lean_probe.lean_samples > before:
+            if lean_taken[0] > before:
                 lean_at.append(step)
             Clock.now += 1.0
     finally:
@@ -192,7 +207,7 @@ def test_the_lean_sample_writes_the_full_paths_frame(probe_ns, probe_loaded, pro
                 except ProcessLookupError:
                     pass
         os.killpg(busy.pid, signal.SIGCONT)
-    assert full_probe.lean_samples == 0
+    assert full_taken[0] == 0
     # The lean path ran where nothing was due and stood aside where something was due or unusual.
     # Full: the first two samples (no tree marks yet); a child started, and COMPILER_POLL_QUIET_S after (its
     # tree started a process); each tree walk (TREE_WALK_AT_LEAST_S), fact resend and slow fact that changed;
@@ -239,6 +254,7 @@ def test_the_safety_walk_rides_on_resends_and_a_process_started_elsewhere_is_lea
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600, "fact_deltas": True})
     probe.set_wants({"pids": [starter.pid]})
     probe.candidates.consider = lambda pid, now: None  # the shared machine's Python processes are not ours
+    taken = count_lean(probe)
     probe_ns["PROC_LOADAVG"] = probe_mod("host_facts").KeptFile(str(loadavg), 128)
     full, walked, kids = [], [], []
     elsewhere = None
@@ -255,18 +271,18 @@ def test_the_safety_walk_rides_on_resends_and_a_process_started_elsewhere_is_lea
                 elsewhere.kill()
                 elsewhere.wait()
                 move_mark(-1)
-            before = probe.lean_samples
+            before = taken[0]
             probe.sample()
-            if probe.lean_samples == before:
+            if taken[0] == before:
                 full.append(step)
-                if probe.walk_trees:
+                if probe.walk.walk_trees:
                     walked.append(step)
             Clock.now += 1.0
     finally:
         for pid in kids:
             os.kill(pid, signal.SIGKILL)
     resend = int(probe_mod("frame_deltas").FACT_RESEND_S)
-    assert probe_ns["TREE_WALK_AT_LEAST_S"] == resend  # (what lets the one ride on the other)
+    assert probe_mod("tree_walk").TREE_WALK_AT_LEAST_S == resend  # (what lets the one ride on the other)
     quiet = int(probe_mod("compiler_watch").COMPILER_POLL_QUIET_S)
     assert walked == [0, 10, resend, 2 * resend], (full, walked)
     # (full while the tree may start more, and the sample that ends the compiler polls)

@@ -31,8 +31,8 @@ def test_short_lived_children_of_a_worker_thread_are_seen(probe_ns, spawn):
     )
     time.sleep(0.3)
     probe = probe_ns["Probe"]({"interval": 1})
-    probe.want_pids = {worker.pid}
-    probe.scan(time.time())
+    probe.wants.pids = {worker.pid}
+    probe.walk.scan(time.time())
     seen = 0
     for _ in range(5):
         info, _ = _sample_for(probe, worker.pid)
@@ -49,7 +49,7 @@ def test_a_zombie_is_reported_gone(probe_ns, spawn):
     time.sleep(0.2)
     assert psutil.Process(child).status() == psutil.STATUS_ZOMBIE
     probe = probe_ns["Probe"]({"interval": 1})
-    probe.want_pids = {child, parent.pid}
+    probe.wants.pids = {child, parent.pid}
     info, frame = _sample_for(probe, child)
     assert info is None
     parent_info = next(p for p in frame["procs"] if p["pid"] == parent.pid)
@@ -66,7 +66,7 @@ def test_stdout_target_and_buffering(probe_ns, spawn, tmp_path):
         by_env = spawn("import time; time.sleep(60)", stdout=subprocess.PIPE, env=env)
     time.sleep(0.3)
     probe = probe_ns["Probe"]({"interval": 1})
-    probe.want_pids = {buffered.pid, dash_u.pid, by_env.pid}
+    probe.wants.pids = {buffered.pid, dash_u.pid, by_env.pid}
     frame = probe.sample()
     procs = {p["pid"]: p for p in frame["procs"]}
     b = procs[buffered.pid]

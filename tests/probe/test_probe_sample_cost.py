@@ -57,32 +57,32 @@ def test_few_threads_every_child_seen_between_walks(probe_ns, spawn):
     parent = spawn(THREADED_PARENT.format(idle=2))
     child = int(parent.stdout.readline())
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600})
-    probe.want_pids = {parent.pid}
+    probe.wants.pids = {parent.pid}
     assert child in child_pids(probe.sample(), parent.pid)  # the first sample walks /proc
     walks = []
-    probe.scan = lambda now: walks.append(now)
-    probe.children_of = {}  # forget the walk's links: the kernel's children files alone must do
+    probe.walk.scan = lambda now: walks.append(now)
+    probe.walk.children_of = {}  # forget the walk's links: the kernel's children files alone must do
     for _ in range(3):
         assert child in child_pids(probe.sample(), parent.pid)  # each thread's children file
     assert walks == []
 
 
-def test_many_threads_still_walk_proc_for_children_of_other_threads(probe_ns, spawn):
-    limit = probe_ns["SMALL_THREAD_COUNT"]
+def test_many_threads_still_walk_proc_for_children_of_other_threads(probe_ns, probe_mod, spawn):
+    limit = probe_mod("tree_walk").SMALL_THREAD_COUNT
     parent = spawn(THREADED_PARENT.format(idle=limit + 2))
     child = int(parent.stdout.readline())
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 0})
-    probe.want_pids = {parent.pid}
+    probe.wants.pids = {parent.pid}
     for _ in range(3):
         assert child in child_pids(probe.sample(), parent.pid)
-        assert child in probe.children_of.get(parent.pid, [])  # found by the walk
+        assert child in probe.walk.children_of.get(parent.pid, [])  # found by the walk
 
 
-def test_a_new_child_of_another_thread_is_linked_at_the_next_sample_with_no_walk(probe_ns, spawn, tmp_path):
+def test_a_new_child_of_another_thread_is_linked_at_the_next_sample_with_no_walk(probe_ns, probe_mod, spawn, tmp_path):
     """A process with many threads has only its main thread's children file read: a child that another of
     its threads starts is linked by the look at the new pids (JobCandidates.poll), at the next sample, with
     no /proc walk between full ones (none runs without cmdline matches wanted)."""
-    limit = probe_ns["SMALL_THREAD_COUNT"]
+    limit = probe_mod("tree_walk").SMALL_THREAD_COUNT
     go = tmp_path / "go"
     parent = spawn("import os, subprocess, threading, time\n"
                    "ev = threading.Event()\n"
@@ -94,14 +94,14 @@ def test_a_new_child_of_another_thread_is_linked_at_the_next_sample_with_no_walk
                    "print('up', flush=True); time.sleep(60)\n" % (limit + 2, str(go)))
     assert parent.stdout.readline().strip() == "up"
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 0})  # a walk would be due at every sample
-    probe.want_pids = {parent.pid}
+    probe.wants.pids = {parent.pid}
     probe.sample()  # the first: a full walk
     walks = []
-    probe.scan = lambda now, full=True: walks.append(full)
+    probe.walk.scan = lambda now, full=True: walks.append(full)
     go.touch()
     child = int(parent.stdout.readline())
     assert child in child_pids(probe.sample(), parent.pid)
-    assert child in probe.children_of.get(parent.pid, [])
+    assert child in probe.walk.children_of.get(parent.pid, [])
     assert walks == []
 
 
@@ -212,9 +212,9 @@ def test_a_child_started_after_a_sample_is_in_the_next_one_though_lists_are_kept
                    "p = subprocess.Popen(['sleep', '60']); print(p.pid, flush=True); time.sleep(60)\n")
     assert parent.stdout.readline().strip() == "up"
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600})
-    probe.want_pids = {parent.pid}
+    probe.wants.pids = {parent.pid}
     probe.sample()
-    probe.scan = lambda now: None  # no walk: the kept children lists alone must see the newcomer
+    probe.walk.scan = lambda now: None  # no walk: the kept children lists alone must see the newcomer
     assert child_pids(probe.sample(), parent.pid) == set()
     child = int(parent.stdout.readline())
     assert child in child_pids(probe.sample(), parent.pid)
@@ -225,7 +225,7 @@ def test_a_walk_between_full_ones_still_finds_a_new_matching_process(probe_ns, s
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 0})
     probe.set_wants({"pids": [], "tails": {}, "dirs": {}, "matches": {"m": {"regex": marker}}})
     assert probe.sample()["matches"]["m"] == []
-    full_walk_at = probe.last_walk
+    full_walk_at = probe.walk.last_walk
     job = spawn("import time, sys; time.sleep(60)  # " + marker)
     deadline = time.time() + 5
     while time.time() < deadline:
@@ -234,7 +234,7 @@ def test_a_walk_between_full_ones_still_finds_a_new_matching_process(probe_ns, s
             break
         time.sleep(0.05)
     assert frame["matches"]["m"] == [job.pid]
-    assert probe.last_walk == full_walk_at  # found by a walk that read the new pids only
+    assert probe.walk.last_walk == full_walk_at  # found by a walk that read the new pids only
 
 
 def test_the_compiler_polls_rest_while_the_jobs_start_nothing_and_resume_when_one_does(probe_ns, spawn, tmp_path):
@@ -248,16 +248,16 @@ def test_the_compiler_polls_rest_while_the_jobs_start_nothing_and_resume_when_on
                    "print('ran', flush=True); time.sleep(60)\n" % str(go))
     assert parent.stdout.readline().strip() == "up"
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600})
-    probe.want_pids = {parent.pid}
+    probe.wants.pids = {parent.pid}
     probe.sample()
     spawn("import time; time.sleep(60)")  # a process started elsewhere on the host does not count
-    probe.trees_moved_at = time.time() - 60  # as after a minute in which the job started nothing
+    probe.walk.trees_moved_at = time.time() - 60  # as after a minute in which the job started nothing
     probe.sample()
-    assert not probe.jobs_spawning()
+    assert not probe.walk.jobs_spawning()
     go.touch()  # the job starts a short child that is gone (reaped) before the next sample
     assert parent.stdout.readline().strip() == "ran"
     probe.sample()
-    assert probe.jobs_spawning()
+    assert probe.walk.jobs_spawning()
 
 
 def test_children_files_are_read_again_only_for_the_parents_of_new_processes(probe_ns, spawn, tmp_path):
@@ -274,15 +274,15 @@ def test_children_files_are_read_again_only_for_the_parents_of_new_processes(pro
     other = spawn("import time; print('up', flush=True); time.sleep(60)")
     assert parent.stdout.readline().strip() == "up" and other.stdout.readline().strip() == "up"
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600})
-    probe.want_pids = {parent.pid, other.pid}
+    probe.wants.pids = {parent.pid, other.pid}
     probe.sample()
-    probe.scan = lambda now, full=True: None  # no walk: the kept lists and the kernel's lists alone
+    probe.walk.scan = lambda now, full=True: None  # no walk: the kept lists and the kernel's lists alone
     reads = []
     read = probe.files.read
     probe.files.read = lambda path, owner=None: reads.append(path) or read(path, owner)
     bystander = spawn("import time; time.sleep(60)")  # a pid handed out outside the watched trees
     probe.sample()
-    assert probe.pids_handed_out and bystander.pid in probe.candidates.seen
+    assert probe.walk.pids_handed_out and bystander.pid in probe.candidates.seen
     ours = ("/proc/%d/" % parent.pid, "/proc/%d/" % other.pid)  # (other users' jobs may be watched too)
     assert not [p for p in reads if p.endswith("/children") and p.startswith(ours)]
     go.touch()

@@ -123,7 +123,7 @@ def test_one_loadavg_read_serves_the_load_average_and_every_pid_cursor(probe_ns,
     assert shared_reads == [1] and own_reads and not any(own_reads)
     assert isinstance(frame["load1"], float)
     # ... and the cursors given the sample's bytes still tell when a pid was handed out
-    cursor = probe.sample_pids
+    cursor = probe.walk.sample_pids
     cursor.changed(kept_read())
     spawn("import time; time.sleep(60)")
     assert cursor.changed(kept_read())
@@ -134,16 +134,16 @@ def test_children_files_stay_open_through_samples_that_keep_the_last_children_li
                    "time.sleep(60)", stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600})
-    probe.want_pids = {parent.pid}
+    probe.wants.pids = {parent.pid}
     probe.sample()
     path = "/proc/%d/task/%d/children" % (parent.pid, parent.pid)
     opened = {key[0]: fd for key, fd in probe.files.fds.items()}
     assert path in opened
-    probe.sample_pids.changed = lambda loadavg=None: False  # as while no process is started anywhere
+    probe.walk.sample_pids.changed = lambda loadavg=None: False  # as while no process is started anywhere
     frame = probe.sample()
     assert [c["pid"] for p in frame["procs"] if p["pid"] == parent.pid for c in p["children"]] == [child]
     assert {key[0]: fd for key, fd in probe.files.fds.items()}.get(path) == opened[path]  # not closed
-    probe.sample_pids.changed = lambda loadavg=None: True  # a pid handed out: the file is read again ...
+    probe.walk.sample_pids.changed = lambda loadavg=None: True  # a pid handed out: the file is read again ...
     frame = probe.sample()
     assert [c["pid"] for p in frame["procs"] if p["pid"] == parent.pid for c in p["children"]] == [child]
     assert {key[0]: fd for key, fd in probe.files.fds.items()}.get(path) == opened[path]  # ... through it

@@ -63,7 +63,7 @@ def end(proc, pids):
 
 def watching(probe_ns, pids):
     probe = probe_ns["Probe"]({"interval": 1, "scan_interval": 3600})
-    probe.want_pids = set(pids)
+    probe.wants.pids = set(pids)
     # Another user's Python job on this shared machine (a torch test, say) is no process of the test's: judged
     # a job candidate, it would be watched and read too.
     probe.candidates.consider = lambda pid, now: None
@@ -92,7 +92,7 @@ def test_the_tree_is_not_walked_while_the_mark_stands(probe_ns, spawn):
     try:
         settle([parent.pid, child])
         probe = watching(probe_ns, [parent.pid])
-        probe.tasks.changed = lambda loadavg: False  # as on a host where no process starts or ends
+        probe.walk.tasks.changed = lambda loadavg: False  # as on a host where no process starts or ends
         reads = []
         read = probe.files.read
         probe.files.read = lambda path, owner=None: reads.append(path) or read(path, owner)

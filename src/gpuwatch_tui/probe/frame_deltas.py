@@ -8,7 +8,7 @@ from wire import CHILD_FACTS, GPU_FACTS, ROOT_FACTS, TAIL_EVENTS, TAIL_FACTS
 
 
 # Every fact is sent in full this often anyway (a client that dropped a frame recovers), all in one frame: a
-# frame that resends is a full sample (Probe.lean_sample), one per period, not one per entry first seen at
+# frame that resends is a full sample (LeanPath.sample), one per period, not one per entry first seen at
 # its own time.
 FACT_RESEND_S = 30.0
 
