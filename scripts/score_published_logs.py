@@ -1,6 +1,6 @@
 """Score the phase engine against the corpus of published training logs.
 
-    python scripts/score_published_logs.py [--misses-only] [--framework NAME]
+    python scripts/score_published_logs.py [--misses-only] [--framework NAME] [--only NAME|@FILE ...]
 
 Replays every excerpt of tests/data/published_logs through the real log interpreter and phase engine
 (as tests/jobs/test_published_logs.py does) and prints, per framework and overall, how many truth
@@ -27,13 +27,34 @@ def _corpus_module():
     return module
 
 
+def _names(items: list[str]) -> set[str]:
+    names: set[str] = set()
+    for item in items:
+        if item.startswith("@"):
+            lines = Path(item[1:]).read_text(encoding="utf-8").splitlines()
+            names.update(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+        else:
+            names.add(item)
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--framework", help="score only this framework's excerpts")
     ap.add_argument("--misses-only", action="store_true", help="list the misses, no table")
+    ap.add_argument("--only", nargs="+", metavar="NAME",
+                    help="score only these excerpts (framework/name); @FILE reads the names from FILE, one a line "
+                         "(e.g. @tests/data/published_logs/held-out-2026-12-06.txt)")
     args = ap.parse_args(argv)
     corpus = _corpus_module()
     excerpts = [x for x in corpus.load_corpus() if args.framework in (None, x.framework)]
+    if args.only:
+        wanted = _names(args.only)
+        unknown = wanted - {x.name for x in excerpts}
+        if unknown:
+            print(f"no such excerpts: {sorted(unknown)}", file=sys.stderr)
+            return 2
+        excerpts = [x for x in excerpts if x.name in wanted]
     if not excerpts:
         print("no excerpts", file=sys.stderr)
         return 2

@@ -88,3 +88,45 @@ def test_generic_progress_lines_are_training_steps(line, step):
 def test_lines_that_only_look_like_steps_are_not_training_progress(line):
     m = RuleSet.with_user_rules().match(line)
     assert m.phase != "training" and "step" not in m.progress, (line, m)
+
+
+@pytest.mark.parametrize("line, step", [
+    ("<epoch: 32, iter:   3,000, lr:1.000e-04> l_g_pix: 1.7e-03", 3000), ("step 12,500 loss 2.5", 12500),
+    ("iter 12, loss 2.5", 12),  # a comma after the number is punctuation, not a thousands separator
+])
+def test_steps_with_thousands_separators(line, step):
+    assert RuleSet.with_user_rules().match(line).progress.get("step", "").replace(",", "") == str(step), line
+
+
+@pytest.mark.parametrize("line, epoch", [
+    ("[Info: Device_0: train_Ep_11: loss: 4.38811e+02; avg_loss: 4.53619e+02]:  20%|| 11/56", "11"),
+    ("val ep_3 done", "3"),
+    ("Saving checkpoint to out/model_epoch_11.pth", None),  # a file name, not the epoch the run is in
+    ("keep_4 top_k_5", None),
+])
+def test_snake_case_epoch_tags(line, epoch):
+    assert RuleSet.with_user_rules().match(line).progress.get("epoch") == epoch, line
+
+
+@pytest.mark.parametrize("line, detail", [
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[8]", "oom"),
+    ("2019-10-24 W op_kernel.cc:1318] OP_REQUIRES failed : Resource exhausted: OOM when allocating tensor", "oom"),
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 47 bytes.",
+     "oom"),
+    ("pytorch_lightning.utilities.exceptions.MisconfigurationException: No `test_dataloader()` method", "exception"),
+    ("[rank1]: requests.exceptions.ConnectionError: HTTPSConnectionPool(host='x')", "exception"),
+])
+def test_failure_words_outside_a_traceback(line, detail):
+    m = RuleSet.with_user_rules().match(line)
+    assert [d for e, d, _ in m.events if e == "error"][:1] == [detail], line
+
+
+@pytest.mark.parametrize("line", [
+    "RESOURCE_EXHAUSTED: Received message larger than max (5000 vs. 4194304)",  # gRPC, not memory
+    "/usr/lib/python3/site-packages/torch/functional.py:504: UserWarning: torch.meshgrid: in an upcoming release",
+    "Loss: ValueError: is what the docs call it",
+    "see torch.cuda.OutOfMemory docs for tuning",
+    "INFO model.Trainer: using RuntimeError: None as the sentinel",  # a logger's name is not an exception line
+])
+def test_lines_that_only_look_like_failures(line):
+    assert not [e for e, _, _ in RuleSet.with_user_rules().match(line).events if e == "error"], line
