@@ -55,7 +55,9 @@ def render_status(snapshot: dict) -> str:
         rows = [["HOST", "JOB", "PIDS", "PHASE", "SINCE", "PROGRESS", "EVIDENCE"]]
         for j in jobs:
             prog = j.get("progress") or {}
-            step = f"{prog.get('step')}/{prog.get('total')}" if prog.get("step") is not None else "-"
+            step = "-" if prog.get("step") is None else str(prog["step"])
+            if prog.get("step") is not None and prog.get("total") is not None:
+                step += f"/{prog['total']}"
             phase = j["phase"] + (f" ({j['detail']})" if j.get("detail") else "")
             since = fmt_age(snapshot["time"] - j["since"]) if j.get("since") else "-"
             hosts = j.get("hosts") or ()
