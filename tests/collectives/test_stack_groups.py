@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpuwatch_tui.actions.dump import DumpReport
+from gpuwatch_tui.actions.dump import DumpReport, compare_with_saved, save_report
 from gpuwatch_tui.actions.stack_analysis import analyse
 from gpuwatch_tui.actions.stack_groups import fold, group_stacks, stack_key
 from gpuwatch_tui.actions.stacks import Frame, ProcessDump
@@ -86,6 +86,27 @@ def test_a_second_dump_tells_stuck_from_moving():
     stale = DumpReport("h", "j", 1000.0, "py-spy", "host", [], analyse(moved))
     stale.compare_with(earlier)
     assert stale.motion is None
+
+
+def test_a_dump_from_another_gpuwatch_is_compared_with_the_one_it_saved(tmp_path):
+    """`gpuwatch dump` twice from the shell: each run is a new process, so the earlier dump is read back
+    from the file the first run saved (only that job's, only within the window)."""
+    earlier = DumpReport("gpu-b", "train.py", 95.0, "py-spy", "host", [], analyse(eight_ranks()))
+    save_report(earlier, tmp_path)
+    other = DumpReport("gpu-b", "train.py_other", 99.0, "py-spy", "host", [], analyse(eight_ranks()))
+    save_report(other, tmp_path)  # another job whose name starts alike: never its earlier dump
+    (tmp_path / "gpu-b_train.py_20261206T000000Z.json").write_text("{half a file")
+    report = DumpReport("gpu-b", "train.py", 100.0, "py-spy", "host", [], analyse(eight_ranks()))
+    report.saved_to = save_report(report, tmp_path)
+    compare_with_saved(report, tmp_path)
+    assert [g.motion for g in report.analysis.groups] == ["stuck", "stuck"]
+    renewed = [replace(d, start_ticks=d.start_ticks + 1) for d in eight_ranks()]  # a new run: same pids, new starts
+    fresh = DumpReport("gpu-b", "train.py", 101.0, "py-spy", "host", [], analyse(renewed))
+    compare_with_saved(fresh, tmp_path)
+    assert fresh.motion is None and all(g.motion is None for g in fresh.analysis.groups)
+    late = DumpReport("gpu-b", "train.py", 100.0 + 301.0, "py-spy", "host", [], analyse(eight_ranks()))
+    compare_with_saved(late, tmp_path)
+    assert late.motion is None
 
 
 def test_fold():

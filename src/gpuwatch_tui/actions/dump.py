@@ -17,7 +17,7 @@ from pathlib import Path
 from gpuwatch_tui.actions import collective_evidence
 from gpuwatch_tui.actions.pyspy_binary import LocalPyspy, PyspyUnavailable, local_pyspy
 from gpuwatch_tui.actions.stack_analysis import StackAnalysis, analyse
-from gpuwatch_tui.actions.stack_groups import motion_summary, with_motion
+from gpuwatch_tui.actions.stack_groups import StackGroup, StackMember, motion_summary, with_motion
 from gpuwatch_tui.actions.stacks import ProcessDump, process_from_reply
 from gpuwatch_tui.errors import GpuwatchError
 
@@ -78,9 +78,14 @@ class DumpReport:
 
     def compare_with(self, earlier: DumpReport | None, window_s: float = REDUMP_WINDOW_S) -> None:
         """A dump taken soon after another of the same job: mark each group stuck or moving."""
-        if earlier is None or not 0 < self.taken_at - earlier.taken_at <= window_s:
+        if earlier is not None:
+            self.compare_with_groups(earlier.taken_at, earlier.analysis.groups, window_s)
+
+    def compare_with_groups(self, taken_at: float, groups: Sequence[StackGroup],
+                            window_s: float = REDUMP_WINDOW_S) -> None:
+        if not 0 < self.taken_at - taken_at <= window_s:
             return
-        groups = with_motion(self.analysis.groups, earlier.analysis.groups)
+        groups = with_motion(self.analysis.groups, groups)
         self.analysis = replace(self.analysis, groups=groups)
         self.motion = motion_summary(groups)
 
@@ -234,3 +239,32 @@ def _write_report_file(report: DumpReport, directory: Path) -> Path:
         tmp.unlink(missing_ok=True)  # no half-written file left on a full disk
         raise
     return path
+
+
+def compare_with_saved(report: DumpReport, directory: Path, window_s: float = REDUMP_WINDOW_S) -> None:
+    """Compare with the dump of the same job saved just before this one, by another gpuwatch or an earlier
+    `gpuwatch dump`: a second dump from the CLI tells stuck from moving as the dashboard's second `d` does.
+    Members are matched by pid, rank and start time, so a new run of the same script is never "stuck"."""
+    name = re.compile(re.escape(f"{_safe(report.host)}_{_safe(report.job)}_") + r"\d{8}T\d{6}Z(-\d+)?\.json")
+    best: tuple[float, list] | None = None
+    try:
+        paths = [p for p in directory.iterdir() if name.fullmatch(p.name) and p != report.saved_to]
+    except OSError:
+        return
+    for path in paths:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            taken, groups = raw["taken_at"], raw["analysis"]["groups"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a dump of ours, or half of one
+        if isinstance(taken, (int, float)) and taken < report.taken_at and (best is None or taken > best[0]):
+            best = (float(taken), groups)
+    if best is None:
+        return
+    try:
+        groups = tuple(StackGroup(tuple(tuple(frame) for frame in g["key"]), g["where"], g["kind"],
+                                  tuple(StackMember(**m) for m in g["members"]), g.get("suspect", False))
+                       for g in best[1])
+    except (KeyError, TypeError):
+        return
+    report.compare_with_groups(best[0], groups, window_s)

@@ -101,6 +101,7 @@ class ActionOutcome:
             lines.append(f"py-spy dump of {r.job} on {r.host}: {ok}/{len(r.processes)} processes "
                          f"(py-spy from {r.pyspy_source}: {r.pyspy})")
             lines.append("  " + r.analysis.summary)
+            lines += ["  " + line for line in r.findings()]  # the grouped stacks, stuck or moving, FR and RAS
             for s in r.analysis.suspects:
                 lines.append(f"  suspect: {s.label}: {s.why}")
             for p in r.processes:

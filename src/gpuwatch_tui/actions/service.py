@@ -23,7 +23,7 @@ from ..slurm.hosts import slurm_id_of
 from ..views import JobView
 from . import registry
 from .audit import AuditError, AuditLog
-from .dump import DEFAULT_DUMP_TIMEOUT_S, DumpFailed, DumpReport, DumpTarget, dump_job
+from .dump import DEFAULT_DUMP_TIMEOUT_S, DumpFailed, DumpReport, DumpTarget, compare_with_saved, dump_job
 from .job_tree import JobTree
 from .kill import kill_job
 from .multinode import execute_parts, plan_parts
@@ -316,7 +316,11 @@ class ActionService:
                                     host=plan.host, job=plan.job, save_dir=self.dumps_dir())
         except DumpFailed as exc:
             return ActionOutcome(plan, "failed", None, str(exc))
-        report.compare_with(self._dumps.get(plan.job_id))
+        earlier = self._dumps.get(plan.job_id)
+        if earlier is not None:
+            report.compare_with(earlier)
+        else:
+            compare_with_saved(report, self.dumps_dir())
         self._dumps[plan.job_id] = report
         hint = phase_hint(report.analysis)
         clock = time.strftime("%H:%M", time.localtime(report.taken_at))
