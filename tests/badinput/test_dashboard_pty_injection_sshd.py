@@ -4,7 +4,7 @@ A real sshd host runs a job whose script is named with OSC 2 (`t\\e]2;PWNED\\a.p
 OSC 52, OSC 8, DCS, C1 controls, RLO and a zalgo run; the fake nvidia-smi puts it on a GPU named with
 escapes, so it is discovered (its name is the script's). `gpuwatch` runs in a pty (os.openpty via
 pty.fork) and every byte it writes is kept: the dashboard (jobs table, GPU grid), the job pane (Enter),
-the kill dialog (k, then n), quit. Textual's own escape sequences are of course there; the host's
+the kill dialog (K, then n), quit. Textual's own escape sequences are of course there; the host's
 payloads must not be, and their visible forms (`␛]2;PWNED`) must.
 """
 
@@ -123,7 +123,7 @@ def test_no_host_byte_reaches_the_terminal_raw(sshd_factory, ssh_env, tmp_path, 
         term.send(b"\r")  # the job pane
         term.read_until(lambda d: d.count(shown) >= 2 and "␛]8;;https://evil".encode() in d, 30, "the job pane")
         before = len(term.data)
-        term.send(b"k")  # the kill dialog (from the pane): the command line, in full
+        term.send(b"K")  # the kill dialog (from the pane): the command line, in full
         term.read_until(lambda d: b"Cancel (n)" in d[before:], 30, "the kill dialog")
         term.read_until(lambda d: "␛]8;;https://evil.example/␛\\click".encode() in d[before:], 10,
                         "the argv in the dialog")

@@ -16,7 +16,7 @@ def test_names_and_keys_are_unique():
 
 def test_job_actions_as_specified():
     kill, restart, dump, dismiss = (by_name(n) for n in ("kill", "restart_unbuffered", "dump_stack", "dismiss"))
-    assert (kill.key, kill.confirm, kill.readonly_safe, kill.cli_verb) == ("k", True, False, "kill")
+    assert (kill.key, kill.confirm, kill.readonly_safe, kill.cli_verb) == ("K", True, False, "kill")  # k moves up (j/k, as in nvitop)
     assert (restart.key, restart.confirm, restart.readonly_safe, restart.cli_verb) == ("u", True, False, "restart")
     assert (dump.key, dump.confirm, dump.readonly_safe, dump.cli_verb) == ("d", True, False, "dump")
     assert (dismiss.key, dismiss.confirm, dismiss.readonly_safe, dismiss.cli_verb) == ("x", False, True, None)
