@@ -130,11 +130,10 @@ class MonitorSource:
     def latest_dump(self, job_id: str):
         return self.action_service().latest_dump(job_id)
 
-    async def write_report(self, job_id: str, directory=None):
-        """`e`: the job's incident report; returns its path, ReportError in words otherwise.
-        The report is rendered on this loop (the Monitor's state is only consistent here); finding
-        the latest dump and writing the file run in a thread."""
-        from ..incident_report import DEFAULT_LOG_LINES, ReportError, find_job, latest_dump, render_report, save_report
+    async def _rendered_report(self, job_id: str):
+        """(now, the job's view, its report text): rendered on this loop (the Monitor's state is only
+        consistent here); finding the latest dump runs in a thread. ReportError in words otherwise."""
+        from ..incident_report import DEFAULT_LOG_LINES, ReportError, find_job, latest_dump, render_report
 
         if self.monitor is None:
             raise ReportError("not watching any host yet")
@@ -144,26 +143,23 @@ class MonitorSource:
         now = self.now()
         view = find_job(self.monitor, job.host, job_id, now)
         dump = await asyncio.to_thread(latest_dump, view.host, view.name)
-        text = render_report(self.monitor, view, now, DEFAULT_LOG_LINES, dump)
+        return now, view, render_report(self.monitor, view, now, DEFAULT_LOG_LINES, dump)
+
+    async def write_report(self, job_id: str, directory=None):
+        """`e`: the job's incident report; returns its path (the file is written in a thread)."""
+        from ..incident_report import save_report
+
+        now, view, text = await self._rendered_report(job_id)
         return await asyncio.to_thread(save_report, text, view, now, directory)
 
     async def write_bundle(self, job_id: str, directory=None):
-        """`E`: the job's incident bundle; the report is rendered here, the rest runs in a thread."""
+        """`E`: the job's incident bundle: the report, the recording's window, every dump (written in a thread)."""
         from pathlib import Path
 
         from ..incident_bundle import write_bundle
-        from ..incident_report import DEFAULT_LOG_LINES, ReportError, find_job, latest_dump, render_report
         from ..recording.recorder import FILE_GLOB
 
-        if self.monitor is None:
-            raise ReportError("not watching any host yet")
-        job = next((j for j in self.jobs() if j.id == job_id), None)
-        if job is None:
-            raise ReportError(f"no job {job_id!r}: it may have been dismissed")
-        now = self.now()
-        view = find_job(self.monitor, job.host, job_id, now)
-        dump = await asyncio.to_thread(latest_dump, view.host, view.name)
-        text = render_report(self.monitor, view, now, DEFAULT_LOG_LINES, dump)
+        now, view, text = await self._rendered_report(job_id)
         record = self.monitor.config.settings.record
         kept = sorted(Path(record).expanduser().glob(FILE_GLOB)) if record else []
         return await asyncio.to_thread(write_bundle, self.monitor, view.host, view.name, directory,
