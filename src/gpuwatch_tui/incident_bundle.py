@@ -24,7 +24,12 @@ import zipfile
 from pathlib import Path
 
 from .errors import GpuwatchError
-from .incident_report import DEFAULT_LOG_LINES, find_job, render_report
+from .actions import collective_evidence
+from .actions.dump import _safe, dumps_dir
+from .incident_report import DEFAULT_LOG_LINES, find_job, render_report, reports_dir
+from .recording.format import RecordingError
+from .recording.timeline import Timeline
+from .recording.window import write_window
 
 FORMAT = "gpuwatch-bundle"
 VERSION = 1
@@ -62,7 +67,6 @@ def redact(value):
 
 
 def _dumps_of(job: str, since: float, directory: Path | None) -> list[Path]:
-    from .actions.dump import _safe, dumps_dir
 
     directory = directory or dumps_dir()
     try:
@@ -74,7 +78,6 @@ def _dumps_of(job: str, since: float, directory: Path | None) -> list[Path]:
 
 def _findings(dump_json: dict) -> dict:
     """The findings lines of a saved dump (its groups, motion, flight recorder, RAS) and their data."""
-    from .actions import collective_evidence
 
     groups = (dump_json.get("analysis") or {}).get("groups") or []
     lines = [f"{len(g.get('members') or [])} in {g.get('where')}" + (" (suspect)" if g.get("suspect") else "")
@@ -100,9 +103,6 @@ def _redacted_recording(path: Path) -> bytes:
 
 def window_recording(recordings: list[Path], start: float, end: float) -> tuple[bytes | None, str]:
     """The window [start, end] out of the newest recording that reaches into it: (gzip bytes, note)."""
-    from .recording.format import RecordingError
-    from .recording.timeline import Timeline
-    from .recording.window import write_window
 
     for path in sorted(recordings, reverse=True):
         try:
@@ -126,8 +126,6 @@ def write_bundle(monitor, host: str, job: str, directory: Path | str | None = No
     """Write the bundle for `job` on `host`; returns its path. Raises BundleError / ReportError.
     The dashboard renders the report on its loop and passes `view` and `report`: the rest (the window's
     recording, the files) touches no live state and runs in a thread."""
-    from .actions.dump import _safe
-    from .incident_report import reports_dir
 
     now = time.time() if now is None else now
     view = view if view is not None else find_job(monitor, host, job, now)

@@ -13,6 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+from .stack_groups import fold
+
 PIPE_VAR = "TORCH_NCCL_DEBUG_INFO_PIPE_FILE"  # a restart sets these with [actions] flight_recorder = true
 QUIET_CODES = ("not-enabled", "not-a-rank")  # no dump, and nothing wrong: no recorder, or a launcher
 
@@ -85,7 +87,6 @@ class FrAnalysis:
 
 
 def _ranks(nums: Sequence[int]) -> str:
-    from .stack_groups import fold  # noqa: PLC0415 - a sibling, kept lazy to keep this module pure data
 
     return fold(nums)
 

@@ -7,8 +7,12 @@ the host and nothing from the config is ever part of the program text.
 
 from __future__ import annotations
 
+import gc
+import importlib
 import json
+import os
 import shlex
+import sys
 import zlib
 from functools import lru_cache
 from importlib import resources
@@ -95,7 +99,6 @@ class LoadedProbe:
     same names that were there before), so each load starts afresh."""
 
     def __init__(self, options: dict | None = None, with_nvml: bool = False) -> None:
-        import sys  # noqa: PLC0415
 
         self._sys = sys
         modules = shipped_modules(with_nvml)
@@ -106,7 +109,6 @@ class LoadedProbe:
         exec(compile(probe_source(), "agent.py", "exec"), self.ns)
 
     def module(self, name: str):
-        import importlib  # noqa: PLC0415
 
         return importlib.import_module(name)
 
@@ -134,8 +136,6 @@ class LoadedProbe:
     def _close_descriptors(self) -> None:
         """Close what the probe's objects keep open (on a host that lasts until the probe exits; here a test
         process would run out of descriptors over hundreds of loads)."""
-        import gc  # noqa: PLC0415
-        import os  # noqa: PLC0415
 
         kinds = tuple(getattr(m, kind) for m in self.loaded_modules()
                       for kind in ("KeptFile", "ProcFiles", "PidCursor", "Tail") if kind in vars(m))
