@@ -33,9 +33,11 @@ threading.Thread(target=serve_pipe, args=(rank,), daemon=True).start()
 x = torch.ones(4)
 for _ in range(3):
     dist.all_reduce(x)
+# Rank 0 enters the fourth before it says it is ready (the recorder has it once the work is launched).
+fourth = dist.all_reduce(x, async_op=True) if rank == 0 else None
 with open(os.environ["READY_DIR"] + "/ready%d" % rank, "w") as f:
     f.write(str(os.getpid()))
-if rank == 0:
-    dist.all_reduce(x)  # waits for rank 1 forever
+if fourth is not None:
+    fourth.wait()  # waits for rank 1 forever
 while True:
     time.sleep(0.5)  # rank 1: never reaches the fourth all_reduce
