@@ -13,7 +13,8 @@ import json
 import sys
 import time
 
-from gpuwatch_tui.jobs.phase import GpuReading, JobObservation, LogFacts, ResourceSample, infer_phase
+from gpuwatch_tui.jobs.observation import GpuReading, JobObservation, LogFacts, ResourceSample
+from gpuwatch_tui.jobs.phase import infer_phase
 
 
 def observation(n: int, now: float) -> JobObservation:

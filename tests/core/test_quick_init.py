@@ -10,7 +10,8 @@ import pytest
 
 from gpuwatch_tui.quick_init import quick_init
 
-MODULES = ["gpuwatch_tui.model", "gpuwatch_tui.views", "gpuwatch_tui.jobs.phase", "gpuwatch_tui.jobs.hysteresis",
+MODULES = ["gpuwatch_tui.model", "gpuwatch_tui.views", "gpuwatch_tui.jobs.observation", "gpuwatch_tui.jobs.phase",
+           "gpuwatch_tui.jobs.hysteresis",
            "gpuwatch_tui.jobs.interpret", "gpuwatch_tui.jobs.progress"]
 
 
@@ -27,8 +28,9 @@ def test_the_hot_frame_classes_have_it():
     names = {c.__name__ for c in quick_classes()}
     assert {"JobView", "ProgressView"} <= names, names
     # PhaseHint and ProgressPoint, made per log line, are NamedTuples; the phase engine's per-frame
-    # records are slotted instead, cheaper still (jobs/phase.py says why).
-    from gpuwatch_tui.jobs.phase import GpuReading, ResourceSample, Verdict
+    # records are slotted instead, cheaper still (jobs/observation.py says why).
+    from gpuwatch_tui.jobs.observation import GpuReading, ResourceSample
+    from gpuwatch_tui.jobs.verdict import Verdict
 
     assert all("__slots__" in c.__dict__ for c in (GpuReading, ResourceSample, Verdict))
 

@@ -4,7 +4,7 @@ series shaped like the H200 measurements (tests/jobs/test_phase.py's): a held-id
 from __future__ import annotations
 
 from gpuwatch_tui.jobs.cadence import FLOOR_S, MIN_STEPS, STEP_MULTIPLE, Cadence
-from gpuwatch_tui.jobs.phase import LogFacts
+from gpuwatch_tui.jobs.observation import LogFacts
 from gpuwatch_tui.jobs.progress import Progress
 
 from .test_phase import T0, h200, hint, obs, series, verdict_at

@@ -1,5 +1,5 @@
 """The phase engine's shortcuts answer as the plain computation does: the window of samples found by
-bisection (phase._recent, _activity), the kept progress text (phase.progress_evidence, updated in place
+bisection (activity._recent, _activity), the kept progress text (activity.progress_evidence, updated in place
 between calls), the kept verdict's refreshed evidence lines (judging._refresh_log_lines)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import dataclasses
 import random
 from collections import deque
 
-from gpuwatch_tui.jobs import phase
-from gpuwatch_tui.jobs.phase import GpuReading, ResourceSample
+from gpuwatch_tui.jobs import activity, phase
+from gpuwatch_tui.jobs.observation import GpuReading, ResourceSample
 from gpuwatch_tui.jobs.progress import Progress, ProgressTracker
 from gpuwatch_tui.jobs.rules import RuleSet
 
@@ -41,16 +41,16 @@ def test_windows_by_bisection_are_the_walked_windows():
         samples = _samples(rng, rng.randint(1, 80))
         last = samples[-1].time
         for since in (last - 30, last - 0.5, last + 1, samples[0].time, samples[0].time - 5, last - rng.uniform(0, 90)):
-            assert phase._recent(samples, since) == _recent_walked(samples, since)
-            assert phase._recent(list(samples), since) == _recent_walked(samples, since)
+            assert activity._recent(samples, since) == _recent_walked(samples, since)
+            assert activity._recent(list(samples), since) == _recent_walked(samples, since)
         now = last + rng.choice([0.0, 0.5, 20.0, 40.0])
-        act = phase._activity(samples, now)
-        seen = [c for s in _recent_walked(samples, now - phase.COMPILE_RECENT_S) for c in s.compilers]
+        act = activity.measure_activity(samples, now)
+        seen = [c for s in _recent_walked(samples, now - activity.COMPILE_RECENT_S) for c in s.compilers]
         assert act.compilers_recent == tuple(dict.fromkeys(seen))
-        window = _recent_walked(samples, now - phase.RATE_WINDOW_S) or [samples[-1]]
+        window = _recent_walked(samples, now - activity.RATE_WINDOW_S) or [samples[-1]]
         assert act.gpu_util_min == {0: min(s.gpus[0].util_pct for s in window)}
         # Another window than the compile one: the compile scan finds its own start.
-        other = phase._activity(samples, now, window=12.0)
+        other = activity.measure_activity(samples, now, window=12.0)
         assert other.compilers_recent == act.compilers_recent and other.compilers_last_at == act.compilers_last_at
 
 
@@ -62,16 +62,16 @@ def test_kept_progress_text_follows_a_progress_updated_in_place():
         m = rules.match(f"step {i}/1000 loss {3.0 / i:.4f} tokens/s {90000 + 13 * i}")
         tracker.update(m.progress, 1000.0 + i)
         p = tracker.current  # the same object, updated in place
-        first = phase.progress_evidence(p)
-        again = phase.progress_evidence(p)
-        fresh = phase.progress_evidence(dataclasses.replace(p))  # another object: made anew
+        first = activity.progress_evidence(p)
+        again = activity.progress_evidence(p)
+        fresh = activity.progress_evidence(dataclasses.replace(p))  # another object: made anew
         assert first == again == fresh, (i, first, fresh)
         assert again is first  # the kept text
-        assert phase.progress_evidence(p, with_eta=False) == phase.progress_evidence(
+        assert activity.progress_evidence(p, with_eta=False) == activity.progress_evidence(
             dataclasses.replace(p), with_eta=False)
         texts.append(first)
     assert len(set(texts)) == len(texts)  # every update shows (a text kept by identity alone would not)
-    assert phase.progress_evidence(Progress()) is None
+    assert activity.progress_evidence(Progress()) is None
 
 
 def test_per_frame_records_compare_and_hash_by_value_without_an_instance_dict():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch_tui.jobs.phase import GpuReading, LogFacts
+from gpuwatch_tui.jobs.observation import GpuReading, LogFacts
 from gpuwatch_tui.jobs.progress import Progress
 
 from .test_phase import LIMIT, T0, hint, obs, series, verdict_at

@@ -7,7 +7,8 @@ import csv
 from datetime import datetime
 
 from gpuwatch_tui.jobs.interpret import PhaseHint
-from gpuwatch_tui.jobs.phase import GpuReading, JobObservation, LogFacts, ResourceSample, infer_phase
+from gpuwatch_tui.jobs.observation import GpuReading, JobObservation, LogFacts, ResourceSample
+from gpuwatch_tui.jobs.phase import infer_phase
 
 from .helpers import LOGS, find_log, replay
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from gpuwatch_tui.jobs.interpret import LogInterpreter
-from gpuwatch_tui.jobs.phase import ExitFacts, GpuReading, JobObservation, LogFacts, ResourceSample, infer_phase
+from gpuwatch_tui.jobs.observation import ExitFacts, GpuReading, JobObservation, LogFacts, ResourceSample
+from gpuwatch_tui.jobs.phase import infer_phase
 from gpuwatch_tui.jobs.progress import ProgressTracker
 from gpuwatch_tui.jobs.rules import RuleSet
 from gpuwatch_tui.model import FdTarget

@@ -95,7 +95,7 @@ def _close_every_edge(a, b) -> bool:
 def test_gpu_bands_answer_as_testing_every_edge():
     """The kept readings' bands (judging._gpu_bands) answer as the edges do, on them, next to them,
     for missing and NaN readings."""
-    from gpuwatch_tui.jobs.phase import GpuReading
+    from gpuwatch_tui.jobs.observation import GpuReading
 
     rng = random.Random(11)
     limit = 700.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpuwatch_tui.jobs.job_state import JobState
 from gpuwatch_tui.jobs.judging import DENSE_S, SPARSE_EVERY_S, WINDOW_S, _thin
-from gpuwatch_tui.jobs.phase import ResourceSample
+from gpuwatch_tui.jobs.observation import ResourceSample
 from gpuwatch_tui.jobs.progress import DENSE_POINTS, ETA_WINDOW_S, SPARSE_POINT_S, ProgressTracker
 
 

@@ -11,7 +11,7 @@ from collections import deque
 
 from gpuwatch_tui.jobs import judging
 from gpuwatch_tui.jobs.job_state import JobState
-from gpuwatch_tui.jobs.phase import ResourceSample
+from gpuwatch_tui.jobs.observation import ResourceSample
 from gpuwatch_tui.jobs.settings import JobSettings
 from gpuwatch_tui.jobs.tracker import JobTracker
 

@@ -4,7 +4,7 @@ bar with the GPU held idle (~119 W: the model moving to the GPU), stays loading.
 
 from __future__ import annotations
 
-from gpuwatch_tui.jobs.phase import LogFacts
+from gpuwatch_tui.jobs.observation import LogFacts
 
 from .test_phase import T0, h200, hint, obs, series, verdict_at
 

@@ -11,7 +11,7 @@ or an answer kept from another frame's GPU list, reads another GPU or none.
 
 from __future__ import annotations
 
-from gpuwatch_tui.jobs.phase import GpuReading
+from gpuwatch_tui.jobs.observation import GpuReading
 from gpuwatch_tui.jobs.tracker import JobTracker
 from gpuwatch_tui.model import ChildProc
 

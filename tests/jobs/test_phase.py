@@ -11,16 +11,8 @@ import re
 
 from gpuwatch_tui.actions import registry
 from gpuwatch_tui.jobs.interpret import Failure, PhaseHint
-from gpuwatch_tui.jobs.phase import (
-    ExitFacts,
-    GpuReading,
-    JobObservation,
-    LogFacts,
-    ResourceSample,
-    Verdict,
-    fmt_duration,
-    infer_phase,
-)
+from gpuwatch_tui.jobs.observation import ExitFacts, GpuReading, JobObservation, LogFacts, ResourceSample
+from gpuwatch_tui.jobs.phase import Verdict, fmt_duration, infer_phase
 from gpuwatch_tui.jobs.progress import Progress
 from gpuwatch_tui.model import FdTarget
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gpuwatch_tui.jobs.interpret import LogInterpreter, last_frame
-from gpuwatch_tui.jobs.phase import ExitFacts, JobObservation, LogFacts, ResourceSample, infer_phase
+from gpuwatch_tui.jobs.observation import ExitFacts, JobObservation, LogFacts, ResourceSample
+from gpuwatch_tui.jobs.phase import infer_phase
 from gpuwatch_tui.jobs.progress import ProgressTracker, parse_clock, parse_number, read_fields
 from gpuwatch_tui.jobs.rules import RuleSet
 

@@ -13,7 +13,8 @@ from gpuwatch_tui.config import parse_config
 from gpuwatch_tui.errors import ConfigError
 from gpuwatch_tui.jobs.integration import settings_from_config
 from gpuwatch_tui.jobs.interpret import LogInterpreter
-from gpuwatch_tui.jobs.phase import ExitFacts, JobObservation, LogFacts, ResourceSample, infer_phase
+from gpuwatch_tui.jobs.observation import ExitFacts, JobObservation, LogFacts, ResourceSample
+from gpuwatch_tui.jobs.phase import infer_phase
 from gpuwatch_tui.jobs.rules import RuleSet
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -8,15 +8,9 @@ from __future__ import annotations
 
 import copy
 
-from gpuwatch_tui.jobs.phase import (
-    GpuReading,
-    JobObservation,
-    LogFacts,
-    ResourceSample,
-    Verdict,
-    format_history,
-    infer_phase,
-)
+from gpuwatch_tui.jobs.activity import format_history
+from gpuwatch_tui.jobs.observation import GpuReading, JobObservation, LogFacts, ResourceSample
+from gpuwatch_tui.jobs.phase import Verdict, infer_phase
 from gpuwatch_tui.jobs.tracker import JobTracker
 
 from .test_h200_runs import DATA, collapsed, describe, flex_line, hang_line, replay
@@ -73,7 +67,7 @@ def test_a_job_gpuwatch_killed_is_crashed_killed_by_the_user():
     run_obs = []
     # judge the ended job through the tracker's own observation of it
     from gpuwatch_tui.jobs.judging import judge, observation
-    from gpuwatch_tui.jobs.phase import ExitFacts
+    from gpuwatch_tui.jobs.observation import ExitFacts
 
     job.members = {4242: 1.0}
     job.exit = ExitFacts(101.0)

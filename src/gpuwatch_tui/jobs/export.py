@@ -12,7 +12,7 @@ from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView
 from ..vocab import fmt_duration, fmt_duration_span
 from .job_actions import events_text
 from .job_state import JobState
-from .phase import format_history
+from .activity import format_history
 from .progress import Progress, ProgressPoint, json_number
 
 PROGRESS_POINTS = 100  # progress history points a view carries (enough for a chart)

@@ -14,7 +14,9 @@ from .job_actions import ActionRecord, DumpFinding
 from .cadence import Cadence
 from .interpret import LogInterpreter
 from .logtail import LogBuffer
-from .phase import ExitFacts, Verdict, format_history
+from .activity import format_history
+from .observation import ExitFacts
+from .phase import Verdict
 from .settings import JobSpec
 
 

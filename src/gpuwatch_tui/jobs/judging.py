@@ -15,7 +15,7 @@ from .discovery import launcher_kind
 from .ended_by import ended_by
 from .job_actions import annotate
 from .job_state import JobState
-from .phase import (
+from .activity import (
     COMPILE_RECENT_S,
     COMPILE_WORKER_MARK,
     CPU_BUSY_CORES,
@@ -25,25 +25,17 @@ from .phase import (
     GPU_IDLE_UTIL,
     GPU_SPIN_UTIL,
     GPU_WORKING_POWER_FRACTION,
-    MID_RUN_S,
-    MIN_SPIN_S,
     RATE_WINDOW_S,
     YOUNG_S,
-    ExitFacts,
-    GpuReading,
-    JobObservation,
-    LogFacts,
-    OutputFacts,
-    ResourceSample,
-    Verdict,
-    infer_phase,
     log_age_line,
     log_evidence,
     log_hint_line,
-    log_phase_evidence,
     log_quiet_s,
     progress_evidence,
 )
+from .observation import ExitFacts, GpuReading, JobObservation, LogFacts, OutputFacts, ResourceSample
+from .phase import infer_phase, log_phase_evidence
+from .verdict import Verdict
 
 WINDOW_S = 900.0  # resource samples kept per job (the engine looks back at most this far)
 # Every sample of the last DENSE_S is kept (the engine's rates read the last RATE_WINDOW_S); older ones

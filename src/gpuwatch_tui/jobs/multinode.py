@@ -21,7 +21,7 @@ from ..vocab import PHASE_URGENCY
 from .culprit import Culprit, find_culprit
 from .discovery import is_python, launcher_kind
 from .job_actions import DUMP, KILL
-from .phase import format_history
+from .activity import format_history
 
 STOPPED_GRACE_S = 3.0  # a rank stopped this long is no passing py-spy pause: the job is stalled
 MAX_HISTORY = 200

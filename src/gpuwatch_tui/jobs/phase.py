@@ -8,498 +8,23 @@ runs ~98-100% util near the limit; a spinning NCCL collective shows ~100% util a
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from dataclasses import dataclass, field
-from itertools import islice
-from operator import attrgetter
+from dataclasses import dataclass
 from typing import Sequence
 
-from ..model import FdTarget
-from ..quick_init import quick_init
-from ..vocab import DEFAULT_STALL_AFTER_S, MIB_PER_GIB, fmt_duration
+from ..vocab import fmt_duration
 from .hysteresis import settle
-from .interpret import Failure, PhaseHint, signal_name
-from .progress import Progress
+from .interpret import PhaseHint, signal_name
 from .verdict import Verdict
+from .activity import (
+    Activity, CPU_BUSY_CORES, CPU_FLAT_CORES, GPM_SPIN_STALL_S, GPU_SPIN_UTIL, GPU_WORKING_POWER_FRACTION, MID_RUN_S, RATE_WINDOW_S, YOUNG_S, bar_full, buffering_of, cpu_evidence, cpu_rate_line, cpu_rates, gpm_spin_line, gpm_waiting, gpu_busy_facts, gpu_evidence, gpu_reading_lines, is_computing, measure_activity, phase_progress_evidence, progress_evidence, samples_window,
+)
+from .observation import GpuReading, JobObservation, LogFacts, ResourceSample
 
-# Thresholds, named for what they separate.
-RATE_WINDOW_S = 30.0  # CPU / GPU rates: what the job does now, not a minute ago
-CPU_BUSY_CORES = 0.3  # main process + children, in cores
-CPU_FLAT_CORES = 0.05
-GPU_BUSY_UTIL = 50.0
-GPU_IDLE_UTIL = 10.0
-GPU_SPIN_UTIL = 90.0
-# Power as a share of the power limit: ~119 W of 700 W (17%) is a held-idle H200; 690 W is training.
-GPU_WORKING_POWER_FRACTION = 0.30
-# Clearly computing, not just holding a context: what overrides a start-up log line (a torchrun banner).
-# An NCCL all-reduce loop on 2 H200s drew 255-280 W (36-40%); held-idle is ~17%, training ~99%.
-GPU_COMPUTING_POWER_FRACTION = 0.35
-# GPM: a kernel that waits (busy-wait, a collective spinning) is 100% util at ~0.8% SM active and no DRAM
-# traffic on an H200; a bf16 matmul 94% SM, a copy loop 95% SM / 84% DRAM.
-GPM_WAIT_SM_PCT = 5.0
-GPM_WAIT_DRAM_PCT = 2.0
-GPM_WORK_SM_PCT = 20.0  # SMs this busy: working, whatever the power says
-# A spin GPM confirms is called stalled this soon after the log went quiet (the power signal alone keeps
-# the job's own limit: a small model can compute at 100% util and low power).
-GPM_SPIN_STALL_S = 60.0
-COMPILE_RECENT_S = 30.0  # compiler children seen this recently still count as compiling
-MIN_SPIN_S = 15.0  # util-without-power must hold this long (within the quiet period) to be a spin
-MID_RUN_S = 10.0  # a job first seen this long after its process started was found mid-run
-YOUNG_S = 30.0  # a job first seen this soon after its start, log not read yet, is "starting"
-
-COMPILE_WORKER_MARK = "torch/_inductor/compile_worker"
-
-# The records made for every job on every frame (samples, readings) or judgment (facts, observation,
-# decision, verdict) are slotted dataclasses, read-only by convention, not frozen: a frozen __init__ sets
-# each field through object.__setattr__, ~1.5k instructions a field (a 10-field sample cost 14k, 3.4k
-# slotted). They hash by value as before (unsafe_hash) where they could be hashed; nothing assigns to them.
 
 # Actions the advice may name (actions/registry.py): the UI shows their keys, the CLI their verbs.
 KILL, RESTART, DUMP, DISMISS = "kill", "restart_unbuffered", "dump_stack", "dismiss"
 BUFFERED_ADVICE = "output is sitting in the process's stdout buffer: restart it with -u to see it"
 UNFLUSHED_ADVICE = "stdout is block-buffered: restart it with -u to see its output as it is written"
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class GpuReading:
-    index: int
-    util_pct: float | None
-    mem_used_mib: float | None
-    power_w: float | None
-    power_limit_w: float | None
-    # NVML GPM (Hopper and later; None elsewhere or not read lately): what the SMs really do
-    sm_active_pct: float | None = None
-    tensor_active_pct: float | None = None
-    dram_active_pct: float | None = None
-
-    @property
-    def power_fraction(self) -> float | None:
-        if self.power_w is None or not self.power_limit_w:
-            return None
-        return self.power_w / self.power_limit_w
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class ResourceSample:
-    """One instant of a job's processes and GPUs."""
-
-    time: float
-    cpu_s: float | None  # CPU seconds of the main processes (launcher + ranks), own time only
-    children_cpu_s: float | None = None  # of everything below them: workers, compilers
-    gpus: tuple[GpuReading, ...] = ()
-    states: tuple[str, ...] = ()  # of the main processes
-    compilers: tuple[str, ...] = ()  # names of compiler processes alive (gcc, cc1, ptxas, ...)
-    compile_workers: int = 0  # inductor compile-worker processes alive (idle or not)
-    rank_cpu_s: tuple[tuple[int, float], ...] = ()  # (pid, cpu seconds) per rank
-    log_bytes: int | None = None  # bytes seen in the job's log(s) so far
-    # The main pids summed into cpu_s. CPU rates compare samples of the same set only: a process joining
-    # the job (the launcher found a frame after its ranks) would count its whole past CPU time as now.
-    members: tuple[int, ...] = ()
-
-
-@dataclass(slots=True)
-class LogFacts:
-    """What the log says, as of now (built by the tracker from a LogInterpreter + LogBuffer)."""
-
-    path: str | None = None
-    total_bytes: int = 0
-    last_growth_at: float | None = None
-    hint: PhaseHint | None = None
-    failure: Failure | None = None
-    failures: int = 0
-    finished_at: float | None = None
-    progress: Progress | None = None
-    last_progress_at: float | None = None
-    exit_code: int | None = None  # as the log reports it (torchrun root cause)
-    signal: str | None = None
-    phase_progress: dict = field(default_factory=dict)
-    phase_progress_phase: str | None = None
-    error: str | None = None  # the probe could not read the log
-    # Whether the probe has reported on the log file at all yet (the first tail read comes a frame
-    # after the job is first seen). Until then nothing may be claimed about the log's silence.
-    observed: bool = True
-    size: int | None = None  # the file's size as the probe last reported it (0: really empty)
-    mtime: float | None = None  # the file's mtime (local clock): when it was last written
-    finished_text: str | None = None  # the log's own completion line (a run summary, "Training completed")
-    finished_seq: int | None = None  # its line number, to order it against the failure's
-
-
-@quick_init
-@dataclass(frozen=True)
-class ExitFacts:
-    ended_at: float
-    exit_code: int | None = None
-    signal: int | None = None
-
-
-@quick_init
-@dataclass(frozen=True)
-class OutputFacts:
-    path: str
-    newest_mtime: float | None
-    newest_name: str | None
-    files: int
-    total_bytes: int
-
-
-@dataclass(slots=True)
-class JobObservation:
-    samples: Sequence[ResourceSample]  # oldest first
-    stall_after_s: float = DEFAULT_STALL_AFTER_S
-    started_at: float | None = None  # the earliest process start of the job
-    log: LogFacts = field(default_factory=LogFacts)
-    stdout: FdTarget | None = None
-    stderr: FdTarget | None = None
-    unbuffered: bool | None = None  # None: unknown (not Python, or environment unreadable)
-    unbuffered_reason: str = ""
-    is_python: bool = True
-    exit: ExitFacts | None = None  # set once every main process is gone
-    output: OutputFacts | None = None
-    has_gpus: bool = True  # whether the job holds GPUs at all (CPU-only jobs: False)
-    compile_worker_since: float | None = None  # when the inductor worker pool first appeared
-    killed_by: str | None = None  # "killed by USER via gpuwatch at ...": gpuwatch ended this run itself
-    # How long the log may be quiet before its silence is judged: the job's rhythm's limit (cadence.py),
-    # at most stall_after; None: stall_after. And the rhythm said in numbers, for the evidence.
-    quiet_limit_s: float | None = None
-    rhythm_line: str | None = None
-
-
-# ----------------------------------------------------------------------------- helpers
-def format_history(history: Sequence[tuple[str, float]], now: float) -> str:
-    """[(phase, since), ...] -> "loading 22m00s -> compiling 4m00s -> training 3h00m"."""
-    parts = []
-    for i, (phase, since) in enumerate(history):
-        end = history[i + 1][1] if i + 1 < len(history) else now
-        parts.append(f"{phase} {fmt_duration(end - since)}")
-    return " -> ".join(parts)
-
-
-
-@dataclass(slots=True)
-class _Activity:
-    """Rates over the recent window."""
-
-    span_s: float = 0.0
-    cpu_cores: float | None = None  # main + children
-    main_cores: float | None = None
-    child_cores: float | None = None
-    max_rank_cores: float | None = None
-    gpus: dict[int, GpuReading] = field(default_factory=dict)  # latest per GPU
-    gpu_util_min: dict[int, float] = field(default_factory=dict)  # over the window
-    gpu_power_frac_max: dict[int, float] = field(default_factory=dict)
-    gpu_mem_delta: dict[int, float] = field(default_factory=dict)
-    compilers_recent: tuple[str, ...] = ()
-    compilers_now: tuple[str, ...] = ()
-    compilers_last_at: float | None = None  # the last sample that showed a compiler process
-    compile_workers: int = 0
-    states: tuple[str, ...] = ()
-    log_grew_in_window: bool = False
-
-
-def _delta(a: float | None, b: float | None) -> float | None:
-    if a is None or b is None:
-        return None
-    return max(0.0, b - a)  # processes come and go: a drop is not negative work
-
-
-def _recent(samples: Sequence[ResourceSample], since: float) -> list[ResourceSample]:
-    """The samples taken at or after `since`, oldest first. Samples come in time order: found by
-    bisection, copied in C (a job keeps up to WINDOW_S of them; the engine reads the last seconds)."""
-    i = bisect_left(samples, since, key=_sample_time)
-    if i >= len(samples):
-        return []
-    return samples[i:] if isinstance(samples, list) else list(islice(samples, i, None))
-
-
-_sample_time = attrgetter("time")
-
-
-def _activity(samples: Sequence[ResourceSample], now: float, window: float = RATE_WINDOW_S,
-              extremes: bool = True) -> _Activity:
-    """Rates over the window; with `extremes`, each GPU's lowest util and highest power over it (only
-    the spin rule reads those, and only when a GPU could be spinning: `_context`)."""
-    act = _Activity()
-    if not samples:
-        return act
-    last = samples[-1]
-    n = len(samples)
-    start, window_first, first = _window(samples, now, window)
-    span = last.time - first.time
-    act.span_s = span
-    if span > 0:
-        act.main_cores, act.child_cores, act.cpu_cores = _cpu_rates(first, last, span)
-        before = dict(first.rank_cpu_s)
-        rates = [(cpu - before[pid]) / span for pid, cpu in last.rank_cpu_s if pid in before]
-        act.max_rank_cores = max(rates) if rates else None
-        if first.log_bytes is not None and last.log_bytes is not None:
-            act.log_grew_in_window = last.log_bytes > first.log_bytes
-    window_samples = (samples[start:] if isinstance(samples, list) else islice(samples, start, None)) \
-        if start < n else (last,)
-    for g in last.gpus:
-        act.gpus[g.index] = g
-    util_min, power_max = act.gpu_util_min, act.gpu_power_frac_max
-    for s in window_samples if extremes else ():
-        for g in s.gpus:
-            util = g.util_pct
-            if util is not None:
-                kept = util_min.get(g.index)
-                if kept is None or util < kept:
-                    util_min[g.index] = min(100.0, util)
-            pf = g.power_fraction
-            if pf is not None:
-                kept = power_max.get(g.index)
-                if kept is None or pf > kept:
-                    power_max[g.index] = max(0.0, pf)
-    first_mem = {g.index: g.mem_used_mib for g in window_first.gpus}
-    for g in last.gpus:
-        if g.mem_used_mib is not None and first_mem.get(g.index) is not None:
-            act.gpu_mem_delta[g.index] = g.mem_used_mib - first_mem[g.index]
-    seen: list[str] = []
-    since = now - COMPILE_RECENT_S
-    # The compile window: from `start` when it is the rate window (the window's fallback sample, the
-    # last one, may be older than it: each sample's time is checked).
-    cstart = start if window == COMPILE_RECENT_S else bisect_left(samples, since, key=_sample_time)
-    with_compilers = [s for s in islice(samples, cstart, None) if s.compilers] if cstart < n else [last]
-    for s in with_compilers:  # (usually none: the scan above is the cost)
-        if s.compilers and s.time >= since:
-            seen.extend(s.compilers)
-            act.compilers_last_at = s.time
-    act.compilers_recent = tuple(dict.fromkeys(seen))
-    act.compilers_now = tuple(dict.fromkeys(last.compilers))
-    act.compile_workers = last.compile_workers
-    act.states = last.states
-    return act
-
-
-def _window(samples: Sequence[ResourceSample], now: float, window: float) -> tuple:
-    """(index of the window's first sample, that sample, the sample the rates start from) of a
-    non-empty list of samples."""
-    last = samples[-1]
-    n = len(samples)
-    # The window by bisection: the samples from index `start` on (none: the last one stands for it).
-    start = bisect_left(samples, now - window, key=_sample_time)
-    window_first = samples[start] if start < n else last
-    first = window_first if n - start > 1 else (samples[-2] if n > 1 else last)
-    if last.members and first.members != last.members:
-        same = [s for s in _recent(samples, first.time) if s.members == last.members]
-        first = same[0] if same else last  # just changed: no rate until a second sample of the same set
-    return start, window_first, first
-
-
-def _cpu_rates(first: ResourceSample, last: ResourceSample, span: float) -> tuple:
-    """(main, children, total) cores between two samples `span` > 0 seconds apart (None: not measured)."""
-    main = _delta(first.cpu_s, last.cpu_s)
-    kids = _delta(first.children_cpu_s, last.children_cpu_s)
-    main_cores = None if main is None else main / span
-    child_cores = None if kids is None else kids / span
-    cpu_cores = None if main_cores is None else main_cores + (child_cores or 0.0)
-    return main_cores, child_cores, cpu_cores
-
-
-def _gpu_facts(act: _Activity, quiet: _Activity | None = None) -> tuple[bool, bool, bool, list[int]]:
-    """(busy, idle, spinning, spinning GPU indices) of the job's GPUs.
-
-    A spin is judged over the quiet period only (`quiet`): before it the GPU was really working."""
-    quiet = quiet or act
-    if not act.gpus:
-        return False, True, False, []
-    busy = idle = False
-    spinning: list[int] = []
-    utils = []
-    for idx, g in act.gpus.items():
-        util = g.util_pct
-        if util is None:
-            continue
-        utils.append(util)
-        pf = g.power_fraction
-        sm = g.sm_active_pct
-        if util >= GPU_BUSY_UTIL and (pf is None or pf >= GPU_WORKING_POWER_FRACTION
-                                      or (sm is not None and sm >= GPM_WORK_SM_PCT)):
-            busy = True
-        sustained = quiet.gpu_util_min.get(idx, util) >= GPU_SPIN_UTIL and quiet.span_s >= MIN_SPIN_S
-        if not sustained:
-            continue
-        if sm is not None:  # GPM says it: the SMs wait or work, whatever the power
-            if gpm_waiting(g):
-                spinning.append(idx)
-            continue
-        peak_pf = quiet.gpu_power_frac_max.get(idx)
-        if peak_pf is not None and peak_pf < GPU_WORKING_POWER_FRACTION:
-            spinning.append(idx)
-    idle = bool(utils) and all(u < GPU_IDLE_UTIL for u in utils)
-    if not utils:
-        idle = True
-    if spinning:
-        busy = any(
-            i not in spinning and (g.util_pct or 0) >= GPU_BUSY_UTIL
-            and (g.power_fraction is None or g.power_fraction >= GPU_WORKING_POWER_FRACTION)
-            for i, g in act.gpus.items()
-        )
-    return busy, idle, bool(spinning), spinning
-
-
-def gpm_waiting(g: GpuReading) -> bool:
-    """High util with the SMs idle and no DRAM traffic (GPM): a kernel waiting, not computing."""
-    sm = g.sm_active_pct
-    return (sm is not None and (g.util_pct or 0) >= GPU_SPIN_UTIL and sm < GPM_WAIT_SM_PCT
-            and (g.dram_active_pct is None or g.dram_active_pct < GPM_WAIT_DRAM_PCT))
-
-
-def _gpm_spin_line(g: GpuReading) -> str:
-    tensor = f", tensor {g.tensor_active_pct:.0f}%" if g.tensor_active_pct is not None else ""
-    dram = f", DRAM {g.dram_active_pct:.0f}%" if g.dram_active_pct is not None else ""
-    power = f", {g.power_w:.0f} W" if g.power_w is not None else ""
-    return (f"GPU{g.index}: {g.util_pct:.0f}% util but SM active {g.sm_active_pct:.2g}%{tensor}{dram}{power}: "
-            "a kernel waiting, not computing (GPM)")
-
-
-def _computing(sample: ResourceSample) -> bool:
-    """Some GPU of the job at high util AND power well above a held-idle context."""
-    for g in sample.gpus:
-        pf = g.power_fraction
-        if (g.util_pct or 0) >= GPU_BUSY_UTIL and pf is not None and pf >= GPU_COMPUTING_POWER_FRACTION:
-            return True
-    return False
-
-
-def _gpu_evidence(act: _Activity, limit: int = 4) -> list[str]:
-    return _gpu_lines(act.gpus, limit)
-
-
-def _gpu_lines(gpus: dict[int, GpuReading], limit: int = 4) -> list[str]:
-    """The evidence lines of the job's latest GPU readings (index -> reading)."""
-    out = []
-    items = sorted(gpus.items())
-    for idx, g in items[:limit]:
-        parts = [f"GPU{idx}"]
-        if g.util_pct is not None:
-            parts.append(f"{g.util_pct:.0f}% util")
-        if g.mem_used_mib is not None:
-            parts.append(f"{g.mem_used_mib / MIB_PER_GIB:.0f} GB")
-        if g.power_w is not None:
-            pw = f"{g.power_w:.0f} W"
-            if g.power_limit_w:
-                pw += f" ({g.power_w / g.power_limit_w:.0%} of limit)"
-            parts.append(pw)
-        if g.sm_active_pct is not None:
-            parts.append(f"SM {g.sm_active_pct:.0f}% active"
-                         + (f", tensor {g.tensor_active_pct:.0f}%" if g.tensor_active_pct is not None else ""))
-        text = parts[0] + " " + ", ".join(parts[1:])
-        out.append(text)
-    if len(items) > limit:
-        utils = [g.util_pct for _, g in items if g.util_pct is not None]
-        if utils:
-            out.append(f"{len(items)} GPUs, mean {sum(utils) / len(utils):.0f}% util")
-    return out
-
-
-def _cpu_evidence(act: _Activity) -> str | None:
-    return _cpu_line(act.cpu_cores, act.child_cores, act.span_s)
-
-
-def _cpu_line(cpu_cores: float | None, child_cores: float | None, span_s: float) -> str | None:
-    if cpu_cores is None:
-        return None
-    window = fmt_duration(span_s)
-    if cpu_cores < CPU_FLAT_CORES:
-        return f"CPU flat (+{cpu_cores:.2f} cores over {window})"
-    text = f"CPU +{cpu_cores:.1f} cores"
-    if child_cores and child_cores >= 0.1:
-        text += f" ({child_cores:.1f} in children)"
-    return text + f" over {window}"
-
-
-def _buffering(obs: JobObservation) -> tuple[bool, str | None]:
-    """Whether stdout is block-buffered into a file or pipe, and the evidence line."""
-    out = obs.stdout
-    if out is None:
-        return False, None
-    target = out.path.rsplit("/", 1)[-1] if out.kind == "file" else out.path
-    if not obs.is_python:
-        return False, f"stdout -> {target} ({out.kind})"
-    if out.kind in ("file", "pipe", "deleted"):
-        if obs.unbuffered:
-            return False, f"stdout -> {target} ({out.kind}, unbuffered: {obs.unbuffered_reason or 'yes'})"
-        if obs.unbuffered is None:
-            return False, f"stdout -> {target} ({out.kind}, buffering unknown)"
-        return True, f"stdout -> {target} ({out.kind}, no -u, no PYTHONUNBUFFERED)"
-    return False, f"stdout -> {target} ({out.kind})"
-
-
-def progress_evidence(p: Progress | None, with_eta: bool = True) -> str | None:
-    if p is None:
-        return None
-    # The same progress is written twice per judgment (the context, the judged log lines): the last
-    # text is kept with the object and the values it was made of (a Progress is updated in place).
-    global _progress_memo
-    key = (p.step, p.total, p.rate, p.unit, p.loss, p.epoch, p.eta_s, with_eta)
-    memo = _progress_memo
-    if memo[0] is p and memo[1] == key:
-        return memo[2]
-    parts = []
-    if p.step is not None:
-        step = f"{p.step:g}" + (f"/{p.total:g}" if p.total else "")
-        parts.append(f"step {step}")
-    if p.rate is not None and p.unit:
-        parts.append(f"{p.rate:.3g} {p.unit}")
-    if p.loss is not None:
-        parts.append(f"loss {p.loss:.4g}")
-    if p.epoch is not None:
-        parts.append(f"epoch {p.epoch:g}")
-    if p.eta_s and with_eta:
-        parts.append(f"ETA {fmt_duration(p.eta_s)}")
-    text = ", ".join(parts) if parts else None
-    _progress_memo = (p, key, text)
-    return text
-
-
-_progress_memo: tuple = (None, None, None)  # (progress, its values, text) of the last progress_evidence
-
-
-def log_evidence(hint, last_growth_at: float | None, observed: bool, progress: Progress | None,
-                 now: float) -> tuple[str | None, str | None, str | None]:
-    """The evidence lines of a training verdict that the log's new lines move, as `_active` writes
-    them: the phase line, how long ago the last line came, the progress (with its ETA)."""
-    return (
-        log_hint_line(hint) if hint is not None else None,
-        log_age_line(log_quiet_s(last_growth_at, observed, now)) if last_growth_at is not None else None,
-        progress_evidence(progress),
-    )
-
-
-def log_hint_line(hint) -> str:
-    """The evidence line of the phase the log announced (`log_evidence`'s first)."""
-    return f"log: {hint.text[:120]}"
-
-
-def log_quiet_s(last_growth_at: float | None, observed: bool, now: float) -> float:
-    """How long the log has been quiet, as the last line's age reads it (0 until the probe has read it)."""
-    return max(0.0, now - last_growth_at) if last_growth_at is not None and observed else 0.0
-
-
-def log_age_line(quiet_s: float) -> str:
-    """How long ago the last line came (`log_evidence`'s second): the same text across
-    `fmt_duration_span(quiet_s)`."""
-    return f"last log line {fmt_duration(quiet_s)} ago"
-
-
-def _bar_full(log: LogFacts) -> bool:
-    """Whether the log's phase progress bar (checkpoint shards) reached its total."""
-    pp = log.phase_progress
-    try:
-        return bool(pp) and pp.get("total") is not None and float(pp["step"]) >= float(pp["total"]) > 0
-    except (KeyError, TypeError, ValueError):
-        return False
-
-
-def _phase_progress_evidence(log: LogFacts) -> str | None:
-    pp = log.phase_progress
-    if not pp or "step" not in pp:
-        return None
-    desc = pp.get("desc", "").strip() or (log.phase_progress_phase or "")
-    total = f"/{pp['total']}" if "total" in pp else ""
-    return f"{desc} {pp['step']}{total}".strip()
-
 
 @dataclass(slots=True)
 class DecisionContext:
@@ -509,7 +34,7 @@ class DecisionContext:
 
     obs: JobObservation
     now: float
-    act: _Activity  # CPU / GPU rates over the recent window
+    act: Activity  # CPU / GPU rates over the recent window
     log: LogFacts
     hint: PhaseHint | None  # the phase the log last announced
     started: float  # the job's start (or first sight)
@@ -596,7 +121,7 @@ def _with(d: Decision, since: float, evidence: list) -> Decision:
 def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> DecisionContext:
     """The facts every rule of the engine reads, derived once from the observation."""
     log = obs.log
-    act = _activity(obs.samples, now, extremes=False)
+    act = measure_activity(obs.samples, now, extremes=False)
     first_seen = obs.samples[0].time if obs.samples else now
     started = obs.started_at if obs.started_at is not None else first_seen
     age = max(0.0, now - started)
@@ -612,7 +137,7 @@ def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> 
         quiet_from = started
     quiet_s = max(0.0, now - quiet_from) if log_known else 0.0
     threshold = obs.stall_after_s
-    buffered, stdout_line = _buffering(obs)
+    buffered, stdout_line = buffering_of(obs)
     # The quiet period starts after the sample that saw the log's last growth: that sample still shows
     # the work that wrote the line (a rank's last all-reduce at full power), not the silence.
     # Only a GPU at spin util and below working power now can be spinning over the quiet period
@@ -621,10 +146,10 @@ def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> 
     if any(g.util_pct is not None and g.util_pct >= GPU_SPIN_UTIL
            and (g.power_fraction is None or g.power_fraction < GPU_WORKING_POWER_FRACTION or gpm_waiting(g))
            for g in act.gpus.values()):
-        quiet_act = _activity(obs.samples, now, window=max(1.0, min(RATE_WINDOW_S, quiet_s) - 0.05))
-    gpu_busy, gpu_idle, gpu_spin, spin_idx = _gpu_facts(act, quiet_act)
-    gpu_lines = _gpu_evidence(act)
-    cpu_line = _cpu_evidence(act)
+        quiet_act = measure_activity(obs.samples, now, window=max(1.0, min(RATE_WINDOW_S, quiet_s) - 0.05))
+    gpu_busy, gpu_idle, gpu_spin, spin_idx = gpu_busy_facts(act, quiet_act)
+    gpu_lines = gpu_evidence(act)
+    cpu_line = cpu_evidence(act)
     progress_line = progress_evidence(log.progress)
     log_name = f" ({log.path.rsplit('/', 1)[-1]})" if log.path else ""
     if not log_known:
@@ -652,7 +177,7 @@ def _context(obs: JobObservation, now: float, live_phase: str | None = None) -> 
     )
 
 
-def _quiet_limit(obs: JobObservation, threshold: float, act: _Activity, spin_idx: list[int]) -> float:
+def _quiet_limit(obs: JobObservation, threshold: float, act: Activity, spin_idx: list[int]) -> float:
     """How long the log may be quiet: the job's rhythm's limit (at most stall_after), and at most
     GPM_SPIN_STALL_S where GPM confirms a GPU of the job spins."""
     limit = threshold if obs.quiet_limit_s is None else min(threshold, obs.quiet_limit_s)
@@ -731,7 +256,7 @@ def _decide(ctx: DecisionContext) -> Decision:
     out = obs.output
     if ctx.gpu_spin:
         spin_gpus = ", ".join(f"GPU{i}" for i in ctx.spin_idx)
-        gpm = [_gpm_spin_line(act.gpus[i]) for i in ctx.spin_idx if i in act.gpus and gpm_waiting(act.gpus[i])]
+        gpm = [gpm_spin_line(act.gpus[i]) for i in ctx.spin_idx if i in act.gpus and gpm_waiting(act.gpus[i])]
         ev = [ctx.log_line, obs.rhythm_line, *gpm, *ctx.gpu_lines,
               None if gpm else f"{spin_gpus}: ~100% util at idle power: a kernel waiting, not computing",
               f"one rank spins {act.max_rank_cores:.1f} cores" if act.max_rank_cores else ctx.cpu_line,
@@ -793,21 +318,21 @@ def _active(ctx: DecisionContext) -> Decision:
         # The last phase line is a start-up banner (torchrun's), but since it the GPUs have computed (high
         # util at well above held-idle power) and the CPU works: training, though no rule matched the
         # job's own lines. Once so, it stays training until the log's silence says otherwise.
-        computed = [s.time for s in obs.samples if s.time >= hint.time and _computing(s)]
+        computed = [s.time for s in obs.samples if s.time >= hint.time and is_computing(s)]
         if computed:
-            now_computing = bool(obs.samples) and _computing(obs.samples[-1])
+            now_computing = bool(obs.samples) and is_computing(obs.samples[-1])
             ev = [*ctx.gpu_lines[:4], ctx.cpu_line,
                   f"GPUs computing since {fmt_duration(now - computed[0])} ago" if now_computing
                   else f"GPUs last computed {fmt_duration(now - computed[-1])} ago",
                   f"last phase line: {hint.text[:120]}", last_line, warn_buffer, spin_warning]
             advice, actions = (UNFLUSHED_ADVICE, (RESTART,)) if warn_buffer else ("", ())
             return Decision("training", None, 0.55 if now_computing else 0.45, ev, advice, computed[0], actions)
-    if hint is not None and hint.phase == "loading" and _bar_full(log) and obs.samples and _computing(obs.samples[-1]):
+    if hint is not None and hint.phase == "loading" and bar_full(log) and obs.samples and is_computing(obs.samples[-1]):
         # The loading bar reached its total and since then the GPUs compute (high util, well above
         # held-idle power): the load is over and the job trains, though no line of its own said so yet.
-        computed = [s.time for s in obs.samples if s.time >= hint.time and _computing(s)]
+        computed = [s.time for s in obs.samples if s.time >= hint.time and is_computing(s)]
         if computed:
-            ev = [f"log: {_phase_progress_evidence(log)} (done)", *ctx.gpu_lines[:4],
+            ev = [f"log: {phase_progress_evidence(log)} (done)", *ctx.gpu_lines[:4],
                   f"GPUs computing since {fmt_duration(now - computed[0])} ago", ctx.cpu_line, last_line]
             return Decision("training", None, 0.6, ev, "", computed[0])
     if hint is not None:
@@ -816,7 +341,7 @@ def _active(ctx: DecisionContext) -> Decision:
         if phase == "training":
             ev.append(ctx.progress_line)
         else:
-            ev.append(_phase_progress_evidence(log))
+            ev.append(phase_progress_evidence(log))
         ev += [*ctx.gpu_lines[:4], ctx.cpu_line, spin_warning]
         confidence = 0.9 if ctx.quiet_s < min(60.0, ctx.threshold / 2) else 0.7
         if phase == "training" and ctx.gpu_idle and obs.has_gpus and act.gpus and ctx.quiet_s >= 60:
@@ -848,13 +373,13 @@ def log_phase_evidence(log_lines: tuple, samples: Sequence[ResourceSample], now:
     gpus: dict[int, GpuReading] = {}
     for g in last.gpus:
         gpus[g.index] = g
-    _, _, first = _window(samples, now, RATE_WINDOW_S)
+    _, _, first = samples_window(samples, now, RATE_WINDOW_S)
     span = last.time - first.time
     cpu_line = None
     if span > 0:
-        _, child_cores, cpu_cores = _cpu_rates(first, last, span)
-        cpu_line = _cpu_line(cpu_cores, child_cores, span)
-    ev = [*log_lines, *_gpu_lines(gpus)[:4], cpu_line]
+        _, child_cores, cpu_cores = cpu_rates(first, last, span)
+        cpu_line = cpu_rate_line(cpu_cores, child_cores, span)
+    ev = [*log_lines, *gpu_reading_lines(gpus)[:4], cpu_line]
     if since_note:
         ev.append(since_note)
     return tuple(dict.fromkeys(e for e in ev if e))

@@ -28,7 +28,7 @@ from .interpret import LogInterpreter
 from .job_actions import ActionRecord, DumpFinding, RESTART
 from .job_state import JobState
 from .judging import judge, observe, track_members
-from .phase import ExitFacts
+from .observation import ExitFacts
 from .log_wiring import LogWiring, feed_dirs, log_lines, outdir_key
 from .progress import ProgressTracker
 from .rules import Rule, RuleSet
