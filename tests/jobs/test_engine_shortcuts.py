@@ -1,6 +1,6 @@
 """The phase engine's shortcuts answer as the plain computation does: the window of samples found by
 bisection (activity._recent, _activity), the kept progress text (activity.progress_evidence, updated in place
-between calls), the kept verdict's refreshed evidence lines (judging._refresh_log_lines)."""
+between calls), the kept verdict's refreshed evidence lines (verdict_reuse._refresh_log_lines)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import dataclasses
 import random
 from collections import deque
 
-from gpuwatch_tui.jobs import activity, phase
+from gpuwatch_tui.jobs import activity, phase, verdict_reuse
 from gpuwatch_tui.jobs.observation import GpuReading, ResourceSample
 from gpuwatch_tui.jobs.progress import Progress, ProgressTracker
 from gpuwatch_tui.jobs.rules import RuleSet

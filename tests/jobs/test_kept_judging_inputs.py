@@ -1,6 +1,6 @@
 """What a kept verdict carries from frame to frame answers as making it afresh does: the CPU rate
-window's first sample found from the last frame's place (judging._cpu_class) and the log-moved
-evidence lines made again only where their input moved (judging._refresh_log_lines: a new hint, an
+window's first sample found from the last frame's place (verdict_reuse._cpu_class) and the log-moved
+evidence lines made again only where their input moved (verdict_reuse._refresh_log_lines: a new hint, an
 age past the span its text holds for, new progress values)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import random
 from bisect import bisect_left, bisect_right
 from collections import deque
 
-from gpuwatch_tui.jobs import judging
+from gpuwatch_tui.jobs import activity, judging, verdict_reuse
 from gpuwatch_tui.jobs.job_state import JobState
 from gpuwatch_tui.jobs.observation import ResourceSample
 from gpuwatch_tui.jobs.settings import JobSettings
@@ -19,17 +19,17 @@ from .test_progress_only import run as progress_run
 
 
 def _class_by_bisection(samples) -> int:
-    """judging._cpu_class as it was: the window's start found by bisection on every frame."""
+    """verdict_reuse._cpu_class as it was: the window's start found by bisection on every frame."""
     if len(samples) < 2:
         return -1
     last = samples[-1]
-    i = bisect_left([s.time for s in samples], last.time - judging.RATE_WINDOW_S)
+    i = bisect_left([s.time for s in samples], last.time - activity.RATE_WINDOW_S)
     first = samples[i] if len(samples) - i >= 2 else samples[-2]
     span = last.time - first.time
     if span <= 0:
         return -1
     cores = (max(0.0, last.cpu_s - first.cpu_s) + max(0.0, last.children_cpu_s - first.children_cpu_s)) / span
-    return 0 if cores < judging.CPU_FLAT_CORES else 2 if cores >= judging.CPU_BUSY_CORES else 1
+    return 0 if cores < activity.CPU_FLAT_CORES else 2 if cores >= activity.CPU_BUSY_CORES else 1
 
 
 def test_cpu_class_from_the_carried_window_start_is_the_bisected_one():
@@ -47,7 +47,7 @@ def test_cpu_class_from_the_carried_window_start_is_the_bisected_one():
             while len(job.samples) > 3 and rng.random() < 0.3:
                 del job.samples[rng.randrange(len(job.samples) - 2)]  # thinned or aged out
             want = _class_by_bisection(job.samples)
-            assert judging._cpu_class(job) == want, list(job.samples)
+            assert verdict_reuse._cpu_class(job) == want, list(job.samples)
             classes.add(want)
     assert classes == {-1, 0, 1, 2}, classes
 
@@ -63,7 +63,7 @@ def test_refreshed_log_lines_are_the_fresh_ones_at_every_age():
     t = job.samples[-1].time
     log = job.primary_log
     log.last_growth = t - 5.0  # lines long ago: the age now reads the time since
-    judging._keep_lines(job, kept, judging._log_lines(job, t), t)
+    verdict_reuse.keep_log_lines(job, kept, verdict_reuse.kept_log_lines(job, t), t)
     job.verdict = judging.Verdict(job.verdict.phase, job.verdict.since, job.verdict.confidence, job.verdict.detail,
                                   (*job.verdict.evidence[:1], *kept.lines), job.verdict.advice)
     ages = set()
@@ -74,8 +74,8 @@ def test_refreshed_log_lines_are_the_fresh_ones_at_every_age():
             job.verdict = judging.Verdict(v.phase, v.since, v.confidence, v.detail, ("match warning", *v.evidence),
                                           v.advice)
         before, old = job.verdict.evidence, kept.lines
-        judging._refresh_log_lines(job, kept, now)
-        fresh = judging._log_lines(job, now)
+        verdict_reuse._refresh_log_lines(job, kept, now)
+        fresh = verdict_reuse.kept_log_lines(job, now)
         assert kept.lines == fresh, (dt, kept.lines, fresh)
         evidence = job.verdict.evidence
         assert len(set(evidence)) == len(evidence) and all(line in evidence for line in fresh), evidence
@@ -88,15 +88,15 @@ def test_refreshed_log_lines_are_the_fresh_ones_at_every_age():
 def test_progress_only_frames_keep_the_lines_judging_makes(monkeypatch):
     """On every progress-only frame the kept lines are those `_log_lines` makes on that frame."""
     checked = []
-    real = judging._refresh_log_lines
+    real = verdict_reuse._refresh_log_lines
 
     def refresh(job, kept, now):
         real(job, kept, now)
-        assert kept.lines == judging._log_lines(job, now), now
+        assert kept.lines == verdict_reuse.kept_log_lines(job, now), now
         assert all(line in job.verdict.evidence for line in kept.lines)
         checked.append(now)
 
-    monkeypatch.setattr(judging, "_refresh_log_lines", refresh)
+    monkeypatch.setattr(verdict_reuse, "_refresh_log_lines", refresh)
     progress_run(JobTracker(JobSettings(stall_after_s=20)), b"", [])
     assert len(checked) > 20
 

@@ -1,4 +1,4 @@
-"""A kept verdict (judging._unchanged: the precomputed clock deadline, the readings and facts of the
+"""A kept verdict (verdict_reuse.verdict_unchanged: the precomputed clock deadline, the readings and facts of the
 judgment) shows on every frame what judging every frame shows, through each clock of the engine:
 the young-job window, the start-up age, the log's quiet time (confidence, stall_after) and the output
 dir's last write. Each scenario is also run with one of those thresholds left out of the deadline
@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from gpuwatch_tui.jobs import judging
+from gpuwatch_tui.jobs import activity, judging, verdict_reuse
 from gpuwatch_tui.jobs.settings import JobSettings, JobSpec
 from gpuwatch_tui.jobs.tracker import JobTracker
 from gpuwatch_tui.model import DirStat, TailChunk
@@ -111,7 +111,7 @@ def rhythm_then_hang(tracker: JobTracker) -> list[tuple]:
 
 SCENARIOS = {
     # name: (run, settings, the threshold the verdict changes at: left out of _offsets, it must show)
-    "young_unread": (young_unread, JobSettings(stall_after_s=300), lambda stall: judging.YOUNG_S),
+    "young_unread": (young_unread, JobSettings(stall_after_s=300), lambda stall: activity.YOUNG_S),
     "unmatched_lines": (unmatched_lines, JobSettings(stall_after_s=40), lambda stall: stall),
     "training_then_quiet": (training_then_quiet, JobSettings(stall_after_s=100), lambda stall: min(60.0, stall / 2)),
     "checkpoint_then_stall": (
@@ -124,7 +124,7 @@ SCENARIOS = {
 
 def _judged_every_frame(monkeypatch, run, settings) -> list[tuple]:
     with monkeypatch.context() as m:
-        m.setattr(judging, "REJUDGE_EVERY_S", 0.0)
+        m.setattr(verdict_reuse, "REJUDGE_EVERY_S", 0.0)
         return run(JobTracker(settings))
 
 
@@ -145,13 +145,13 @@ def test_a_deadline_without_the_threshold_shows_a_stale_verdict(monkeypatch, nam
     """The same scenario with the threshold its verdict turns at left out of the kept verdict's
     deadline: some frame then differs from judging every frame (the test above has teeth)."""
     run, settings, threshold = SCENARIOS[name]
-    real = judging._offsets
+    real = verdict_reuse._offsets
 
     def without(stall_after: float, quiet_limit: float | None = None) -> tuple[float, ...]:
         return tuple(o for o in real(stall_after, quiet_limit) if o != threshold(stall_after))
 
     every = _judged_every_frame(monkeypatch, run, settings)
-    monkeypatch.setattr(judging, "_offsets", without)
+    monkeypatch.setattr(verdict_reuse, "_offsets", without)
     kept = run(JobTracker(settings))
     assert any(a != b for a, b in zip(kept, every)), name
 

@@ -1,5 +1,5 @@
 """A training job whose only change is new lines that advance its progress keeps its verdict
-(judging._unchanged, progress-only frames): every verdict shown is the one judging every frame gives
+(verdict_reuse.verdict_unchanged, progress-only frames): every verdict shown is the one judging every frame gives
 (phase, detail, since, confidence, evidence with the fresh step/ETA and last-line age; the
 CPU rate line is as old as on any kept frame), a line that
 changes the phase (evaluating, an error, OOM, NCCL, finished) is judged on its own frame, and the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwatch_tui.jobs import judging
+from gpuwatch_tui.jobs import judging, verdict_reuse
 from gpuwatch_tui.jobs.settings import JobSettings
 from gpuwatch_tui.jobs.tracker import JobTracker
 from gpuwatch_tui.model import TailChunk
@@ -63,8 +63,8 @@ def test_progress_only_frames_show_the_verdicts_of_judging_every_frame(monkeypat
     settings = JobSettings(stall_after_s=20)
     kept = run(JobTracker(settings), DECISIVE[name], judged_at)
     mine = judged_at[:-1]
-    every_s = judging.REJUDGE_EVERY_S
-    monkeypatch.setattr(judging, "REJUDGE_EVERY_S", 0.0)  # the reference: every frame judged
+    every_s = verdict_reuse.REJUDGE_EVERY_S
+    monkeypatch.setattr(verdict_reuse, "REJUDGE_EVERY_S", 0.0)  # the reference: every frame judged
     every = run(JobTracker(settings), DECISIVE[name], judged_at)
     for a, b in zip(kept, every):
         assert a == b, (name, a, b)  # phase, detail, since, confidence, evidence: all of it, every frame
@@ -126,7 +126,7 @@ def test_a_stdout_file_that_grows_with_the_log_does_not_rejudge(monkeypatch, jud
 
     kept = frames(JobTracker(JobSettings(stall_after_s=20)), judged_at)
     steady = [t for t in judged_at[:-1] if 1016.0 <= t < 1041.0]  # past the young-job clocks
-    monkeypatch.setattr(judging, "REJUDGE_EVERY_S", 0.0)
+    monkeypatch.setattr(verdict_reuse, "REJUDGE_EVERY_S", 0.0)
     every = frames(JobTracker(JobSettings(stall_after_s=20)), [])
     assert kept == every
     assert {p for p, *_ in kept[15:]} == {"training"}

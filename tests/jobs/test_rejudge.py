@@ -1,10 +1,10 @@
-"""A frame that changes nothing the engine reads keeps the job's verdict (judging._unchanged): the
+"""A frame that changes nothing the engine reads keeps the job's verdict (verdict_reuse.verdict_unchanged): the
 verdicts shown are those of judging every frame, timers included (a log going quiet past stall_after
 flips the verdict on the first frame past it, not at the next refresh)."""
 
 from __future__ import annotations
 
-from gpuwatch_tui.jobs import judging
+from gpuwatch_tui.jobs import judging, verdict_reuse
 from gpuwatch_tui.jobs.settings import JobSettings, JobSpec
 from gpuwatch_tui.jobs.tracker import JobTracker
 from gpuwatch_tui.model import TailChunk
@@ -38,7 +38,7 @@ def test_a_kept_verdict_flips_on_the_first_frame_past_stall_after(monkeypatch, j
     kept = JobTracker(settings())
     shown = quiet_cpu_job(kept, 45)
     mine = list(judged_at)  # the kept tracker's judgments only
-    monkeypatch.setattr(judging, "REJUDGE_EVERY_S", 0.0)  # the reference: every frame judged
+    monkeypatch.setattr(verdict_reuse, "REJUDGE_EVERY_S", 0.0)  # the reference: every frame judged
     every = quiet_cpu_job(JobTracker(settings()), 45)
     assert shown == every
     phases = {t: phase for t, phase, _, _ in shown}
@@ -62,7 +62,7 @@ def test_gpu_facts_that_move_past_noise_are_judged_at_once(monkeypatch):
 
     settings = JobSettings(stall_after_s=20)
     kept = run(JobTracker(settings))
-    monkeypatch.setattr(judging, "REJUDGE_EVERY_S", 0.0)
+    monkeypatch.setattr(verdict_reuse, "REJUDGE_EVERY_S", 0.0)
     every = run(JobTracker(settings))
     phases = lambda frames: [[(p, d, s) for p, d, s, _ in f] for f in frames]  # noqa: E731
     assert phases(kept) == phases(every)

@@ -5,13 +5,16 @@ Readers never see it: they get a frozen `views.JobView` (jobs/export.py).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from ..model import DirStat, ExitInfo, ProcInfo
 from ..vocab import DEFAULT_STALL_AFTER_S
 from .job_actions import ActionRecord, DumpFinding
 from .cadence import Cadence
+from .discovery import launcher_kind
 from .interpret import LogInterpreter
 from .logtail import LogBuffer
 from .activity import format_history
@@ -39,7 +42,7 @@ class JobState:
     samples: deque = field(default_factory=deque)
     sparse_upto: float = float("-inf")  # the newest sample already thinned (judging._thin)
     # Where the last frame found the CPU rate window's first sample, the first dense sample and the
-    # first not thinned yet, counted back from the newest (judging._index_at)
+    # first not thinned yet, counted back from the newest (index_at, below)
     rate_back: int = 0
     dense_back: int = 0
     sparse_back: int = 0
@@ -89,3 +92,45 @@ class JobState:
         """Keep the exact start of a member or root (0 means the probe did not say)."""
         if proc.start_ticks:
             self.start_ticks[proc.pid] = proc.start_ticks
+
+
+def index_at(samples, t: float, back: int, after: bool = False) -> int:
+    """`bisect_left(samples, t)` by time (with `after`: `bisect_right`), looked for first `back`
+    samples from the newest, where the caller found it on the last frame (each frame moves these
+    places by one sample at most, as the window's new sample does), and at the oldest (a young job).
+    Else by bisection. (A deque indexes in steps of 64 from its nearer end: the places looked at
+    first are a step from an end; the middle where a bisection starts is not.)"""
+    first = samples[0].time
+    if (first > t) if after else (first >= t):
+        return 0
+    n = len(samples)
+    i = n - back
+    if 0 < i < n:
+        a, b = samples[i - 1].time, samples[i].time
+        if (a <= t < b) if after else (a < t <= b):
+            return i
+    return (bisect_right if after else bisect_left)(samples, t, key=_time)
+
+
+_time = attrgetter("time")  # a sample's time: the bisection key (a C call, not a Python function)
+
+
+def hint_phase(job: JobState) -> str | None:
+    hint = job.interp.hint if job.interp is not None else None
+    return hint.phase if hint is not None else None
+
+
+def quiet_limit(job: JobState) -> float:
+    """How long the job's log may be quiet before its silence is judged (cadence.py): its rhythm's
+    limit where it has one, else its stall_after."""
+    return job.cadence.quiet_limit(hint_phase(job), job.stall_after_s)
+
+
+def lead_process(procs: list[ProcInfo]) -> ProcInfo | None:
+    """The process whose stdout matters: the first Python rank (not the launcher)."""
+    if not procs:
+        return None
+    if len(procs) == 1:
+        return procs[0]  # (the rank, or else the launcher: the one process either way)
+    ranks = [p for p in procs if p.is_python and not launcher_kind(p)]
+    return (ranks or procs)[0]
