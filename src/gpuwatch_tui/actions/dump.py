@@ -245,20 +245,26 @@ def compare_with_saved(report: DumpReport, directory: Path, window_s: float = RE
     """Compare with the dump of the same job saved just before this one, by another gpuwatch or an earlier
     `gpuwatch dump`: a second dump from the CLI tells stuck from moving as the dashboard's second `d` does.
     Members are matched by pid, rank and start time, so a new run of the same script is never "stuck"."""
-    name = re.compile(re.escape(f"{_safe(report.host)}_{_safe(report.job)}_") + r"\d{8}T\d{6}Z(-\d+)?\.json")
-    best: tuple[float, list] | None = None
+    name = re.compile(re.escape(f"{_safe(report.host)}_{_safe(report.job)}_") + r"(\d{8}T\d{6}Z)(-\d+)?\.json")
+    oldest = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(report.taken_at - window_s - 1))
     try:
-        paths = [p for p in directory.iterdir() if name.fullmatch(p.name) and p != report.saved_to]
+        # Newest first by the UTC stamp in the name; only those inside the window are read, and only
+        # until one parses: a job dumped every day for months costs one read, not hundreds.
+        found = sorted((path for path in directory.iterdir()
+                        if (m := name.fullmatch(path.name)) and path != report.saved_to and m.group(1) >= oldest),
+                       key=lambda path: path.name, reverse=True)
     except OSError:
         return
-    for path in paths:
+    best: tuple[float, list] | None = None
+    for path in found:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
             taken, groups = raw["taken_at"], raw["analysis"]["groups"]
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not a dump of ours, or half of one
-        if isinstance(taken, (int, float)) and taken < report.taken_at and (best is None or taken > best[0]):
+        if isinstance(taken, (int, float)) and taken < report.taken_at:
             best = (float(taken), groups)
+            break
     if best is None:
         return
     try:
