@@ -272,9 +272,8 @@ class JobScreen(Screen):
 
 def nccl_verdicts(app, job_id: str) -> dict[int, str]:
     """rank -> NCCL RAS's word on it ("behind: ...") from the job's latest dump; only the ranks it flags."""
-    latest = getattr(app, "latest_dump", None)
-    dump = latest(job_id) if latest is not None else None
-    report = ras_report(getattr(dump, "ras", None))
+    dump = app.latest_dump(job_id)
+    report = ras_report(dump.ras) if dump is not None else None
     if report is None:
         return {}
     return {r.rank: f"{r.verdict} ({r.evidence})" for r in report.flagged}
