@@ -128,3 +128,19 @@ def test_a_worker_whose_rank_lives_is_not_a_leftover():
     for t in (0.0, 1.0, 2.0):
         feed(tr, t, {500: rank, 501: worker(501, 500, 5010)}, [holding(0, {500: 8_000.0, 501: 500.0})])
     assert only_job(tr).leftovers is None
+
+
+def test_what_a_kill_left_behind_is_followed_as_leftovers_though_never_seen_before():
+    tr = JobTracker()
+    main, gpus = single_job_with_child(child_on_gpu=False)
+    for t in (0.0, 1.0):
+        feed(tr, t, {200: main}, gpus)
+    [view] = tr.views()
+    tr.note_leftovers(view.id, [(777, 7770)])  # forked during the kill, outlived SIGKILL (state D)
+    stuck = dataclasses.replace(worker(777, 1, 7770), state="D")
+    feed(tr, 2.0, {}, [holding(0, {777: 30_000.0})], gone=[ExitInfo(200, main.start_time, 2.0, None, 9)])
+    assert 777 in tr.wanted(HOST).pids
+    for t in (3.0, 4.0):
+        feed(tr, t, {777: stuck}, [holding(0, {777: 30_000.0})])
+    left = only_job(tr).leftovers
+    assert left is not None and left.pids == (777,) and left.processes[0].state == "D"

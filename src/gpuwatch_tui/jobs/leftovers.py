@@ -32,6 +32,7 @@ class FamilyWatch:
 
     root: tuple[int, float] | None = None  # (pid, start time) of the top process while it lived
     family: dict[int, int] = field(default_factory=dict)  # pid -> start ticks, the root left out
+    noted: dict[int, int] = field(default_factory=dict)  # pid -> start ticks an action said it left behind
     facts: dict[int, ProcInfo | ChildProc] = field(default_factory=dict)  # the latest facts of each
     root_missing: int = 0
     root_gone_at: float | None = None  # local clock
@@ -57,6 +58,17 @@ def orphaned(proc: ProcInfo, procs: dict[int, ProcInfo]) -> str:
     if any(k == ORPHAN_ENV for k, _ in proc.dist) and not launcher_kind(proc):
         return "a torchrun rank whose agent is gone"
     return ""
+
+
+def note(job: JobState, refs: list[tuple[int, int]]) -> None:
+    """Processes an action left behind (a kill's survivors) belong to the job's tree from now on."""
+    w = job.leftovers
+    if w is None:
+        w = job.leftovers = FamilyWatch()
+    root_pid = w.root[0] if w.root is not None else None
+    for pid, ticks in refs:
+        if ticks > 0 and pid != root_pid:
+            w.noted[pid] = w.family[pid] = ticks
 
 
 def held_by_leftovers(jobs: list[JobState], procs: dict[int, ProcInfo]) -> set[int]:
@@ -98,13 +110,18 @@ def _alive(p: ProcInfo | None, start: float) -> bool:
 
 
 def _watch_root(job: JobState, w: FamilyWatch, procs: dict[int, ProcInfo], skew: float, now: float) -> None:
-    root = job.root
+    root = job.root or w.root
+    if root is None:
+        return
     if w.root is None:
         rp = procs.get(root[0])
         if not _alive(rp, root[1]):
-            return
-        w.root = root
-        w.orphan_reason = orphaned(rp, procs)
+            if not w.noted:
+                return
+            w.root = root  # it went before it was watched: what an action left behind is left over
+        else:
+            w.root = root
+            w.orphan_reason = orphaned(rp, procs)
         if w.orphan_reason:  # already orphaned: everything of it is left over, since it was first seen
             _remember(job, w, procs, with_root=True)
             w.root_gone_at = job.first_seen or now
@@ -140,6 +157,8 @@ def _remember(job: JobState, w: FamilyWatch, procs: dict[int, ProcInfo], with_ro
         for c in p.children:
             if c.start_ticks > 0 and c.pid not in family and c.pid != root_pid:
                 family[c.pid], facts[c.pid] = c.start_ticks, c
+    for pid, ticks in w.noted.items():
+        family.setdefault(pid, ticks)
     w.family, w.facts = family, facts
 
 
@@ -163,6 +182,7 @@ def _follow_survivors(w: FamilyWatch, procs: dict[int, ProcInfo]) -> None:
 
 def _forget(w: FamilyWatch, pid: int) -> None:
     w.family.pop(pid, None)
+    w.noted.pop(pid, None)
     w.facts.pop(pid, None)
     w.unreported.pop(pid, None)
 

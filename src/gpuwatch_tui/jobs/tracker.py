@@ -28,7 +28,7 @@ from .interpret import LogInterpreter
 from .job_actions import ActionRecord, DumpFinding, RESTART
 from .job_state import JobState
 from .judging import judge, observe, track_members
-from .leftovers import follow as follow_leftovers, held_by_leftovers
+from .leftovers import follow as follow_leftovers, held_by_leftovers, note
 from .observation import ExitFacts
 from .log_wiring import LogWiring, feed_dirs, log_lines, outdir_key
 from .progress import ProgressTracker
@@ -206,6 +206,15 @@ class JobTracker:
         pending[:] = [s for s in pending if s.job_id != job_id]
         pending.append(Successor(job_id, int(pid), int(start_ticks), wrapper_pid, now + within_s))
         self._touch(host)
+
+    def note_leftovers(self, job_id: str, refs: list[tuple[int, int]]) -> None:
+        """Processes (pid, start ticks) an action on the job left behind: followed as its leftovers once its
+        top process is gone (the engine may never have seen them: forked while the job was being killed)."""
+        job = self._jobs.get(job_id)
+        if job is None:
+            return
+        note(job, refs)
+        self._touch(job.host)
 
     def record_dump(self, job_id: str, finding: DumpFinding) -> None:
         """The latest py-spy dump's reading joins the job's evidence (see job_actions.annotate)."""
