@@ -86,7 +86,7 @@ def leftovers_line(left: dict, now: float) -> str:
     n = left["count"]
     text = f"leftovers: {n} process{'es' if n != 1 else ''} (pids {', '.join(map(str, left['pids']))})"
     if left.get("gpu_memory_bytes"):
-        text += f" hold {left['gpu_memory_bytes'] / 2**30:.1f} GiB on GPU {', '.join(map(str, left['gpus']))}"
+        text += f" {'holds' if n == 1 else 'hold'} {left['gpu_memory_bytes'] / 2**30:.1f} GiB on GPU {', '.join(map(str, left['gpus']))}"
     else:
         text += " still running, no GPU memory"
     return text + f", since {fmt_age(now - left['since'])} ago" if left.get("since") else text

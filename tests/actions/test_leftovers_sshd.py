@@ -132,7 +132,7 @@ def test_a_fresh_gpuwatch_finds_an_orphaned_worker_and_reaps_it(sshd_factory, ss
         [entry] = [j for j in json.loads(r.stdout)["jobs"] if worker in j.get("leftovers", {}).get("pids", ())]
         assert entry["leftovers"]["gpu_memory_bytes"] == 9_000 * MIB and entry["leftovers"]["count"] == 1
         r = run("status")
-        assert f"leftovers: 1 process (pids {worker}) hold 8.8 GiB on GPU 0" in r.stdout, r.stdout
+        assert f"leftovers: 1 process (pids {worker}) holds 8.8 GiB on GPU 0" in r.stdout, r.stdout
         assert f"gpuwatch reap {host.name} " in r.stdout
         name = entry["name"]
         r = run("reap", host.name, name, "--yes", "--readonly")
