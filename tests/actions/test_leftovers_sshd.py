@@ -27,11 +27,37 @@ SCRIPT = Path(__file__).parent / "scripts" / "leftover_job.py"
 MIB = 1024 * 1024
 
 
+class Job:
+    """The job's main process: started as people do (`nohup python ... &` from a shell that returns), so it is
+    nobody's child here (a Python parent such as this test would read as its launcher)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def poll(self):
+        return 0 if gone(self.pid) else None
+
+    def kill(self) -> None:
+        if not gone(self.pid):
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self, limit: float) -> None:
+        deadline = time.monotonic() + limit
+        while not gone(self.pid):
+            assert time.monotonic() < deadline, f"pid {self.pid} still there after {limit} s"
+            time.sleep(0.05)
+
+
 def start_job(tmp_path: Path, workers: int):
     pids_file = tmp_path / "workers"
-    job = subprocess.Popen([PY, str(SCRIPT), str(pids_file), str(workers)], stdin=subprocess.DEVNULL,
-                           stdout=subprocess.PIPE, start_new_session=True, cwd=tmp_path)
-    assert job.stdout.readline().strip() == b"ready"
+    launched = subprocess.run(
+        ["sh", "-c", 'nohup "$0" "$1" "$2" "$3" > job.log 2>&1 < /dev/null & echo $!', PY, str(SCRIPT),
+         str(pids_file), str(workers)], cwd=tmp_path, capture_output=True, text=True, check=True)
+    job = Job(int(launched.stdout.strip()))
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "job.log").exists() or b"ready" not in (tmp_path / "job.log").read_bytes():
+        assert time.monotonic() < deadline and not gone(job.pid), "the job did not start"
+        time.sleep(0.05)
     return job, [int(x) for x in pids_file.read_text().split()]
 
 
@@ -70,7 +96,7 @@ async def test_workers_outliving_a_killed_main_process_are_its_leftovers_and_rea
         await wait_for(lambda: (s := monitor.last_samples.get(host.name)) is not None and job.pid in s.procs
                        and {c.pid for c in s.procs[job.pid].children} >= set(workers), 30, what="its workers")
         [view] = [v for v in monitor.tracker.views() if job.pid in v.pids]
-        assert view.leftovers is None  # its main process lives: nothing is left over
+        assert view.leftovers is None and view.root.pid == job.pid  # its main process lives: nothing left over
         os.kill(job.pid, signal.SIGKILL)
         job.wait(5)
         # The workers, re-parented, hold GPU memory now (the stand-in lists them).
@@ -148,3 +174,53 @@ def test_a_fresh_gpuwatch_finds_an_orphaned_worker_and_reaps_it(sshd_factory, ss
         assert [e["result"].split(":")[0] for e in audit(tmp_path)] == ["refused", "started", "done"]
     finally:
         stop(job, [worker])
+
+
+def start_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+async def test_a_kill_that_leaves_a_process_behind_is_partial_and_follows_it_as_a_leftover(
+        sshd_factory, ssh_env, tmp_path):
+    """The probe's kill reports a process it could not end (one the job forked while being killed that the
+    kernel keeps, state D: a real sleeper stands for it, its outcome added to the real kill's reply). The
+    kill is partial, names it, and the engine follows it as the job's leftover though it never saw it."""
+    (host,) = sshd_factory(1)
+    job, workers = start_job(tmp_path, 1)
+    stuck = subprocess.Popen([PY, "-c", "import time\nwhile True:\n    time.sleep(1)"], stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+    host.set_scenario(gpus=1, phase="training", uuid_prefix=f"GPU-{host.name}",
+                      processes=[{"gpu": 0, "pid": job.pid, "used_memory_mib": 40_000}])
+    monitor = Monitor(make_config(ssh_env, [host_entry(host)]))
+    await monitor.start()
+    try:
+        await wait_for(lambda: (s := monitor.last_samples.get(host.name)) is not None and job.pid in s.procs
+                       and workers[0] in {c.pid for c in s.procs[job.pid].children}, 30, what="the job")
+        await wait_for(lambda: any(job.pid in v.pids for v in monitor.tracker.views()), 30, what="its view")
+        [view] = [v for v in monitor.tracker.views() if job.pid in v.pids]
+        real_request = monitor.request
+
+        async def request(host_name, op, args=None, timeout=30.0):
+            reply = await real_request(host_name, op, args, timeout)
+            if op == "kill_tree":
+                stays = {"pid": stuck.pid, "start_ticks": start_ticks(stuck.pid), "outcome": "survived",
+                         "role": "child", "message": "still there 2.0 s after SIGKILL (state D, or stuck in the kernel)"}
+                reply = {**reply, "results": [*reply["results"], stays]}
+            return reply
+
+        monitor.request = request
+        service = ActionService(monitor, ActionSettings(kill_grace_s=2.0, kill_wait_s=2.0),
+                                AuditLog(tmp_path / "audit.jsonl"), False, "ana")
+        outcome = await service.execute(service.plan(view.id, "kill"))
+        assert outcome.status == "partial" and not outcome.ok  # the CLI's exit code 1, not `done`
+        assert f"left behind: 1 process {stuck.pid} (survived)" in "\n".join(outcome.summary())
+        await wait_for(lambda: gone(job.pid) and gone(workers[0]), 10, what="the job's own processes gone")
+        await wait_for(lambda: leftovers_of(monitor, stuck.pid) is not None, 30, what="the survivor as a leftover")
+        [entry] = [j for j in monitor.snapshot()["jobs"] if j["id"] == view.id]
+        assert entry["leftovers"]["pids"] == [stuck.pid] and entry["alive"] is False
+    finally:
+        await monitor.stop()
+        stuck.kill()
+        stuck.wait(5)
+        stop(job, workers)
