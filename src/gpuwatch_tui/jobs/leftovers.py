@@ -39,6 +39,7 @@ class FamilyWatch:
     unreported: dict[int, int] = field(default_factory=dict)  # pid -> frames missing in a row
     view: LeftoverView | None = None
     orphan_reason: str = ""  # why a job first seen orphaned is leftovers
+    remembered_from: tuple = ()  # the member facts the tree was last remembered from (the same: nothing to do)
 
     def follow_pids(self) -> set[int]:
         """Pids the probe should report: the remembered ones, once the top process is gone."""
@@ -145,6 +146,11 @@ def _watch_root(job: JobState, w: FamilyWatch, procs: dict[int, ProcInfo], skew:
 
 def _remember(job: JobState, w: FamilyWatch, procs: dict[int, ProcInfo], with_root: bool = False) -> None:
     """The tree as this frame lists it: the members alive now and every live descendant of theirs."""
+    seen = tuple([procs.get(pid) for pid in job.members])
+    last = w.remembered_from
+    if len(seen) == len(last) and all(a is b for a, b in zip(seen, last)):
+        return  # the same facts as the frame before (a steady job): the same tree
+    w.remembered_from = seen
     family: dict[int, int] = {}
     facts: dict[int, ProcInfo | ChildProc] = {}
     root_pid = w.root[0] if w.root is not None else None
