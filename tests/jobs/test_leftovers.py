@@ -144,3 +144,15 @@ def test_what_a_kill_left_behind_is_followed_as_leftovers_though_never_seen_befo
         feed(tr, t, {777: stuck}, [holding(0, {777: 30_000.0})])
     left = only_job(tr).leftovers
     assert left is not None and left.pids == (777,) and left.processes[0].state == "D"
+
+
+def test_a_torchrun_rank_whose_agent_is_gone_is_leftovers_but_a_nohup_job_under_init_is_not():
+    tr = JobTracker()
+    rank = dataclasses.replace(ticked(proc(600, 1, ["python3", "-u", "train.py"])),
+                               dist=(("TORCHELASTIC_RUN_ID", "abc"), ("RANK", "1"), ("LOCAL_RANK", "1")))
+    plain = ticked(proc(700, 1, ["python3", "train.py"]))  # `nohup python train.py &`: its shell went, it lives
+    for t in (0.0, 1.0, 2.0):
+        feed(tr, t, {600: rank, 700: plain}, [holding(0, {600: 30_000.0}), holding(1, {700: 30_000.0})])
+    by_pid = {v.pids[0]: v for v in tr.views()}
+    assert by_pid[600].leftovers is not None and by_pid[600].leftovers.pids == (600,)
+    assert by_pid[700].leftovers is None
