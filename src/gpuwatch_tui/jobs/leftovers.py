@@ -22,6 +22,7 @@ from .job_state import JobState
 UNREPORTED_FRAMES = 5
 ROOT_GONE_FRAMES = 2  # as judging's GONE_GRACE_SAMPLES: a root missing this many frames in a row is gone
 MIB = 1024 * 1024
+MAX_FAMILY = 4096  # processes remembered per job: a host that forks without end cannot grow it further
 WORKER_NAMES = frozenset({"pt_data_worker"})  # comm of PyTorch DataLoader workers: a rank's children
 ORPHAN_ENV = "TORCHELASTIC_RUN_ID"  # set by torchrun's agent in each rank it starts
 
@@ -161,7 +162,7 @@ def _remember(job: JobState, w: FamilyWatch, procs: dict[int, ProcInfo], with_ro
         if p.start_ticks > 0 and (with_root or pid != root_pid):
             family[pid], facts[pid] = p.start_ticks, p
         for c in p.children:
-            if c.start_ticks > 0 and c.pid not in family and c.pid != root_pid:
+            if c.start_ticks > 0 and c.pid not in family and c.pid != root_pid and len(family) < MAX_FAMILY:
                 family[c.pid], facts[c.pid] = c.start_ticks, c
     for pid, ticks in w.noted.items():
         family.setdefault(pid, ticks)
@@ -182,7 +183,7 @@ def _follow_survivors(w: FamilyWatch, procs: dict[int, ProcInfo]) -> None:
         w.unreported.pop(pid, None)
         w.facts[pid] = p
         for c in p.children:  # what a leftover starts is left over too
-            if c.start_ticks > 0 and c.pid not in w.family:
+            if c.start_ticks > 0 and c.pid not in w.family and len(w.family) < MAX_FAMILY:
                 w.family[c.pid], w.facts[c.pid] = c.start_ticks, c
 
 
