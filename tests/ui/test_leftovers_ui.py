@@ -33,7 +33,10 @@ def fleet_with_leftovers(tmp_path):
         {"pid": WORKER, "start_ticks": 991, "name": "pt_data_worker", "cmdline": ["python3", "eval.py"],
          "user": "ml", "state": "S", "gpus": [2], "gpu_memory_bytes": 12 * GIB}]}
     host = next(h for h in data["hosts"] if h["name"] == "trainer-e")
-    host["gpus"][2]["processes"] = [{"pid": WORKER, "used_memory_mib": 12 * 1024}]
+    gpu = host["gpus"][2]
+    gpu["processes"] = [{"pid": WORKER, "used_memory_mib": 12 * 1024}]
+    # What a GPU held by an idle CUDA context reads (H200): 0% util, ~119 W, its memory used.
+    gpu["samples"] = [[0.0, 12 * 1024 + 600.0, 34.0, 119.0, 1980] for _ in gpu["samples"]]
     path = tmp_path / "fleet.json"
     path.write_text(json.dumps(data))
     return path
@@ -69,8 +72,10 @@ async def test_the_pane_the_grid_the_problem_filter_and_the_reap_key(fleet_with_
         assert grid.count("leftovers eval") == 1, grid  # GPU 2 of trainer-e, held only by the worker
         await pilot.press("ctrl+z")
         await pilot.pause()
-        kept = app.screen.query_one(JobsTable).job_ids
+        table = app.screen.query_one(JobsTable)
+        kept = table.job_ids
         assert JOB in kept and "trainer-a:41200" not in kept  # finished, but it left a worker behind
+        assert str(table.get_cell(JOB, "phase")) == "finished · 1 left"
         await pilot.press("ctrl+z")
         await pilot.press("end", "enter")
         await pilot.pause()
@@ -106,3 +111,8 @@ async def test_a_job_without_leftovers_has_no_section_and_readonly_offers_no_key
 def test_job_pane_with_leftovers_snapshot(snap_compare, fleet_with_leftovers):
     # end, enter: eval-sweep-3's pane, its leftovers section under the phase history
     assert snap_compare(GpuwatchApp(ReapingSource(fleet_with_leftovers)), terminal_size=SIZE, press=["end", "enter"])
+
+
+def test_dashboard_with_leftovers_snapshot(snap_compare, fleet_with_leftovers):
+    # the grid marks trainer-e's GPU 2 (held only by the worker), the table says "1 left"
+    assert snap_compare(GpuwatchApp(ReapingSource(fleet_with_leftovers)), terminal_size=SIZE)
