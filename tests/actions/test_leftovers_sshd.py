@@ -18,6 +18,7 @@ import pytest
 from gpuwatch_tui.actions.audit import AuditLog
 from gpuwatch_tui.actions.service import ActionRefused, ActionService
 from gpuwatch_tui.actions.settings import ActionSettings
+from gpuwatch_tui.incident_report import render_report
 from gpuwatch_tui.monitor import Monitor
 from tests.actions.test_cli_actions_sshd import audit, env_for, gpuwatch
 from tests.core.helpers import host_entry, make_config, settings_for, toml_value, wait_for
@@ -112,6 +113,10 @@ async def test_workers_outliving_a_killed_main_process_are_its_leftovers_and_rea
         left = entry["leftovers"]
         assert left["count"] == 2 and sorted(left["pids"]) == sorted(workers) and left["gpus"] == [0, 1]
         assert left["gpu_memory_bytes"] == 15_000 * MIB and left["since"] >= view.since
+
+        report = render_report(monitor, leftovers_of(monitor, workers[0]), time.time())
+        assert "## Leftovers" in report and all(f"{pid} S " in report for pid in workers), report
+        assert "holding 14.6 GiB of GPU memory on GPU 0, 1" in report
 
         settings = ActionSettings(kill_grace_s=2.0, kill_wait_s=2.0)
         log = AuditLog(tmp_path / "audit.jsonl")
