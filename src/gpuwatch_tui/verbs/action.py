@@ -82,8 +82,11 @@ async def run_action(config, spec: ActionSpec, host: str, job: str, *, yes: bool
         else:
             view = await _wait_job(monitor, service, host, job, limit)
         if view is None:
-            there = sorted({v.name for v in monitor.tracker.views() if v.host == host
-                            and (v.leftovers is not None if spec.name == REAP else v.alive)})
+            if spec.name == REAP:
+                there = sorted({v.name for v in monitor.tracker.views() if v.host == host and v.leftovers})
+                return refuse(audit, host, job, spec.name, f"no job {job} with leftovers on {host}; jobs with "
+                              f"leftovers there: {', '.join(there) or 'none'}", err)
+            there = sorted({v.name for v in monitor.tracker.views() if v.host == host and v.alive})
             return refuse(audit, host, job, spec.name,
                           f"no job {job} on {host}; jobs there: {', '.join(there) or 'none'}", err)
         try:
