@@ -16,6 +16,11 @@
  *                             (nvmlGpmQueryDeviceSupport), and its utilisation and power are its current row's;
  *                             each nvmlGpmSampleGet moves it to its next row (cycling), and nvmlGpmMetricsGet
  *                             answers the row of the newer sample. A GPU without rows: GPM unsupported.
+ *   GPUWATCH_FAKE_NVML_PROC_SM  "pid:sm,pid:sm,...": what nvmlDeviceGetProcessUtilization reports of each listed
+ *                             pid on its GPU (SM %); a pid not listed is left out, as NVML leaves out a process
+ *                             that ran nothing (0 %). Unset: the first pid of each GPU at 96-98 % SM and the
+ *                             others left out, as an H200 reported a matmul loop beside an idle context holder.
+ *                             A GPU where no pid is reported answers NVML_ERROR_NOT_FOUND, as NVML does.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,12 +29,14 @@
 typedef int nvmlReturn_t;
 typedef void *nvmlDevice_t;
 enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
-enum { NVML_SUCCESS = 0, NVML_ERROR_INVALID_ARGUMENT = 2, NVML_ERROR_NOT_SUPPORTED = 3, NVML_ERROR_INSUFFICIENT_SIZE = 7 };
+enum { NVML_SUCCESS = 0, NVML_ERROR_INVALID_ARGUMENT = 2, NVML_ERROR_NOT_SUPPORTED = 3, NVML_ERROR_NOT_FOUND = 6,
+       NVML_ERROR_INSUFFICIENT_SIZE = 7 };
 
 typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
 typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } nvmlMemory_v2_t;
 typedef struct { unsigned int pid; unsigned long long usedGpuMemory; unsigned int gpuInstanceId, computeInstanceId; } nvmlProcessInfo_t;
+typedef struct { unsigned int pid; unsigned long long timeStamp; unsigned int smUtil, memUtil, encUtil, decUtil; } nvmlProcessUtilizationSample_t;
 
 #define MAX_GPUS 64
 #define MAX_PIDS 256
@@ -43,6 +50,8 @@ static int gpus = 8;
 static unsigned int pids[MAX_PIDS];
 static int npids = 0;
 static int no_power = 0;
+static int proc_sm_set = 0;  /* GPUWATCH_FAKE_NVML_PROC_SM given */
+static int proc_sm[MAX_PIDS];  /* per pid of `pids`: its SM %, -1: left out */
 static long mem_clock = -1;  /* -1: not supported */
 static unsigned long calls[MAX_GPUS];  /* per GPU: makes the moving figures move, as real ones do */
 static char devices[MAX_GPUS];  /* a handle is a pointer into this array */
@@ -90,6 +99,17 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
         if (end == p) break;
         pids[npids++] = (unsigned int)v;
         p = (*end == ',') ? end + 1 : end;
+    }
+    for (int k = 0; k < MAX_PIDS; k++) proc_sm[k] = -1;
+    const char *q = getenv("GPUWATCH_FAKE_NVML_PROC_SM");
+    proc_sm_set = q != NULL;
+    while (q && *q) {
+        char *end;
+        unsigned long pid = strtoul(q, &end, 10);
+        if (end == q || *end != ':') break;
+        long sm = strtol(end + 1, &end, 10);
+        for (int k = 0; k < npids; k++) if (pids[k] == pid) proc_sm[k] = (int)sm;
+        q = (*end == ',') ? end + 1 : end;
     }
     return NVML_SUCCESS;
 }
@@ -203,6 +223,36 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h, unsigned in
         out[k].usedGpuMemory = JOB_MEMORY;
         out[k].gpuInstanceId = 0xFFFFFFFFu;
         out[k].computeInstanceId = 0xFFFFFFFFu;
+        k++;
+    }
+    *count = k;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t h, nvmlProcessUtilizationSample_t *out, unsigned int *count,
+                                             unsigned long long lastSeen) {
+    int i = index_of(h);
+    if (i < 0 || count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned int n = 0, first = 1;
+    int sm[MAX_PIDS];
+    for (int j = 0; j < npids; j++) {
+        sm[j] = -1;
+        if (j % gpus != i) continue;
+        sm[j] = proc_sm_set ? proc_sm[j] : (first ? 96 + (int)(calls[i] % 3) : -1);
+        first = 0;
+        if (sm[j] >= 0) n++;
+    }
+    if (n == 0) return NVML_ERROR_NOT_FOUND;
+    if (out == NULL || *count < n) { *count = n; return NVML_ERROR_INSUFFICIENT_SIZE; }
+    unsigned long long now = lastSeen + 1000000ULL;  /* a second after the last read, as a later call sees */
+    unsigned int k = 0;
+    for (int j = 0; j < npids; j++) {
+        if (sm[j] < 0) continue;
+        out[k].pid = pids[j];
+        out[k].timeStamp = now;
+        out[k].smUtil = (unsigned int)sm[j];
+        out[k].memUtil = (unsigned int)sm[j] / 2;
+        out[k].encUtil = out[k].decUtil = 0;
         k++;
     }
     *count = k;
