@@ -30,6 +30,10 @@ class GpuReading:
     sm_active_pct: float | None = None
     tensor_active_pct: float | None = None
     dram_active_pct: float | None = None
+    # A GPU other jobs hold too (gpu_share.py): how many, and the whole GPU's util where util_pct is the
+    # job's own processes' SM share (None: util_pct is the whole GPU's)
+    shared_with: int = 0
+    gpu_util_pct: float | None = None
 
     @property
     def power_fraction(self) -> float | None:
