@@ -16,8 +16,8 @@ from gpuwatch_tui.model import ChildProc, FdTarget, GpuProcess, GpuSample, TailC
 from .procs import proc, sample
 
 HOST = "h200"
-# pid -> (name, the job's SM % of the GPU while it does its thing)
-JOBS = {201: ("compile", 0.0), 202: ("hang", 0.0), 203: ("buffered", 96.0), 204: ("train", 97.0)}
+# pid -> (name, the job's SM % of the GPU while it does its thing): two matmul loops split the GPU's time
+JOBS = {201: ("compile", 0.0), 202: ("hang", 0.0), 203: ("buffered", 48.0), 204: ("train", 49.0)}
 STALL = 30.0
 
 
@@ -36,7 +36,7 @@ def frame(t: float, with_shares: bool):
         procs[pid] = proc(pid, 1, ["python", "train.py"], cpu=cpu, cwd=f"/work/{name}", stdout=log_of(pid),
                           state="R" if busy else "S", children=kids, unbuffered=name != "buffered", start=0.0)
     shares = {pid: (sm if (JOBS[pid][0] != "hang" or t < 20.0) else 0.0) for pid, (_, sm) in JOBS.items()}
-    shares[202] = 95.0 if t < 20.0 else 0.0
+    shares[202] = 30.0 if t < 20.0 else 0.0
     gpu = GpuSample(0, "GPU-0", "NVIDIA H200", 97.0, 120_000.0, 143_771.0, 50.0, 690.0, 700.0, 1980.0,
                     processes=tuple(GpuProcess(pid, 30_000.0, shares[pid] if with_shares else None) for pid in JOBS))
     return procs, [gpu]
@@ -68,7 +68,7 @@ def test_each_job_on_a_shared_gpu_is_judged_by_its_own_share():
     hang = next(e for e in jobs["hang"]["evidence"] if e.startswith("GPU0 shared"))
     assert hang.startswith("GPU0 shared with 3 other jobs: this job 0% SM of the GPU's 97%"), hang
     train = next(e for e in jobs["train"]["evidence"] if e.startswith("GPU0 shared"))
-    assert "this job 97% SM of the GPU's 97%" in train, train
+    assert "this job 49% SM of the GPU's 97%" in train, train
 
 
 def test_without_per_process_figures_the_whole_gpu_misleads_and_the_evidence_says_why():
@@ -98,6 +98,15 @@ def test_the_job_reads_its_own_processes_summed_and_counts_other_jobs_once():
              GpuProcess(31, 1.0, 0.0))  # a process of no known job
     gpu = GpuSample(0, "GPU-0", "NVIDIA H200", 97.0, 120_000.0, 143_771.0, processes=procs)
     r = shared_reading(READING, gpu, {11}, {12}, {21: 5, 22: 5, 11: 1})
-    assert (r.util_pct, r.gpu_util_pct, r.mem_used_mib, r.shared_with) == (70.0, 97.0, 30_000.0, 2)
+    assert (r.own_sm_pct, r.gpu_util_pct, r.mem_used_mib, r.shared_with) == (70.0, 97.0, 30_000.0, 2)
+    assert r.util_pct == 97.0  # 70 % next to another job working (30 %): as busy as the GPU
     # the GPU's power and GPM counters stay the whole GPU's
     assert (r.power_w, r.sm_active_pct) == (READING.power_w, READING.sm_active_pct)
+
+
+def test_jobs_computing_side_by_side_each_read_as_busy_and_a_held_context_as_idle():
+    from gpuwatch_tui.jobs.gpu_share import share_as_util
+    assert share_as_util(48.0, 97.0, [49.0]) == 96.0  # two matmul loops split the GPU
+    assert share_as_util(32.0, 97.0, [32.0, 33.0, 0.0]) == 96.0  # three, and an idle holder
+    assert share_as_util(60.0, 70.0, [30.0]) == 70.0  # never above the GPU's own util
+    assert share_as_util(0.0, 97.0, [97.0]) == 0.0 and share_as_util(4.0, 97.0, [93.0]) == 4.0

@@ -16,6 +16,10 @@ from typing import Collection, Iterable, Mapping
 from ..model import GpuSample
 from .observation import GpuReading
 
+# A job whose processes hold at least this SM share of a shared GPU is working there (a held context, a
+# Python hang, a compile between its few kernels: ~0 %). The engine's idle line.
+ACTIVE_SHARE_PCT = 10.0
+
 
 def gpu_owners(gpus: Iterable[GpuSample], jobs: Iterable) -> dict[int, int] | None:
     """pid -> the position of its job among `jobs`, for the pids on GPUs with more than one process (a
@@ -43,25 +47,39 @@ def gpu_owners(gpus: Iterable[GpuSample], jobs: Iterable) -> dict[int, int] | No
 def shared_reading(reading: GpuReading, gpu: GpuSample, mine: Collection[int], also: Collection[int],
                    owners: Mapping[int, int] | None) -> GpuReading:
     """`reading` of `gpu` as the job with pids `mine` and `also` (its main processes and their children)
-    sees it: unchanged where no other process holds the GPU; else its own SM share as its util (where the
-    probe read it), the GPU's util in `gpu_util_pct` and the other jobs counted in `shared_with`."""
+    sees it: unchanged where no other process holds the GPU; else, where the probe read each process's SM
+    share, its util is what its own share stands for (below), with the GPU's util, its own share and the
+    other jobs counted beside it; where not read, the whole GPU's figures, marked shared."""
     own, others = [], []
     for p in gpu.processes:
         (own if p.pid in mine or p.pid in also else others).append(p)
     if not others or not own:
         return reading
-    # the other jobs: a process of no known job counts as one
-    seen: set = set()
+    # the other jobs' shares (a process of no known job is one of its own)
+    theirs: dict = {}
     for p in others:
         owner = None if owners is None else owners.get(p.pid)
-        seen.add(("pid", p.pid) if owner is None else owner)
+        key = ("pid", p.pid) if owner is None else owner
+        theirs[key] = None if p.sm_pct is None or theirs.get(key, 0.0) is None else theirs.get(key, 0.0) + p.sm_pct
     shares = [p.sm_pct for p in own]
     if any(s is None for s in shares):
-        return replace(reading, shared_with=len(seen))  # not read (yet): the whole GPU's, said so
+        return replace(reading, shared_with=len(theirs))  # not read (yet): the whole GPU's, said so
+    share = min(100.0, float(sum(shares)))
     mems = [p.mem_used_mib for p in own]
     mem = sum(mems) if all(m is not None for m in mems) else reading.mem_used_mib
-    return replace(reading, util_pct=min(100.0, float(sum(shares))), mem_used_mib=mem,
-                   gpu_util_pct=reading.util_pct, shared_with=len(seen))
+    return replace(reading, util_pct=share_as_util(share, reading.util_pct, theirs.values()), mem_used_mib=mem,
+                   gpu_util_pct=reading.util_pct, own_sm_pct=share, shared_with=len(theirs))
+
+
+def share_as_util(share: float, gpu_util: float | None, theirs) -> float:
+    """What a job's SM share of a shared GPU stands for, on the scale the engine judges util by. Jobs that
+    compute side by side split the GPU's time: two matmul loops read ~48 % each of a GPU at 97 %, each as
+    busy as it can be. So a share of a working job (at least ACTIVE_SHARE_PCT) counts once for each job
+    working there, up to the GPU's util: 2 x 48 = 96 %; a job that runs (next to) nothing reads its share."""
+    if share < ACTIVE_SHARE_PCT:
+        return share
+    working = 1 + sum(1 for s in theirs if s is not None and s >= ACTIVE_SHARE_PCT)
+    return min(share * working, 100.0 if gpu_util is None else max(share, gpu_util))
 
 
 def shared_line(g: GpuReading) -> str | None:
@@ -70,7 +88,7 @@ def shared_line(g: GpuReading) -> str | None:
     if not g.shared_with:
         return None
     jobs = f"{g.shared_with} other job" + ("s" if g.shared_with != 1 else "")
-    if g.gpu_util_pct is None or g.util_pct is None:
+    if g.own_sm_pct is None or g.gpu_util_pct is None:
         return f"GPU{g.index} shared with {jobs} (this job's share not read yet; the whole GPU's figures)"
-    return (f"GPU{g.index} shared with {jobs}: this job {g.util_pct:.0f}% SM of the GPU's "
+    return (f"GPU{g.index} shared with {jobs}: this job {g.own_sm_pct:.0f}% SM of the GPU's "
             f"{g.gpu_util_pct:.0f}%")
