@@ -100,6 +100,7 @@ class GpuGrid(LineList, can_focus=True):
         self.history = history
         self._store: Store | None = None
         self._jobs: dict[tuple[str, int], JobRef] = {}
+        self._shared: dict[tuple[str, int], int] = {}  # a GPU two or more jobs hold: how many
         self._now = 0.0
         self._host_filter: set[str] | None = None
         self._rows: list[Row] = []
@@ -120,9 +121,12 @@ class GpuGrid(LineList, can_focus=True):
         if jobs_key != self._jobs_key:
             self._jobs_key = jobs_key
             self._jobs = {}
+            counts: dict[tuple[str, int], int] = {}
             for job in jobs:
                 for slot in job.gpu_slots:  # a job over several hosts: its GPUs on each
                     self._jobs[slot] = JobRef(job.id, job.name, job.phase or "unknown")
+                    counts[slot] = counts.get(slot, 0) + 1
+            self._shared = {slot: n for slot, n in counts.items() if n > 1}
         if self._relayout():
             self.refresh()
             return
@@ -199,7 +203,8 @@ class GpuGrid(LineList, can_focus=True):
                     host.driver, host.cpu_pct, host.load1, host.mem_avail_kib)
         if row.kind == "note":
             return ("n", row.text)
-        return ("g", host.last_sample_time, host.state, tuple(self._jobs.get((host.name, i)) for i in row.gpus))
+        return ("g", host.last_sample_time, host.state, tuple(self._jobs.get((host.name, i)) for i in row.gpus),
+                tuple(self._shared.get((host.name, i)) for i in row.gpus))
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
@@ -339,6 +344,9 @@ class GpuGrid(LineList, can_focus=True):
         job = self._jobs.get((host.name, index))
         text.append(" ")
         if job is not None:
+            shared = self._shared.get((host.name, index))
+            if shared:  # each job there is judged by its own share of it (the job pane says which)
+                text.append(f"{shared} jobs ", p.style("gpu-shared", bold=True))
             text.append(job.name, p.style(levels.phase_variable(job.phase), bold=True))
         elif g.processes:
             text.append(f"{len(g.processes)} proc", p.style("muted"))
