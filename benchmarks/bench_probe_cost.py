@@ -12,6 +12,9 @@ Anywhere:           python benchmarks/bench_probe_cost.py --fleet [--jobs 8] [--
   --fleet --nvml-standin: the GPUs come through the probe's NVML path instead (the real one on a GPU
   host): a stand-in libnvidia-ml.so.1 built here from tests/support/fake_nvml.c with the C compiler,
   replaying H200 figures. It leaves out the driver's own cost per NVML call (an ioctl each).
+  --fleet --nvml-standin --shared: every GPU holds two jobs' processes (job i and job i+1), so the probe reads
+  each process's SM share (nvmlDeviceGetProcessUtilization) at its paced rate; --proc-util-cost-us N makes each
+  such call spin N us in the stand-in (the driver's cost, 1.5-4.6 ms a call on an H200).
 The probe runs as gpuwatch runs it (bootstrap + shipped bundle over stdin, NVML path), sampling
 every 50 ms so that its per-sample cost dominates; the processes it watches are real processes.
 Both costs are read from /proc (utime+stime), the spawn cost with getrusage(RUSAGE_CHILDREN).
@@ -97,21 +100,27 @@ def fleet_probe_cost(fleet: JobFleet, samples: int, interval: float, repeats: in
             proc = fleet.start_probe(interval, gpu_source="nvml", env=nvml_env)
         send(proc, {"op": "want", "pids": fleet.pids, "tails": fleet.tails(), "dirs": {}, "matches": {}})
         hello = json.loads(proc.stdout.readline())
+        # (the cache learns from the first frame on: facts are sent once, while they stay the same)
+        facts = FactCache() if hello.get("fact_deltas") else None
         for _ in range(max(3, int(1.0 / interval))):  # warm up: first scan, the tails' backlog
-            proc.stdout.readline()
+            frame = json.loads(proc.stdout.readline())
+            if facts is not None:
+                parse_sample(frame, facts)
         start_run, start_cpu, start = run_seconds(proc.pid), cpu_seconds(proc.pid), time.time()
         tail_bytes = 0
-        facts = FactCache() if hello.get("fact_deltas") else None
+        shares = 0  # GPU processes whose SM share was read, over the samples
         for _ in range(samples):
             frame = json.loads(proc.stdout.readline())
             if facts is not None:  # fields left out as unchanged read from the cache, as gpuwatch does
-                parse_sample(frame, facts)
+                parsed = parse_sample(frame, facts)
+                shares += sum(1 for g in parsed.gpus for p in g.processes if p.sm_pct is not None)
             tail_bytes += sum(len(t.get("data", "")) for t in frame["tails"])
         used_run, used_cpu = run_seconds(proc.pid) - start_run, cpu_seconds(proc.pid) - start_cpu
         elapsed = time.time() - start
         proc.stdin.close()
         proc.wait(timeout=10)
         runs.append({"cpu_ms_per_sample": round(1000 * used_run / samples, 3),
+                     "gpu_processes_with_sm_share_per_sample": round(shares / samples, 2),
                      "cpu_ms_per_sample_ticks": round(1000 * used_cpu / samples, 2), "elapsed_s": round(elapsed, 2)})
     per = sorted(r["cpu_ms_per_sample"] for r in runs)
     return {
@@ -134,7 +143,12 @@ def fleet_main(args) -> dict:
         if args.nvml_standin:
             from tests.support.fake_nvml import build_fake_nvml, fake_nvml_env
 
-            nvml_env = fake_nvml_env(build_fake_nvml(Path(tmp) / "nvml"), args.gpus, fleet.pids, fleet.env())
+            pids = list(fleet.pids)
+            if args.shared:  # GPU i: job i, then (the second lap of the list) job i + 1
+                pids = pids[:args.gpus] + pids[1:args.gpus] + pids[:1] + pids[args.gpus:]
+            nvml_env = fake_nvml_env(build_fake_nvml(Path(tmp) / "nvml"), args.gpus, pids, fleet.env())
+            if args.proc_util_cost_us:
+                nvml_env["GPUWATCH_FAKE_NVML_PROC_UTIL_US"] = str(args.proc_util_cost_us)
         try:
             time.sleep(1.0)
             result = {"note": "2 shared CPU cores (other work running); GPUs from the nvidia-smi stand-in; "
@@ -391,6 +405,10 @@ def main() -> None:
     ap.add_argument("--host", action="store_true",
                     help="on a GPU host: --jobs watched jobs (--torch-jobs on the GPU), through the local transport")
     ap.add_argument("--torch-jobs", type=int, default=4)
+    ap.add_argument("--shared", action="store_true",
+                    help="--fleet --nvml-standin: every GPU holds two jobs (per-process SM reads on)")
+    ap.add_argument("--proc-util-cost-us", type=int, default=0,
+                    help="--shared: each per-process utilisation call costs this much CPU in the stand-in")
     ap.add_argument("--steady-after", type=float, default=0.0,
                     help="--host: the last 1 Hz run goes on until its probe is this old (s), then measures as many "
                          "samples again (probe_1hz_steady)")

@@ -21,10 +21,14 @@
  *                             that ran nothing (0 %). Unset: the first pid of each GPU at 96-98 % SM and the
  *                             others left out, as an H200 reported a matmul loop beside an idle context holder.
  *                             A GPU where no pid is reported answers NVML_ERROR_NOT_FOUND, as NVML does.
+ *   GPUWATCH_FAKE_NVML_PROC_UTIL_US  each nvmlDeviceGetProcessUtilization call spins this many microseconds first:
+ *                             the driver's cost of that call, which the stand-in otherwise leaves out (an H200:
+ *                             1.5-4.6 ms a call from Python)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int nvmlReturn_t;
 typedef void *nvmlDevice_t;
@@ -50,6 +54,7 @@ static int gpus = 8;
 static unsigned int pids[MAX_PIDS];
 static int npids = 0;
 static int no_power = 0;
+static long proc_util_us = 0;  /* GPUWATCH_FAKE_NVML_PROC_UTIL_US */
 static int proc_sm_set = 0;  /* GPUWATCH_FAKE_NVML_PROC_SM given */
 static int proc_sm[MAX_PIDS];  /* per pid of `pids`: its SM %, -1: left out */
 static long mem_clock = -1;  /* -1: not supported */
@@ -100,6 +105,8 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
         pids[npids++] = (unsigned int)v;
         p = (*end == ',') ? end + 1 : end;
     }
+    const char *cost = getenv("GPUWATCH_FAKE_NVML_PROC_UTIL_US");
+    proc_util_us = cost ? atol(cost) : 0;
     for (int k = 0; k < MAX_PIDS; k++) proc_sm[k] = -1;
     const char *q = getenv("GPUWATCH_FAKE_NVML_PROC_SM");
     proc_sm_set = q != NULL;
@@ -233,6 +240,12 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t h, nvmlProcessUtilizat
                                              unsigned long long lastSeen) {
     int i = index_of(h);
     if (i < 0 || count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    if (proc_util_us > 0) {  /* CPU busy, as a conservative stand-in for the driver's time */
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do clock_gettime(CLOCK_MONOTONIC, &t);
+        while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < proc_util_us);
+    }
     unsigned int n = 0, first = 1;
     int sm[MAX_PIDS];
     for (int j = 0; j < npids; j++) {

@@ -4,12 +4,13 @@
 #
 # NVML: nvmlDeviceGetProcessUtilization returns, per process that ran kernels since the timestamp given, its
 # SM % (an idle process holding a context is left out: 0 %; no process at all is NVML_ERROR_NOT_FOUND). On an
-# H200 it cost 1.5-4.6 ms a call from Python against ~0.03 ms for a whole NVML sample, so it is read only for
+# H200 it cost 1.5-4.6 ms a call from Python (nvidia-ml-py's wrapper: two calls, one to size the buffer; one
+# here, into a buffer kept) against ~0.9 ms for the probe's whole 1 s sample there, so it is read only for
 # GPUs with more than one process, one GPU a read, and the reads are spaced by what they cost: the time they
-# take averages at most BUDGET_S_PER_S of each second (at 4.6 ms a call: one read per 9 s). A GPU is read at
-# most every MIN_EVERY_S (a cheap driver reads every shared GPU that often), and the least recently read
-# shared GPU goes first. A read's figures cover the time since the GPU's previous read; they are kept
-# until KEEP_S old.
+# take averages at most BUDGET_S_PER_S of each second, which keeps the probe near its 1 ms a sample (at
+# 4.6 ms a call: one read per 31 s; at 1.5 ms, per 10 s). A GPU is read at most every MIN_EVERY_S (a cheap
+# driver reads every shared GPU that often), and the least recently read shared GPU goes first. A read's
+# figures are kept until the GPU's next read is well overdue (KEEP_S, or three rounds of the shared GPUs).
 #
 # nvidia-smi: `nvidia-smi pmon -c 1 -s u` (one sample of every GPU's processes, ~1 s and a process start
 # each: PMON_EVERY_S apart at least), parsed by its header line (columns move between driver versions).
@@ -18,7 +19,7 @@
 import ctypes
 import time
 
-BUDGET_S_PER_S = 0.0005  # of each second, what the reads may take on average
+BUDGET_S_PER_S = 0.00015  # of each second, what the reads may take on average
 ASSUMED_COST_S = 0.003  # a read's cost before one was measured (the H200's middle)
 MIN_EVERY_S = 2.0
 KEEP_S = 60.0
@@ -65,11 +66,13 @@ class ProcUtilReader(object):
         self.cost = ASSUMED_COST_S  # the reads' running mean cost
         self.cost_s = 0.0  # time spent in reads so far (the probe's cost, for the benchmark)
         self.reads = 0
+        self.keep_s = KEEP_S  # how long figures stay: a round of the shared GPUs at the reads' pace, thrice
 
     def due(self, shared, now):
         """Read one GPU of `shared` (indices with more than one process) if the pace allows."""
         if now < self.next_at or not shared:
             return
+        self.keep_s = max(KEEP_S, 3.0 * len(shared) * max(MIN_EVERY_S, self.cost / BUDGET_S_PER_S))
         best = None
         for i in shared:
             if not self.supported[i]:
@@ -122,11 +125,11 @@ class ProcUtilReader(object):
         return sm_by_pid(samples)
 
     def annotated(self, i, procs, now):
-        """GPU i's process entries with "sm_pct": the process's SM % where the last read (at most KEEP_S
-        old) saw it on the GPU (0 where it ran nothing), None otherwise. `procs` itself while there is
+        """GPU i's process entries with "sm_pct": the process's SM % where the last read (not older than
+        `keep_s`) saw it on the GPU (0 where it ran nothing), None otherwise. `procs` itself while there is
         nothing to add."""
         fig = self.figures[i]
-        if fig is not None and (len(procs) < 2 or now - self.read_at[i] > KEEP_S):
+        if fig is not None and (len(procs) < 2 or now - self.read_at[i] > self.keep_s):
             self.figures[i] = fig = None  # alone on its GPU now, or too old
             self.version[i] += 1
         if fig is None:
@@ -172,9 +175,12 @@ def parse_pmon(text):
         except ValueError:
             continue  # "-": no process on this GPU
         sm = fields[cols[2]]
-        try:
-            value = float(sm)
-        except ValueError:
-            value = 0.0  # "-": no sample in the window
+        if sm == "-":
+            value = 0.0  # no sample in the window: it ran nothing
+        else:
+            try:
+                value = float(sm)
+            except ValueError:
+                continue
         procs[pid] = max(value, procs.get(pid, 0.0))
     return out
