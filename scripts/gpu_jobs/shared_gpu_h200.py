@@ -27,7 +27,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -168,7 +167,6 @@ if reader is None:
     print(json.dumps({"error": "nvmlDeviceGetProcessUtilization not available"}))
     sys.exit(0)
 # one call's cost, GPU 0 (shared), 20 calls 0.5 s apart (a fresh reader: its pacing is not in the way)
-import importlib
 calls = []
 direct = probe.module("gpu_proc_util").ProcUtilReader(pynvml, on.handles)
 for k in range(20):
