@@ -100,3 +100,27 @@ def test_a_dear_call_is_read_seldom(nvml_folder):  # noqa: F811
     seen = [sm_of(f, 0)[1] for f in got["frames"]]
     first = next(k for k, v in enumerate(seen) if v is not None)
     assert all(96 <= v <= 98 for v in seen[first:])
+
+
+def test_a_process_that_joins_a_shared_gpu_gets_its_share_without_waiting_for_the_pace(nvml_folder):  # noqa: F811
+    # a dear call (one read per ~31 s), GPU 0 shared by pids 1 and 2; pid 3 joins at the 10th sample
+    script = SAMPLES.replace("source = gpu_nvml", (
+        "import types\nticks = [0.0]\n"
+        "def perf_counter():\n    ticks[0] += 0.0046\n    return ticks[0]\n"
+        "pu.time = types.SimpleNamespace(perf_counter=perf_counter)\nsource = gpu_nvml")).replace(
+        "    frames.append(source.sample())",
+        "    if k == 10:  # (the kept list, as if read again: its memory unchanged, so kept)\n"
+        "        kept = source.gpu_procs[0]\n"
+        "        source.gpu_procs[0] = (kept[0], clock[0], kept[2] + [{'pid': 3, 'mem_used_mib': 1.0, 'sm_pct': None}])\n"
+        "    frames.append(source.sample())")
+    env = fake_nvml_env(nvml_folder, 1, [1, 2])
+    out = subprocess.run([sys.executable, "-c", script, "20"], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    seen = [sm_of(f, 0) for f in got["frames"]]
+    assert seen[5] == {1: 97, 2: 0} or 96 <= seen[5][1] <= 98
+    # the newcomer: unknown for the sample that lists it first, read at the next (past MIN_EVERY_S)
+    joined = [s.get(3, "absent") for s in seen]
+    assert joined[:10] == ["absent"] * 10
+    assert joined[10] == 0, joined  # read at once (its own sample here: the list was kept before it)
+    assert got["reads"] == 2  # the first read and the newcomer's: the pace (31 s) let no other through

@@ -9,8 +9,9 @@
 # GPUs with more than one process, one GPU a read, and the reads are spaced by what they cost: the time they
 # take averages at most BUDGET_S_PER_S of each second, which keeps the probe near its 1 ms a sample (at
 # 4.6 ms a call: one read per 31 s; at 1.5 ms, per 10 s). A GPU is read at most every MIN_EVERY_S (a cheap
-# driver reads every shared GPU that often), and the least recently read shared GPU goes first. A read's
-# figures are kept until the GPU's next read is well overdue (KEEP_S, or three rounds of the shared GPUs).
+# driver reads every shared GPU that often), and the least recently read shared GPU goes first; a GPU with a
+# process its last read did not see is read at once (processes start seldom). A read's figures are kept until
+# the GPU's next read is well overdue (KEEP_S, or three rounds of the shared GPUs).
 #
 # nvidia-smi: `nvidia-smi pmon -c 1 -s u` (one sample of every GPU's processes, ~1 s and a process start
 # each: PMON_EVERY_S apart at least), parsed by its header line (columns move between driver versions).
@@ -69,23 +70,32 @@ class ProcUtilReader(object):
         self.keep_s = KEEP_S  # how long figures stay: a round of the shared GPUs at the reads' pace, thrice
 
     def due(self, shared, now):
-        """Read one GPU of `shared` (indices with more than one process) if the pace allows."""
-        if now < self.next_at or not shared:
+        """Read one GPU of `shared` ({index: its pids} of GPUs with more than one process) if the pace allows.
+        A GPU with a process its last read did not see (one that just started there) is read first, and
+        without waiting for the pace: until then that process has no share, and its job would be judged by
+        the whole GPU's figures (a start-up beside a busy neighbour reading as busy). Processes start seldom."""
+        if not shared:
             return
-        self.keep_s = max(KEEP_S, 3.0 * len(shared) * max(MIN_EVERY_S, self.cost / BUDGET_S_PER_S))
         best = None
+        newcomer = False
         for i in shared:
             if not self.supported[i]:
                 continue
             at = self.read_at[i]
             if at is not None and now - at < MIN_EVERY_S:
                 continue
+            fig = self.figures[i]
+            if fig is None or not fig[0].issuperset(shared[i]):
+                if not newcomer or at is None or (self.read_at[best] is not None and at < self.read_at[best]):
+                    best, newcomer = i, True
+                continue
+            if newcomer or now < self.next_at:
+                continue
             if best is None or at is None or (self.read_at[best] is not None and at < self.read_at[best]):
                 best = i
-                if at is None:
-                    break
         if best is None:
             return
+        self.keep_s = max(KEEP_S, 3.0 * len(shared) * max(MIN_EVERY_S, self.cost / BUDGET_S_PER_S))
         pids = shared[best]
         t0 = time.perf_counter()
         got = self.read(best)
