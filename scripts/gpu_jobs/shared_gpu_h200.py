@@ -301,7 +301,7 @@ def summarise_cost(cost: dict | None) -> dict | None:
 
 
 def text(summary: dict) -> str:
-    out = [f"torch/CUDA: {summary['cuda']}", ""]
+    out = [f"torch/CUDA: {summary['cuda']}", f"every job >= 95% of its samples right: {summary.get('goal_met')}", ""]
     for name, j in summary.get("score", {}).get("jobs", {}).items():
         out.append(f"{name:9s} {j['right']}/{j['scored']} samples right ({j['percent']}%; goal >= 95%), "
                    f"false stalled in start-up: {j['false_stalled_startup']}")
@@ -364,6 +364,8 @@ def main() -> int:
                "run_s": round(time.time() - t0, 1), "pids": {n: p.pid for n, p in procs.items()},
                "score": score(out), "shares": shares_seen(out, {n: p.pid for n, p in procs.items()}),
                "probe_cost": summarise_cost(cost)}
+    jobs = summary["score"].get("jobs", {})
+    summary["goal_met"] = bool(jobs) and all(j["percent"] >= 95.0 for j in jobs.values())
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "summary.txt").write_text(text(summary))
     print(text(summary))
