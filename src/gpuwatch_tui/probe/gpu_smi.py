@@ -127,6 +127,8 @@ class Pmon(object):
 
     def _read(self):
         text = self.proc.stdout.read(262144).decode("utf-8", "replace")
+        while self.proc.stdout.read(65536):  # (more than a host's processes print: drained, not kept)
+            pass
         self.proc.wait()
         self.out = parse_pmon(text) if self.proc.returncode == 0 else {}
 
