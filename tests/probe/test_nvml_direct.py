@@ -54,8 +54,8 @@ def test_busy_gpus_read_their_jobs_and_moving_figures(nvml_folder):
     got = run(nvml_folder, [4242, 4343])
     for key in ("direct", "wrapped"):
         first, second = got[key][0], got[key][1]
-        assert first["processes"] == [{"pid": 4242, "mem_used_mib": 70000.0}]
-        assert second["processes"] == [{"pid": 4343, "mem_used_mib": 70000.0}]
+        assert first["processes"] == [{"pid": 4242, "mem_used_mib": 70000.0, "sm_pct": None}]
+        assert second["processes"] == [{"pid": 4343, "mem_used_mib": 70000.0, "sm_pct": None}]
         assert first["mem_used_mib"] == 70004.0 and 90 <= first["util_pct"] <= 99
         assert 680.0 <= first["power_w"] <= 693.0 and got[key][2]["processes"] == []
 

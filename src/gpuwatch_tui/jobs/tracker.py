@@ -24,6 +24,7 @@ from .multinode import MultiNodeJobs, run_facts
 from .export import current_view, current_views
 from .grouping import JobGrouping, Successor
 from .grouping_reuse import frame_key, jobs_key
+from .gpu_share import gpu_owners
 from .interpret import LogInterpreter
 from .job_actions import ActionRecord, DumpFinding, RESTART
 from .job_state import JobState
@@ -335,11 +336,12 @@ class JobTracker:
         # times, zombies) and the same job records, has them all still: checking each again changes nothing.
         steady = not gone and self._last_frame.get(host) == (frame, self._wants_stamp.get(host, 0))
         jobs = self.states(host)  # (grouping may have added or dropped some)
+        owners = gpu_owners(sample.gpus, jobs)  # (None unless some GPU holds more than one process)
         for job in jobs:
             if job.exit is None and job.members and not (steady and not job.missing):
                 track_members(job, procs, gone, skew, now)
             if job.members or job.exit is not None:
-                observe(job, sample, on_gpu, skew, now)
+                observe(job, sample, on_gpu, skew, now, owners)
             elif job.spec is not None:
                 judge(job, now, skew, looked=self._looked_for(host, job.spec))
             if (job.root is not None or job.leftovers is not None) and follow_leftovers(job, sample, skew, now):

@@ -100,6 +100,7 @@ class GpuGrid(LineList, can_focus=True):
         self.history = history
         self._store: Store | None = None
         self._jobs: dict[tuple[str, int], JobRef] = {}
+        self._shared: dict[tuple[str, int], int] = {}  # a GPU two or more jobs hold: how many
         self._now = 0.0
         self._host_filter: set[str] | None = None
         self._rows: list[Row] = []
@@ -126,13 +127,16 @@ class GpuGrid(LineList, can_focus=True):
             self._jobs = {}
             self._leftover_pids = set()
             self._leftover_jobs = {}
+            counts: dict[tuple[str, int], int] = {}
             for job in jobs:
                 for slot in job.gpu_slots:  # a job over several hosts: its GPUs on each
                     self._jobs[slot] = JobRef(job.id, job.name, job.phase or "unknown")
+                    counts[slot] = counts.get(slot, 0) + 1
                 if job.leftovers is not None:
                     self._leftover_pids.update((job.host, pid) for pid in job.leftovers.pids)
                     for index in job.leftovers.gpus:
                         self._leftover_jobs[(job.host, index)] = JobRef(job.id, job.name, job.phase or "unknown")
+            self._shared = {slot: n for slot, n in counts.items() if n > 1}
         if self._relayout():
             self.refresh()
             return
@@ -210,7 +214,8 @@ class GpuGrid(LineList, can_focus=True):
         if row.kind == "note":
             return ("n", row.text)
         return ("g", host.last_sample_time, host.state, tuple(self._jobs.get((host.name, i)) for i in row.gpus),
-                tuple(self._leftover_jobs.get((host.name, i)) for i in row.gpus))
+                tuple(self._leftover_jobs.get((host.name, i)) for i in row.gpus),
+                tuple(self._shared.get((host.name, i)) for i in row.gpus))
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
@@ -353,6 +358,9 @@ class GpuGrid(LineList, can_focus=True):
         if left is not None and g.processes and all((host.name, gp.pid) in self._leftover_pids for gp in g.processes):
             text.append(f"leftovers {left.name}", p.style("leftover", bold=True))
         elif job is not None:
+            shared = self._shared.get((host.name, index))
+            if shared:  # each job there is judged by its own share of it (the job pane says which)
+                text.append(f"{shared} jobs ", p.style("gpu-shared", bold=True))
             text.append(job.name, p.style(levels.phase_variable(job.phase), bold=True))
         elif g.processes:
             text.append(f"{len(g.processes)} proc", p.style("muted"))
