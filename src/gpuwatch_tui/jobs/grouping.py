@@ -171,7 +171,7 @@ class JobGrouping:
             del self._held[key]
         expected = self.successors.get(host, [])
         seeds = [*sample.candidates, *(s.pid for s in expected if s.pid in procs)]
-        for group in discover(procs, sample.gpus, claimed, seeds):
+        for group in discover(procs, sample.gpus, claimed, seeds, sample.ml_loaded):
             if (host, group.root, group.root_start) in self.dismissed:
                 continue
             keys = {(pid, procs[pid].start_time) for pid in group.main}

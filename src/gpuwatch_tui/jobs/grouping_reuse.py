@@ -45,7 +45,7 @@ def frame_key(sample: HostSample) -> tuple:
         gpus = tuple(gpu_pids_key(g) for g in sample.gpus)
     matches = tuple(sorted((k, tuple(v)) for k, v in sample.matches.items())) if sample.matches else ()
     candidates = tuple(sorted(sample.candidates.items())) if sample.candidates else ()  # jobs before they use a GPU
-    return procs, gpus, matches, candidates
+    return procs, gpus, matches, candidates, sample.ml_loaded  # (which parents train: boundary.py)
 
 
 def jobs_key(jobs: list[JobState], dismissed: int, holding: bool) -> tuple:
