@@ -118,9 +118,17 @@ def script_name(cmdline: Iterable[str]) -> str:
     return exe
 
 
+# Hydra overrides naming where a run (or a multirun's runs, one folder each) writes its outputs.
+_OUTPUT_DIR_OVERRIDES = ("hydra.sweep.dir=", "hydra.run.dir=")
+
+
 def output_dir_from_cmdline(cmdline: Iterable[str], cwd: str | None) -> str | None:
     args = list(cmdline)
     for i, arg in enumerate(args):
+        for override in _OUTPUT_DIR_OVERRIDES:
+            if arg.startswith(override) and len(arg) > len(override):
+                value = arg[len(override):]
+                return value if value.startswith("/") or not cwd else os.path.normpath(os.path.join(cwd, value))
         for flag in _OUTPUT_DIR_FLAGS:
             value = None
             if arg == flag and i + 1 < len(args):

@@ -1,0 +1,238 @@
+"""Job boundaries people recognise, with real drivers run as people run them, seen through the real probe:
+a sweep driver, a multiprocessing driver, a Hydra multirun, a Jupyter kernel, a bash loop, nohup and tmux
+start training runs; each run is a job of its own (named after its script), the driver is in no job, and a
+kill of one run signals that run (and its own workers) only: the driver and the sibling runs live on.
+A harness that runs jobs one after another gives one job per run, each with its end reported."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import time
+
+import psutil
+import pytest
+
+from .boundary_support import (  # noqa: F401 - fixtures
+    DRIVERS,
+    PY,
+    TRAIN,
+    alive,
+    clean_env,
+    gone_within,
+    job_rooted_at,
+    jobs_holding,
+    kill,
+    needs_torch,
+    note,
+    probe_loop,
+    started,
+    wait_file,
+    wait_jobs,
+)
+
+pytestmark = [needs_torch, pytest.mark.timeout(240)]
+
+
+def _start(started, argv, cwd, log_name="driver.log", env=None) -> psutil.Process:
+    with open(cwd / log_name, "wb") as log:
+        p = subprocess.Popen(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             env=env or clean_env(), start_new_session=True)
+    return started.track(p.pid)
+
+
+def _kill_one_run(loop, driver: psutil.Process, runs: list[psutil.Process], victim: psutil.Process) -> set[int]:
+    """Kill the victim run's job; assert only it went: the driver and the other runs live on."""
+    view = job_rooted_at(loop.tracker, victim.pid)
+    tree, report = kill(loop, view)
+    signalled = {o.pid for o in report.outcomes if o.signalled}
+    assert report.ok, report.summary()
+    assert driver.pid not in {t.pid for t in tree.targets()}, tree.targets()
+    assert victim.pid in signalled and driver.pid not in signalled
+    assert not signalled & {r.pid for r in runs if r is not victim}
+    assert gone_within(victim)
+    time.sleep(0.5)  # (a driver that went down with its run would be gone by now)
+    assert alive(driver), "the driver went down with one of its runs"
+    assert all(alive(r) for r in runs if r is not victim), "a sibling run went down"
+    return signalled
+
+
+def test_popen_sweep_driver_three_runs_are_three_jobs_and_a_kill_takes_one(tmp_path, started, probe_loop):
+    driver = _start(started, [PY, str(DRIVERS / "sweep_popen.py"), str(tmp_path / "runs.txt"), "0.1", "0.2", "0.3"],
+                    tmp_path)
+    runs = [started.track(int(p)) for p in wait_file(tmp_path / "runs.txt")]
+    views = wait_jobs(probe_loop, [r.pid for r in runs])
+    assert [views[r.pid].name for r in runs] == ["train_standin.py"] * 3
+    assert not jobs_holding(probe_loop.tracker, driver.pid), "the sweep driver is inside a job"
+    assert len({v.id for v in views.values()}) == 3
+    logs = {views[r.pid].log for r in runs}
+    assert logs == {str(tmp_path / f"run_lr{lr}.log") for lr in ("0.1", "0.2", "0.3")}
+    assert driver.pid not in probe_loop.last_frame["ml"]  # (it was asked for: a driver has no torch)
+    signalled = _kill_one_run(probe_loop, driver, runs, runs[1])
+    assert signalled == {runs[1].pid}
+    note("popen sweep", probe_loop, signalled)
+
+
+@pytest.mark.parametrize("method,way", [("spawn", "process"), ("fork", "pool")])
+def test_multiprocessing_driver_each_child_that_trains_is_a_job(tmp_path, started, probe_loop, method, way):
+    pids = tmp_path / "runs.txt"
+    driver = _start(started, [PY, str(DRIVERS / "mp_sweep.py"), method, way], tmp_path, "sweep.log",
+                    env=clean_env(RUN_PIDS=str(pids)))
+    runs = [started.track(int(p)) for p in wait_file(pids, lines=2)]
+    assert all(r.ppid() == driver.pid for r in runs)
+    wait_jobs(probe_loop, [r.pid for r in runs])
+    # The runs' code is the driver's script: named after it (once the driver is known, a frame or two after
+    # the run: a spawned child's own command line is `python -c ...`); the short id tells them apart.
+    names = lambda: {job_rooted_at(probe_loop.tracker, r.pid).name for r in runs}  # noqa: E731
+    assert probe_loop.run_until(lambda: names() == {"mp_sweep.py"}, 30), names()
+    assert not jobs_holding(probe_loop.tracker, driver.pid)
+    signalled = _kill_one_run(probe_loop, driver, runs, runs[0])
+    assert signalled == {runs[0].pid}
+    note(f"multiprocessing {method} {way}", probe_loop, signalled)
+
+
+def test_workers_of_a_training_process_stay_in_its_job(tmp_path, started, probe_loop):
+    trainer = _start(started, [PY, str(DRIVERS / "train_with_workers.py"), str(tmp_path / "workers.txt")], tmp_path,
+                     "train.log")
+    workers = [int(p) for p in wait_file(tmp_path / "workers.txt")[0:2]]
+    [view] = wait_jobs(probe_loop, [trainer.pid]).values()
+    ok = probe_loop.run_until(lambda: len(jobs_holding(probe_loop.tracker, workers[0])) == 1, 30)
+    assert ok and jobs_holding(probe_loop.tracker, workers[0])[0].id == view.id
+    assert all([v.id for v in jobs_holding(probe_loop.tracker, w)] == [view.id] for w in workers), \
+        "a worker became a job of its own"
+    assert trainer.pid in probe_loop.last_frame["ml"]  # the probe saw torch in the parent
+    tree, report = kill(probe_loop, view)
+    assert {t.pid for t in tree.targets()} >= {trainer.pid, *workers}
+    assert report.ok and gone_within(trainer)
+    note("training process with workers", probe_loop, {o.pid for o in report.outcomes if o.signalled})
+
+
+def test_hydra_multirun_in_process_is_one_job_whose_runs_are_its_output_folders(tmp_path, started, probe_loop):
+    # Hydra's basic launcher runs the sweep's jobs one after another inside the multirun process itself: that
+    # process IS the training process, so the multirun is one job; its runs are the sweep dir's folders.
+    sweep_dir = tmp_path / "multirun"
+    app = _start(started, [PY, str(DRIVERS / "hydra_app.py"), "-m", "lr=0.1,0.2", "steps=25",
+                           f"hydra.sweep.dir={sweep_dir}"], tmp_path, "hydra.log")
+    [view] = wait_jobs(probe_loop, [app.pid]).values()
+    assert view.name == "hydra_app.py" and view.output_dir == str(sweep_dir)
+    ok = probe_loop.run_until(lambda: (sweep_dir / "1").is_dir() and (
+        (d := probe_loop.tracker.outdir(view.id)) is not None and (d.newest_name or "").split("/")[0] == "1"), 60)
+    assert ok, f"the second run's folder was not seen in the job's output dir: {probe_loop.tracker.outdir(view.id)}"
+    assert [v.id for v in jobs_holding(probe_loop.tracker, app.pid)] == [view.id]  # still one job, same id
+    tree, report = kill(probe_loop, job_rooted_at(probe_loop.tracker, app.pid))
+    assert [t.pid for t in tree.targets()] == [app.pid]
+    assert report.ok and gone_within(app)
+    note("hydra multirun (basic launcher)", probe_loop, {o.pid for o in report.outcomes if o.signalled})
+
+
+def test_jupyter_kernel_with_torch_is_never_in_the_job_of_the_run_it_starts(tmp_path, started, probe_loop,
+                                                                             monkeypatch):
+    from jupyter_client.manager import KernelManager
+
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(cwd=str(tmp_path), env=clean_env(JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime")))
+    kc = None
+    try:
+        kernel = started.track(km.provisioner.process.pid)
+        kc = km.client()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=120)
+        code = (f"import subprocess, sys, torch\n"
+                f"run = subprocess.Popen([sys.executable, {str(TRAIN)!r}], stdout=open('train.log', 'wb'),"
+                f" stderr=subprocess.STDOUT)\n"
+                f"open('run.pid', 'w').write(str(run.pid))\n")
+        reply = kc.execute_interactive(code, timeout=120)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        run = started.track(int(wait_file(tmp_path / "run.pid")[0]))
+        views = wait_jobs(probe_loop, [run.pid])
+        assert views[run.pid].name == "train_standin.py"
+        assert not jobs_holding(probe_loop.tracker, kernel.pid), "the notebook kernel is inside a job"
+        signalled = _kill_one_run(probe_loop, kernel, [run], run)
+        assert signalled == {run.pid}
+        note("jupyter kernel", probe_loop, signalled)
+    finally:
+        if kc is not None:
+            kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def _sequential_runs_each_a_job_with_its_end(loop, pids_file, count: int):
+    """Runs that come one after another: each is found as its own job, and each one's end is reported
+    while the driver goes on."""
+    seen: dict[int, str] = {}
+
+    def each_found_and_ended():
+        for pid in (int(p) for p in pids_file.read_text().split()) if pids_file.exists() else ():
+            v = job_rooted_at(loop.tracker, pid)
+            if v is not None:
+                seen.setdefault(pid, v.id)
+        ended = [v for v in loop.tracker.views() if v.id in seen.values() and not v.alive]
+        return len(seen) == count and len(ended) == count
+
+    ok = loop.run_until(each_found_and_ended, 150)
+    views = {v.id: v for v in loop.tracker.views()}
+    assert ok, f"runs found {seen}; jobs {[(v.id, v.alive, v.phase) for v in views.values()]}"
+    assert len(set(seen.values())) == count
+    for job_id in seen.values():
+        v = views[job_id]
+        assert v.name == "train_standin.py" and v.ended_at is not None and v.phase == "finished", (v.phase, v.evidence)
+    return seen
+
+
+def test_a_python_harness_running_jobs_one_after_another_reports_each_finish(tmp_path, started, probe_loop):
+    pids = tmp_path / "runs.txt"
+    driver = _start(started, [PY, str(DRIVERS / "sweep_sequential.py"), str(pids), "15", "0.1", "0.2"], tmp_path)
+    _sequential_runs_each_a_job_with_its_end(probe_loop, pids, 2)
+    assert alive(driver) and not jobs_holding(probe_loop.tracker, driver.pid)
+    note("python harness, sequential", probe_loop)
+
+
+def test_a_bash_for_loop_gives_one_job_per_run_each_finish_reported(tmp_path, started, probe_loop):
+    pids = tmp_path / "runs.txt"
+    loop_cmd = (f"for lr in 0.1 0.2; do {shlex.quote(PY)} {shlex.quote(str(TRAIN))} --steps 15 --lr $lr "
+                f"> run_$lr.log 2>&1 & echo $! >> {shlex.quote(str(pids))}; wait; done; sleep 600")
+    shell = _start(started, ["bash", "-c", loop_cmd], tmp_path)
+    _sequential_runs_each_a_job_with_its_end(probe_loop, pids, 2)
+    assert alive(shell) and not jobs_holding(probe_loop.tracker, shell.pid)
+    note("bash for loop", probe_loop)
+
+
+def test_a_sweep_under_nohup_runs_are_jobs_and_a_kill_spares_the_driver(tmp_path, started, probe_loop):
+    cmd = (f"cd {shlex.quote(str(tmp_path))} || exit 1; setsid nohup {shlex.quote(PY)} "
+           f"{shlex.quote(str(DRIVERS / 'sweep_popen.py'))} runs.txt 0.1 0.2 > sweep.log 2>&1 < /dev/null & echo $!")
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=30, env=clean_env(),
+                         stdin=subprocess.DEVNULL)
+    driver = started.track(int(out.stdout.split()[-1]))
+    runs = [started.track(int(p)) for p in wait_file(tmp_path / "runs.txt")]
+    views = wait_jobs(probe_loop, [r.pid for r in runs])
+    assert {v.name for v in views.values()} == {"train_standin.py"} and len(views) == 2
+    assert not jobs_holding(probe_loop.tracker, driver.pid)
+    signalled = _kill_one_run(probe_loop, driver, runs, runs[0])
+    assert signalled == {runs[0].pid}
+    note("nohup sweep", probe_loop, signalled)
+
+
+def test_a_run_in_tmux_is_its_own_job_and_its_kill_spares_the_tmux_server_and_shell(tmp_path, started, probe_loop):
+    socket = f"gwbound{id(tmp_path) % 100000}"
+    tmux = ["tmux", "-L", socket, "-f", "/dev/null"]
+    inner = (f"cd {shlex.quote(str(tmp_path))}; {shlex.quote(PY)} {shlex.quote(str(TRAIN))} > train.log 2>&1 & "
+             f"echo $! > run.pid; wait; sleep 600")
+    subprocess.run([*tmux, "new-session", "-d", "-s", "t", "-x", "80", "-y", "24", inner], check=True, timeout=30,
+                   env=clean_env())
+    server = None
+    try:
+        server = started.track(int(subprocess.run([*tmux, "display-message", "-p", "#{pid}"], capture_output=True,
+                                                  text=True, check=True, timeout=30).stdout))
+        run = started.track(int(wait_file(tmp_path / "run.pid")[0]))
+        shell = started.track(run.ppid())
+        views = wait_jobs(probe_loop, [run.pid])
+        assert views[run.pid].name == "train_standin.py"
+        assert not jobs_holding(probe_loop.tracker, server.pid) and not jobs_holding(probe_loop.tracker, shell.pid)
+        signalled = _kill_one_run(probe_loop, shell, [run], run)
+        assert signalled == {run.pid} and alive(server)
+        note("tmux", probe_loop, signalled)
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=30)
+        if server is not None:
+            gone_within(server, 10)
