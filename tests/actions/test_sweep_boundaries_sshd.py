@@ -10,21 +10,29 @@ import subprocess
 import psutil
 import pytest
 
-from tests.actions.test_service_sshd import gone, monitor_for, procs, service_for, view  # noqa: F401 - fixture
+from tests.actions.test_service_sshd import gone, monitor_for, service_for, view
 from tests.core.helpers import wait_for
-from tests.jobs.boundary_support import DRIVERS, PY, clean_env, needs_torch, wait_file
+from tests.jobs.boundary_support import DRIVERS, PY, Started, clean_env, needs_torch, wait_file
 
 pytestmark = [needs_torch, pytest.mark.timeout(180)]
 
 
-def start_sweep(tmp_path, started, extra, lrs=("0.1", "0.2", "0.3")):
+@pytest.fixture
+def started():
+    s = Started()
+    yield s
+    s.stop()
+
+
+def start_sweep(tmp_path, started, lrs=("0.1", "0.2", "0.3")):
     with open(tmp_path / "sweep.log", "wb") as log:
         driver = subprocess.Popen([PY, str(DRIVERS / "sweep_popen.py"), str(tmp_path / "runs.txt"), *lrs],
                                   cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                   env=clean_env(), start_new_session=True)
-    started.append(driver)
+    started.track(driver.pid)
     runs = [int(p) for p in wait_file(tmp_path / "runs.txt")]
-    extra += runs
+    for pid in runs:
+        started.track(pid)
     return driver, runs
 
 
@@ -32,10 +40,9 @@ def root_of(monitor, pid):
     return next((v for v in monitor.tracker.views() if v.alive and v.root is not None and v.root.pid == pid), None)
 
 
-async def test_one_run_of_a_sweep_is_killed_alone(sshd_factory, ssh_env, tmp_path, procs):
-    started, extra = procs
+async def test_one_run_of_a_sweep_is_killed_alone(sshd_factory, ssh_env, tmp_path, started):
     (host,) = sshd_factory(1)
-    driver, runs = start_sweep(tmp_path, started, extra)
+    driver, runs = start_sweep(tmp_path, started)
     monitor = monitor_for(ssh_env, host, [])
     await monitor.start()
     try:
@@ -64,10 +71,9 @@ async def test_one_run_of_a_sweep_is_killed_alone(sshd_factory, ssh_env, tmp_pat
         await monitor.stop()
 
 
-async def test_a_jobs_entry_on_the_driver_is_one_driver_level_job(sshd_factory, ssh_env, tmp_path, procs):
-    started, extra = procs
+async def test_a_jobs_entry_on_the_driver_is_one_driver_level_job(sshd_factory, ssh_env, tmp_path, started):
     (host,) = sshd_factory(1)
-    driver, runs = start_sweep(tmp_path, started, extra, lrs=("0.1", "0.2"))
+    driver, runs = start_sweep(tmp_path, started, lrs=("0.1", "0.2"))
     monitor = monitor_for(ssh_env, host, [{"name": "lr-sweep", "match": "sweep_popen\\.py"}])
     await monitor.start()
     try:

@@ -15,7 +15,6 @@ import pytest
 
 from gpuwatch_tui.actions.job_tree import JobTree
 from gpuwatch_tui.actions.kill import KillReport, kill_job
-from gpuwatch_tui.jobs.settings import JobSettings
 from gpuwatch_tui.jobs.tracker import JobTracker
 
 from tests.actions.conftest import local_request
@@ -64,21 +63,6 @@ class Started:
                 p.wait(5)
             except (psutil.Error, psutil.TimeoutExpired, ChildProcessError):
                 pass
-
-
-@pytest.fixture
-def started():
-    s = Started()
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def probe_loop():
-    tracker = JobTracker(JobSettings(stall_after_s=120))
-    loop = ProbeLoop(tracker, interval=0.5)
-    yield loop
-    loop.close()
 
 
 def wait_file(path: Path, timeout: float = 60.0, lines: int = 1) -> list[str]:

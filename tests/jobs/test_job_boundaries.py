@@ -13,10 +13,14 @@ import time
 import psutil
 import pytest
 
-from .boundary_support import (  # noqa: F401 - fixtures
+from gpuwatch_tui.jobs.settings import JobSettings
+from gpuwatch_tui.jobs.tracker import JobTracker
+
+from .boundary_support import (
     DRIVERS,
     PY,
     TRAIN,
+    Started,
     alive,
     clean_env,
     gone_within,
@@ -25,13 +29,26 @@ from .boundary_support import (  # noqa: F401 - fixtures
     kill,
     needs_torch,
     note,
-    probe_loop,
-    started,
     wait_file,
     wait_jobs,
 )
+from .probe_loop import ProbeLoop
 
 pytestmark = [needs_torch, pytest.mark.timeout(240)]
+
+
+@pytest.fixture
+def started():
+    s = Started()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def probe_loop():
+    loop = ProbeLoop(JobTracker(JobSettings(stall_after_s=120)), interval=0.5)
+    yield loop
+    loop.close()
 
 
 def _start(started, argv, cwd, log_name="driver.log", env=None) -> psutil.Process:

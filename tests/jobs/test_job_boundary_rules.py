@@ -56,8 +56,10 @@ def test_named_drivers_stay_out_even_with_torch_loaded():
         procs, gpus = sweep(cmd)
         assert driver_kind(procs[100]) is not None, cmd
         assert sorted(j.root for j in discover(procs, gpus, ml_loaded=[100])) == list(RUNS), cmd
-        # a kernel that is a job candidate itself (training in the notebook) is a job of its own, beside its runs
-        assert sorted(j.main for j in discover(procs, gpus, candidates=[100])) == [(100,), *((p,) for p in RUNS)]
+        # one with torch loaded and stdout to a file (a job candidate) is still no job; training on a GPU itself
+        # (in the notebook), it is one of its own, beside its runs
+        assert sorted(j.main for j in discover(procs, gpus, candidates=[100])) == [(p,) for p in RUNS]
+        assert sorted(j.main for j in discover(procs, [*gpus, gpu(9, [100])])) == [(100,), *((p,) for p in RUNS)]
     procs, _ = sweep(["python", "train.py"])
     assert driver_kind(procs[100]) is None
 
@@ -117,3 +119,12 @@ def test_a_jobs_entry_that_matches_the_driver_is_the_driver_level_job():
     assert view.name == "lr-sweep" and view.root.pid == 100 and set(view.pids) == {100, *RUNS}
     targets = JobTree("h", view.name, tuple(tr.procs(view.id))).targets()
     assert {t.pid for t in targets} == {100, *RUNS}
+
+
+def test_a_driver_is_told_by_the_program_it_runs_not_by_its_arguments():
+    assert driver_kind(proc(1, 0, ["python", "train.py", "--output_dir", "/data/jupyter/pytest-runs"])) is None
+    assert driver_kind(proc(1, 0, ["python", "-u", "-m", "pytest", "-x"])) == "test-harness"
+    assert driver_kind(proc(1, 0, ["/usr/bin/python3", "/usr/local/bin/jupyter-lab", "--no-browser"])) == "notebook"
+    assert driver_kind(proc(1, 0, ["ray::ImplicitFunc.train"], name="ray::ImplicitFu")) == "sweep"
+    assert driver_kind(proc(1, 0, ["python", "/venv/bin/wandb", "agent", "me/p/x"])) == "sweep"
+    assert driver_kind(proc(1, 0, ["python", "/venv/bin/wandb", "sync", "run-1"])) is None

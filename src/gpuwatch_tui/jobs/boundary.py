@@ -13,31 +13,55 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable
 
 from ..model import ProcInfo
 
-# Programs that start runs without being one: notebook kernels, test harnesses, workflow and sweep runners.
-# Matched on the first words of the command line (interpreter, script or -m module, first arguments).
+# Programs that start runs without being one: notebook kernels, test harnesses, workflow and sweep runners,
+# servers. Matched on the program a command line runs (`_program`), never on its other arguments.
 _DRIVERS = (
-    ("notebook", re.compile(r"ipykernel|jupyter|(^|[ /])colab_kernel")),
-    ("test-harness", re.compile(r"(^|[ /])(pytest|py\.test)( |$)|-m pytest( |$)|(^|[ /])tox( |$)|-m unittest( |$)")),
-    ("workflow", re.compile(r"(^|[ /])(snakemake|nextflow|luigi|airflow|prefect|dvc)( |$)|-m snakemake( |$)")),
-    ("sweep", re.compile(r"(^|[ /])wandb agent( |$)|(^|[ /])optuna( |$)|(^|[ /])ray(::| start)|raylet|ray/tune|"
-                         r"(^|[ /])nni(ctl)?( |$)")),
-    ("server", re.compile(r"vllm\.entrypoints|gunicorn|uvicorn")),
+    ("notebook", re.compile(r"^(ipykernel_launcher|ipykernel|colab_kernel_launcher|jupyter(-[a-z]+)?)( |$)")),
+    ("test-harness", re.compile(r"^(pytest|py\.test|tox|unittest)( |$)")),
+    ("workflow", re.compile(r"^(snakemake|nextflow|luigi|airflow|prefect|dvc)( |$)")),
+    ("sweep", re.compile(r"^(wandb agent|optuna|nni|nnictl|ray start|raylet|gcs_server)( |$)|^ray::")),
+    ("server", re.compile(r"^(vllm\.entrypoints\S*|vllm serve|gunicorn|uvicorn)( |$)")),
 )
+_PY_FLAGS_WITH_ARG = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+
+
+def _program(cmdline: tuple[str, ...]) -> str:
+    """What a command line runs, in words: its executable, or for an interpreter its -m module or script,
+    followed by the first argument (`wandb agent`, `ray start`)."""
+    if not cmdline:
+        return ""
+    words = list(cmdline)
+    exe = words[0].rstrip("/").rsplit("/", 1)[-1]
+    i = 1
+    if exe.startswith("python") or exe in ("pypy", "pypy3"):
+        while i < len(words) and words[i].startswith("-") and words[i] != "-m":
+            i += 2 if words[i] in _PY_FLAGS_WITH_ARG else 1
+        if i < len(words) and words[i] == "-m":
+            i += 1
+        if i >= len(words):
+            return exe
+        exe = words[i].rstrip("/").rsplit("/", 1)[-1]
+        if exe.endswith(".py"):
+            exe = exe[:-3]
+        i += 1
+    return exe if i >= len(words) else exe + " " + words[i]
 
 
 def driver_kind(proc: ProcInfo) -> str | None:
     """notebook / test-harness / workflow / sweep / server when this process is a named driver, else None."""
-    return _driver_kind(tuple(proc.cmdline[:4]))
+    return _driver_kind(tuple(proc.cmdline[:8]))
 
 
-def _driver_kind(words: tuple[str, ...]) -> str | None:
-    cmd = " ".join(words)
+@lru_cache(maxsize=4096)  # asked for every parent of every job each time a host's processes change
+def _driver_kind(cmdline: tuple[str, ...]) -> str | None:
+    program = _program(cmdline)
     for kind, pattern in _DRIVERS:
-        if pattern.search(cmd):
+        if pattern.search(program):
             return kind
     return None
 

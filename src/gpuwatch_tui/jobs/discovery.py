@@ -159,6 +159,11 @@ def parent_in_job(parent: ProcInfo, evidence: TrainingEvidence) -> bool:
     return is_python(parent) and evidence.why(parent.pid) is not None
 
 
+def _driver_off_gpu(proc: ProcInfo, on_gpu) -> bool:
+    """A named driver (a notebook kernel with torch imported) is a job only where it uses a GPU itself."""
+    return proc.pid not in on_gpu and driver_kind(proc) is not None
+
+
 def is_multiprocessing_child(proc: ProcInfo) -> bool:
     """A process multiprocessing started with the spawn or forkserver method (its code is its parent's)."""
     args = proc.cmdline
@@ -215,7 +220,7 @@ def parents_to_watch(procs: dict[int, ProcInfo], pids: Iterable[int],
     outside the job (a driver) is asked for too, so it is known to be outside; nothing above it is."""
     want: set[int] = set()
     for pid in pids:
-        if pid not in procs:
+        if pid not in procs or _driver_off_gpu(procs[pid], evidence.on_gpu):
             continue
         root, _ = chain_root(pid, procs, evidence)
         top = procs[root]
@@ -248,7 +253,7 @@ def discover(procs: dict[int, ProcInfo], gpus: list[GpuSample], claimed: Iterabl
     evidence = TrainingEvidence.of(on_gpu, candidates, ml_loaded)
     groups: dict[int, dict] = {}
     for pid in sorted(set(on_gpu) | candidates):
-        if pid in claimed or pid not in procs:
+        if pid in claimed or pid not in procs or _driver_off_gpu(procs[pid], on_gpu):
             continue
         root, chain = chain_root(pid, procs, evidence)
         if root in claimed:
