@@ -40,11 +40,14 @@ def test_a_sweep_driver_without_torch_is_in_no_job_and_each_run_is_one():
 
 
 def test_a_parent_that_trains_keeps_its_children_in_its_job():
-    procs, gpus = sweep()
-    for jobs in (discover(procs, gpus, ml_loaded=[100]), discover(procs, gpus, candidates=[100]),
-                 discover(procs, [*gpus, gpu(9, [100])])):
+    procs, gpus = sweep(["python", "train.py"])  # its children run its own script (workers, a re-run rank)
+    for jobs in (discover(procs, gpus, ml_loaded=[100]), discover(procs, gpus, candidates=[100])):
         [job] = jobs
-        assert job.root == 100 and set(job.main) == {100, *RUNS} and job.name == "sweep.py"
+        assert job.root == 100 and set(job.main) == {100, *RUNS} and job.name == "train.py"
+    # a parent on a GPU keeps even the scripts it starts (an eval run of the trainer's)
+    procs, gpus = sweep()
+    [job] = discover(procs, [*gpus, gpu(9, [100])])
+    assert job.root == 100 and set(job.main) == {100, *RUNS}
 
 
 def test_named_drivers_stay_out_even_with_torch_loaded():
@@ -79,8 +82,9 @@ def test_launcher_agents_root_their_jobs_and_mpi_is_one():
 
 def test_a_shell_or_session_manager_is_never_inside_even_with_evidence():
     evidence = TrainingEvidence.of(on_gpu=[50, 60], ml_loaded=[50, 60])
-    assert not parent_in_job(SHELL, evidence)
-    assert not parent_in_job(proc(60, 1, ["tmux", "new", "-d"], name="tmux: server", is_python=False), evidence)
+    assert not parent_in_job(SHELL, proc(51, 50, ["python", "train.py"]), evidence)
+    assert not parent_in_job(proc(60, 1, ["tmux", "new", "-d"], name="tmux: server", is_python=False),
+                             proc(61, 60, ["python", "train.py"]), evidence)
 
 
 def test_multiprocessing_children_are_named_after_the_driver_script():
@@ -128,3 +132,34 @@ def test_a_driver_is_told_by_the_program_it_runs_not_by_its_arguments():
     assert driver_kind(proc(1, 0, ["ray::ImplicitFunc.train"], name="ray::ImplicitFu")) == "sweep"
     assert driver_kind(proc(1, 0, ["python", "/venv/bin/wandb", "agent", "me/p/x"])) == "sweep"
     assert driver_kind(proc(1, 0, ["python", "/venv/bin/wandb", "sync", "run-1"])) is None
+
+
+def test_a_driver_with_torch_loaded_is_still_outside_the_runs_of_scripts_it_starts():
+    procs, gpus = sweep()
+    # torch imported (a job candidate with stdout to a file): its child runs a script of its own
+    jobs = discover(procs, gpus, candidates=[100], ml_loaded=[100])
+    assert sorted(j.main for j in jobs) == [(p,) for p in RUNS]
+    # ... and before any run touches a GPU, it is no job of its own either
+    assert discover(procs, [], candidates=[100]) == []
+    # a job of it from before its runs showed is dropped once they do
+    tr = JobTracker(JobSettings())
+    lone = {50: SHELL, 100: replace(procs[100], children=())}
+    for t in range(3):
+        tr.update("h", HostSample(time=float(t), gpu_source="nvml", gpus=[], procs=lone, candidates={100: "torch"}),
+                  now=float(t))
+    assert [v.pids for v in tr.views()] == [(100,)]
+    for t in range(3, 7):
+        tr.update("h", HostSample(time=float(t), gpu_source="nvml", gpus=list(gpus), procs=dict(procs),
+                                  candidates={100: "torch"}), now=float(t))
+    assert sorted(v.pids for v in tr.views()) == [(p,) for p in RUNS]
+
+
+def test_workers_that_are_not_runs_of_their_own_stay_in_the_training_process_job():
+    procs, gpus = sweep(["python", "train.py"])
+    for pid, cmd in zip(RUNS, (["python", "train.py"],  # a Lightning rank re-running the script / a fork
+                               ["/venv/bin/python", "/venv/lib/python3.11/site-packages/torch/_inductor/compile_worker/"
+                                "__main__.py", "--workers=4"],
+                               ["/venv/bin/python", "-m", "wandb", "service"])):
+        procs[pid] = replace(procs[pid], cmdline=tuple(cmd))
+    [job] = discover(procs, gpus, candidates=[100])
+    assert job.root == 100 and set(job.main) == {100, *RUNS}

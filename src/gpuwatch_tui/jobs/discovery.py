@@ -148,20 +148,61 @@ def _is_stop(proc: ProcInfo) -> bool:
     return driver_kind(proc) is not None
 
 
-def parent_in_job(parent: ProcInfo, evidence: TrainingEvidence) -> bool:
-    """Whether `parent` of a job's process belongs to that job: a launcher agent, or a Python process with
-    evidence that it trains (its children are its workers). A shell, a session manager, a named driver or a
-    Python process that only spawns runs (a sweep driver) is outside: never grouped, never signalled."""
+def parent_in_job(parent: ProcInfo, child: ProcInfo, evidence: TrainingEvidence) -> bool:
+    """Whether `parent` of a job's process `child` belongs to that job: a launcher agent, or a Python process
+    with evidence that it trains (its children are its workers). A shell, a session manager, a named driver, a
+    Python process that only spawns runs (a sweep driver), or one off the GPU whose child runs a script of
+    its own (a driver that imported torch) is outside: never grouped, never signalled."""
     if _is_stop(parent):
         return False
     if launcher_kind(parent):
         return True
-    return is_python(parent) and evidence.why(parent.pid) is not None
+    if not is_python(parent) or evidence.why(parent.pid) is None:
+        return False
+    return parent.pid in evidence.on_gpu or not runs_own_script(child.cmdline, parent.cmdline)
 
 
-def _driver_off_gpu(proc: ProcInfo, on_gpu) -> bool:
-    """A named driver (a notebook kernel with torch imported) is a job only where it uses a GPU itself."""
-    return proc.pid not in on_gpu and driver_kind(proc) is not None
+def runs_own_script(cmdline: Iterable[str], parent_cmdline: Iterable[str]) -> bool:
+    """A Python command line that runs a script file other than its parent's, not one inside an installed
+    package (torch's compile worker) and not a multiprocessing child: a run a driver started, never a worker
+    of a training process (DataLoader and multiprocessing workers, a Lightning rank re-running its script)."""
+    args = list(cmdline)
+    if not args or not _base(args[0]).startswith(("python", "pypy")):
+        return False
+    script = _script_arg(args)
+    if script is None or "/site-packages/" in script or "/dist-packages/" in script:
+        return False
+    return _base(script) != script_name(parent_cmdline)
+
+
+def _script_arg(args: list[str]) -> str | None:
+    """The script path a Python command line runs; None for -m, -c or none."""
+    i = 1
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-m", "-c"):
+            return None
+        if arg in _PY_FLAGS_WITH_ARG:
+            i += 2
+            continue
+        if arg.startswith("-"):
+            i += 1
+            continue
+        return arg if arg.endswith(".py") else None
+    return None
+
+
+def spawns_runs(proc: ProcInfo) -> bool:
+    """A process with a descendant that runs a script of its own (`runs_own_script`): a driver."""
+    return any(runs_own_script(c.cmdline, proc.cmdline) for c in proc.children)
+
+
+def driver_off_gpu(proc: ProcInfo, on_gpu) -> bool:
+    """A named driver (a notebook kernel with torch imported), or a process that starts runs of scripts of
+    their own, is a job only where it uses a GPU itself."""
+    if proc.pid in on_gpu or launcher_kind(proc):
+        return False
+    return driver_kind(proc) is not None or spawns_runs(proc)
 
 
 def is_multiprocessing_child(proc: ProcInfo) -> bool:
@@ -198,7 +239,7 @@ def chain_root(pid: int, procs: dict[int, ProcInfo],
     seen = {pid}
     while True:
         parent = procs.get(procs[root].ppid)
-        if parent is None or parent.pid in seen or not parent_in_job(parent, evidence):
+        if parent is None or parent.pid in seen or not parent_in_job(parent, procs[root], evidence):
             break
         root = parent.pid
         seen.add(root)
@@ -220,7 +261,7 @@ def parents_to_watch(procs: dict[int, ProcInfo], pids: Iterable[int],
     outside the job (a driver) is asked for too, so it is known to be outside; nothing above it is."""
     want: set[int] = set()
     for pid in pids:
-        if pid not in procs or _driver_off_gpu(procs[pid], evidence.on_gpu):
+        if pid not in procs or driver_off_gpu(procs[pid], evidence.on_gpu):
             continue
         root, _ = chain_root(pid, procs, evidence)
         top = procs[root]
@@ -253,7 +294,7 @@ def discover(procs: dict[int, ProcInfo], gpus: list[GpuSample], claimed: Iterabl
     evidence = TrainingEvidence.of(on_gpu, candidates, ml_loaded)
     groups: dict[int, dict] = {}
     for pid in sorted(set(on_gpu) | candidates):
-        if pid in claimed or pid not in procs or _driver_off_gpu(procs[pid], on_gpu):
+        if pid in claimed or pid not in procs or driver_off_gpu(procs[pid], on_gpu):
             continue
         root, chain = chain_root(pid, procs, evidence)
         if root in claimed:
