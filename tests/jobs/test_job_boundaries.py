@@ -74,9 +74,12 @@ def _kill_one_run(loop, driver: psutil.Process, runs: list[psutil.Process], vict
     return signalled
 
 
-def test_popen_sweep_driver_three_runs_are_three_jobs_and_a_kill_takes_one(tmp_path, started, probe_loop):
+@pytest.mark.parametrize("torch_in_driver", [False, True])
+def test_popen_sweep_driver_three_runs_are_three_jobs_and_a_kill_takes_one(tmp_path, started, probe_loop,
+                                                                          torch_in_driver):
+    env = clean_env(SWEEP_IMPORT_TORCH="1") if torch_in_driver else clean_env()
     driver = _start(started, [PY, str(DRIVERS / "sweep_popen.py"), str(tmp_path / "runs.txt"), "0.1", "0.2", "0.3"],
-                    tmp_path)
+                    tmp_path, env=env)
     runs = [started.track(int(p)) for p in wait_file(tmp_path / "runs.txt")]
     views = wait_jobs(probe_loop, [r.pid for r in runs])
     assert [views[r.pid].name for r in runs] == ["train_standin.py"] * 3
@@ -84,10 +87,12 @@ def test_popen_sweep_driver_three_runs_are_three_jobs_and_a_kill_takes_one(tmp_p
     assert len({v.id for v in views.values()}) == 3
     logs = {views[r.pid].log for r in runs}
     assert logs == {str(tmp_path / f"run_lr{lr}.log") for lr in ("0.1", "0.2", "0.3")}
-    assert driver.pid not in probe_loop.last_frame["ml"]  # (it was asked for: a driver has no torch)
+    # (it was asked for: the probe says whether it has torch; with torch and stdout to a file it is a job
+    # candidate, still no job: it starts scripts of their own)
+    assert (driver.pid in probe_loop.last_frame["ml"]) == torch_in_driver
     signalled = _kill_one_run(probe_loop, driver, runs, runs[1])
     assert signalled == {runs[1].pid}
-    note("popen sweep", probe_loop, signalled)
+    note("popen sweep" + (" (torch in the driver)" if torch_in_driver else ""), probe_loop, signalled)
 
 
 @pytest.mark.parametrize("method,way", [("spawn", "process"), ("fork", "pool")])

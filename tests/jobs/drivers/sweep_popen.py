@@ -1,9 +1,14 @@
-"""A plain sweep driver (no torch): starts one training run per learning rate with subprocess.Popen, each
+"""A sweep driver (no torch; with SWEEP_IMPORT_TORCH=1 it imports torch first, as one that imports the
+project's code does): starts one training run per learning rate with subprocess.Popen, each
 with its own log, writes their pids to argv[1] (space-separated), and waits for them; then stays (as a driver that reports)."""
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+if os.environ.get("SWEEP_IMPORT_TORCH"):
+    import torch  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
 runs = []
