@@ -258,3 +258,19 @@ def test_a_run_in_tmux_is_its_own_job_and_its_kill_spares_the_tmux_server_and_sh
         subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=30)
         if server is not None:
             gone_within(server, 10)
+
+
+def test_killing_a_harness_run_spares_the_harness_which_goes_on_to_the_next_run(tmp_path, started, probe_loop):
+    pids = tmp_path / "runs.txt"
+    driver = _start(started, [PY, str(DRIVERS / "sweep_sequential.py"), str(pids), "0", "0.1", "0.2"], tmp_path)
+    first = started.track(int(wait_file(pids)[0]))
+    wait_jobs(probe_loop, [first.pid])
+    signalled = _kill_one_run(probe_loop, driver, [first], first)
+    assert signalled == {first.pid}
+    second = started.track(int(wait_file(pids, lines=2)[1]))
+    views = wait_jobs(probe_loop, [second.pid])
+    ended = probe_loop.run_until(lambda: not any(v.alive for v in jobs_holding(probe_loop.tracker, first.pid)), 30)
+    assert ended and views[second.pid].id not in {v.id for v in jobs_holding(probe_loop.tracker, first.pid)}
+    [first_job] = jobs_holding(probe_loop.tracker, first.pid)
+    assert first_job.phase == "crashed", (first_job.phase, first_job.evidence)  # a kill is never `finished`
+    note("python harness, a run killed", probe_loop, signalled)
