@@ -1,6 +1,7 @@
 """A sweep driver (no torch; with SWEEP_IMPORT_TORCH=1 it imports torch first, as one that imports the
-project's code does): starts one training run per learning rate with subprocess.Popen, each
-with its own log, writes their pids to argv[1] (space-separated), and waits for them; then stays (as a driver that reports)."""
+project's code does): starts one training run per learning rate with subprocess.Popen, each with its own
+log, writes their pids to argv[1] (space-separated) and waits for them; then stays, as a driver that reports."""
+import importlib
 import os
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import time
 from pathlib import Path
 
 if os.environ.get("SWEEP_IMPORT_TORCH"):
-    import torch  # noqa: F401
+    importlib.import_module("torch")
 
 HERE = Path(__file__).resolve().parent
 runs = []
