@@ -35,8 +35,8 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 class Started:
-    """Processes a test started, pinned by psutil (pid + start time); at the end each one's descendants and
-    then itself are killed by pid."""
+    """Processes a test started, pinned by psutil (pid + start time); at the end each one is killed by pid,
+    then the descendants it had (killed first, a multiprocessing Pool would start new workers)."""
 
     def __init__(self) -> None:
         self.procs: list[psutil.Process] = []
@@ -49,15 +49,17 @@ class Started:
     def stop(self) -> None:
         for p in reversed(self.procs):
             try:
-                if p.is_running():
-                    for kid in p.children(recursive=True):
-                        try:
-                            kid.kill()
-                        except psutil.Error:
-                            pass
-                    p.kill()
+                if not p.is_running():
+                    continue
+                kids = p.children(recursive=True)
+                p.kill()
             except psutil.Error:
-                pass
+                continue
+            for kid in kids:
+                try:
+                    kid.kill()
+                except psutil.Error:
+                    pass
         for p in self.procs:
             try:
                 p.wait(5)
