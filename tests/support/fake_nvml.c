@@ -8,6 +8,9 @@
  * Environment:
  *   GPUWATCH_FAKE_NVML_GPUS   how many GPUs (default 8, at most 64)
  *   GPUWATCH_FAKE_NVML_PIDS   comma-separated pids: the i-th runs on GPU i % GPUs (default none)
+ *   GPUWATCH_FAKE_NVML_PIDS_FILE  a file of such pids, read again on every process listing (a test makes a
+ *                             process that starts later, or outlives its parent, hold GPU memory); when set,
+ *                             it replaces GPUWATCH_FAKE_NVML_PIDS. A missing file lists no pids.
  *   GPUWATCH_FAKE_NVML_NO_POWER   set: power readings fail with NVML_ERROR_NOT_SUPPORTED (as on some boards)
  *   GPUWATCH_FAKE_NVML_MEM_CLOCK  the memory clock in MHz every GPU reports; unset: the memory clock is
  *                                 NVML_ERROR_NOT_SUPPORTED (the H200 recordings have no memory clock to replay)
@@ -67,6 +70,33 @@ static void load_gpm(const char *path) {
     fclose(f);
 }
 
+static void parse_pids(const char *p) {
+    npids = 0;
+    while (p && *p && npids < MAX_PIDS) {
+        while (*p == ',' || *p == ' ' || *p == '\n') p++;
+        if (!*p) break;
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p) break;
+        pids[npids++] = (unsigned int)v;
+        p = end;
+    }
+}
+
+static const char *pids_file = NULL;
+static void reread_pids(void) {
+    if (!pids_file) return;
+    char buf[4096];
+    size_t n = 0;
+    FILE *f = fopen(pids_file, "r");
+    if (f) {
+        n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+    }
+    buf[n] = 0;
+    parse_pids(buf);
+}
+
 static int index_of(nvmlDevice_t h) {
     long i = (char *)h - devices;
     return (i >= 0 && i < gpus) ? (int)i : -1;
@@ -83,14 +113,9 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
     const char *mc = getenv("GPUWATCH_FAKE_NVML_MEM_CLOCK");
     mem_clock = mc ? atol(mc) : -1;
     load_gpm(getenv("GPUWATCH_FAKE_NVML_GPM"));
-    const char *p = getenv("GPUWATCH_FAKE_NVML_PIDS");
-    while (p && *p && npids < MAX_PIDS) {
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p) break;
-        pids[npids++] = (unsigned int)v;
-        p = (*end == ',') ? end + 1 : end;
-    }
+    parse_pids(getenv("GPUWATCH_FAKE_NVML_PIDS"));
+    pids_file = getenv("GPUWATCH_FAKE_NVML_PIDS_FILE");
+    reread_pids();
     return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
@@ -132,6 +157,7 @@ static int jobs_on(int i) {
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t h, nvmlUtilization_t *u) {
     int i = index_of(h);
     if (i < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    if (i == 0) reread_pids();  /* once per sample: every GPU of it reads the same list */
     calls[i]++;
     const gpm_row_t *r = gpm_row(i);
     if (r) { u->gpu = (unsigned int)r->util; u->memory = 0; return NVML_SUCCESS; }

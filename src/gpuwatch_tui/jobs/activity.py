@@ -33,7 +33,7 @@ GPM_WAIT_DRAM_PCT = 2.0
 GPM_WORK_SM_PCT = 20.0  # SMs this busy: working, whatever the power says
 # A spin GPM confirms is called stalled this soon after the log went quiet (the power signal alone keeps
 # the job's own limit: a small model can compute at 100% util and low power).
-GPM_SPIN_STALL_S = 60.0
+GPM_SPIN_STALL_S = 55.0  # (named within the minute, with a sample's latency)
 COMPILE_RECENT_S = 30.0  # compiler children seen this recently still count as compiling
 MIN_SPIN_S = 15.0  # util-without-power must hold this long (within the quiet period) to be a spin
 MID_RUN_S = 10.0  # a job first seen this long after its process started was found mid-run

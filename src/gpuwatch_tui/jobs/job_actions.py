@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from .phase import DUMP, KILL, RESTART, Verdict
 
+REAP = "reap"  # ending the processes a job left behind (actions/reap.py)
+
 
 @dataclass(frozen=True)
 class ActionRecord:
@@ -33,6 +35,8 @@ class ActionRecord:
             return f"restarted with -u by {self.user} via gpuwatch at {self.clock()}"
         if self.action == DUMP:
             return f"py-spy dump by {self.user} via gpuwatch at {self.clock()}"
+        if self.action == REAP:
+            return f"leftovers reaped by {self.user} via gpuwatch at {self.clock()}"
         return f"{self.action} by {self.user} via gpuwatch at {self.clock()}"
 
 
