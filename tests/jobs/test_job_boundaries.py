@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import sys
 import time
 
 import psutil
@@ -15,6 +16,9 @@ import pytest
 
 from gpuwatch_tui.jobs.settings import JobSettings
 from gpuwatch_tui.jobs.tracker import JobTracker
+from gpuwatch_tui.transport.probe_bundle import build_payload, local_argv
+
+from tests.support.fake_nvml import build_fake_nvml, fake_nvml_env, write_pids
 
 from .boundary_support import (
     DRIVERS,
@@ -52,7 +56,7 @@ def probe_loop():
 
 
 def _start(started, argv, cwd, log_name="driver.log", env=None) -> psutil.Process:
-    with open(cwd / log_name, "wb") as log:
+    with open(cwd / log_name, "wb") as log:  # (log_name "/dev/null": output nobody can follow)
         p = subprocess.Popen(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              env=env or clean_env(), start_new_session=True)
     return started.track(p.pid)
@@ -274,3 +278,61 @@ def test_killing_a_harness_run_spares_the_harness_which_goes_on_to_the_next_run(
     [first_job] = jobs_holding(probe_loop.tracker, first.pid)
     assert first_job.phase == "crashed", (first_job.phase, first_job.evidence)  # a kill is never `finished`
     note("python harness, a run killed", probe_loop, signalled)
+
+
+class GpuProbeLoop(ProbeLoop):
+    """The real probe reading the NVML stand-in (tests/support/fake_nvml.c), whose GPU processes are the pids
+    in a file the test writes: processes hold a GPU context without a GPU."""
+
+    def __init__(self, tracker: JobTracker, env: dict) -> None:
+        self.tracker = tracker
+        self.host = "h"
+        self.frames = 0
+        self.last_frame = {}
+        self.probe = subprocess.Popen(local_argv(sys.executable), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      env=env)
+        self.probe.stdin.write(build_payload({"interval": 0.5, "gpu_source": "nvml"}))
+        self.probe.stdin.flush()
+
+
+@pytest.fixture
+def gpu_loop(tmp_path_factory):
+    folder = build_fake_nvml(tmp_path_factory.mktemp("nvml"))
+    pids = tmp_path_factory.mktemp("gpu") / "pids"
+    write_pids(pids, [])
+    loop = GpuProbeLoop(JobTracker(JobSettings(stall_after_s=120)), fake_nvml_env(folder, 2, [], pids_file=pids))
+    loop.gpu_pids = pids
+    yield loop
+    loop.close()
+
+
+def test_spawned_ranks_on_the_gpu_are_one_job_under_a_parent_known_only_by_its_torch(tmp_path, started, gpu_loop):
+    # stdout to /dev/null: neither the parent nor the ranks are job candidates; the ranks hold the GPUs, and the
+    # parent's only evidence that it trains is torch in its maps (the probe's "ml")
+    parent = _start(started, [PY, str(DRIVERS / "spawn_trainer.py"), str(tmp_path / "ranks.txt")], tmp_path,
+                    env=clean_env())
+    ranks = [started.track(int(p)) for p in wait_file(tmp_path / "ranks.txt")]
+    write_pids(gpu_loop.gpu_pids, [r.pid for r in ranks])
+    [view] = wait_jobs(gpu_loop, [parent.pid]).values()
+    ok = gpu_loop.run_until(lambda: set(job_rooted_at(gpu_loop.tracker, parent.pid).pids) >= {r.pid for r in ranks}, 30)
+    assert ok, job_rooted_at(gpu_loop.tracker, parent.pid)
+    view = job_rooted_at(gpu_loop.tracker, parent.pid)
+    assert view.name == "spawn_trainer.py" and set(view.gpus) == {0, 1}
+    assert parent.pid in gpu_loop.last_frame["ml"]
+    tree, report = kill(gpu_loop, view)
+    assert {t.pid for t in tree.targets()} >= {parent.pid, *(r.pid for r in ranks)} and report.ok
+    note("torch.multiprocessing.spawn (ranks on the GPU stand-in)", gpu_loop,
+         {o.pid for o in report.outcomes if o.signalled})
+
+
+def test_runs_on_the_gpu_under_a_driver_without_torch_are_jobs_of_their_own(tmp_path, started, gpu_loop):
+    driver = _start(started, [PY, str(DRIVERS / "sweep_popen.py"), str(tmp_path / "runs.txt"), "0.1", "0.2"],
+                    tmp_path, log_name="/dev/null")
+    runs = [started.track(int(p)) for p in wait_file(tmp_path / "runs.txt")]
+    write_pids(gpu_loop.gpu_pids, [r.pid for r in runs])
+    views = wait_jobs(gpu_loop, [r.pid for r in runs])
+    assert [views[r.pid].gpus for r in runs] == [(0,), (1,)]
+    assert not jobs_holding(gpu_loop.tracker, driver.pid) and driver.pid not in gpu_loop.last_frame["ml"]
+    signalled = _kill_one_run(gpu_loop, driver, runs, runs[0])
+    assert signalled == {runs[0].pid}
+    note("popen sweep (runs on the GPU stand-in)", gpu_loop, signalled)
