@@ -189,6 +189,9 @@ class HostSample:
     # Processes that are jobs before they use a GPU: pid -> why ("torch": libraries mapped and stdout to
     # a file; "launcher": started by torchrun / accelerate / deepspeed).
     candidates: dict[int, str] = field(default_factory=dict)
+    # Watched Python processes (not on a GPU) that have an ML runtime mapped (torch, JAX, TensorFlow, the
+    # CUDA runtime): evidence that a parent trains rather than drives runs (jobs/boundary.py).
+    ml_loaded: frozenset[int] = frozenset()
     # What grouping reads of `procs` and of the GPUs' process lists (grouping_reuse.frame_key), when
     # the frame parser already knows it (it reuses the last frame's keys for unchanged processes).
     procs_key: tuple | None = field(default=None, compare=False, repr=False)

@@ -464,6 +464,7 @@ def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:
             driver=frame.get("driver"),
             matches={str(k): [int(p) for p in v] for k, v in matches.items()} if matches else {},
             candidates={int(k): str(v) for k, v in candidates.items()} if candidates else {},
+            ml_loaded=frozenset(int(p) for p in frame["ml"]) if frame.get("ml") else frozenset(),
             procs_key=procs_key,
             gpus_key=gpus_key,
         )

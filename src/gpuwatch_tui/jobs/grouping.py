@@ -16,6 +16,7 @@ from .discovery import (
     RESTART_WRAPPER,
     configured_groups,
     discover,
+    driver_off_gpu,
     is_python,
     launcher_kind,
     log_paths,
@@ -170,9 +171,10 @@ class JobGrouping:
         self.holding.discard(host)
         for key in [k for k in self._held if k[0] == host and k[1] not in procs]:
             del self._held[key]
+        self._drop_drivers(host, sample)
         expected = self.successors.get(host, [])
         seeds = [*sample.candidates, *(s.pid for s in expected if s.pid in procs)]
-        for group in discover(procs, sample.gpus, claimed, seeds):
+        for group in discover(procs, sample.gpus, claimed, seeds, sample.ml_loaded):
             if (host, group.root, group.root_start) in self.dismissed:
                 continue
             keys = {(pid, procs[pid].start_time) for pid in group.main}
@@ -215,6 +217,15 @@ class JobGrouping:
                         job.output_dir = found
                         break
         self._merge(host)
+
+    def _drop_drivers(self, host: str, sample: HostSample) -> None:
+        """A discovered job whose top process turned out to drive runs (a job candidate, torch loaded, that
+        started scripts of their own) is no job: its runs are jobs of their own, it is in none."""
+        on_gpu = {p.pid for g in sample.gpus for p in g.processes}
+        for job in [j for j in self._on(host) if j.spec is None and j.exit is None and j.root is not None]:
+            top = sample.procs.get(job.root[0])
+            if top is not None and abs(top.start_time - job.root[1]) < 0.5 and driver_off_gpu(top, on_gpu):
+                self._drop(job.id)
 
     def _adopt_successor(self, host: str, group, procs: dict[int, ProcInfo], now: float) -> JobState | None:
         """The run a restart started is the restarted job: same id, name and history (the restart is in

@@ -1,7 +1,8 @@
 """When a host's frame would group its processes exactly as the last one did, grouping is skipped.
 
 Grouping reads the process set (pids with start times, parent links, children, names: a launcher
-agent is told by its comm), which pids are on a GPU, the probe's match lists and job candidates, the facts log wiring and output dirs read (stdout/stderr, cwd, cmdline),
+agent is told by its comm), which pids are on a GPU, the probe's match lists and job candidates, which processes have an ML
+runtime mapped (a parent that trains or one that drives runs), the facts log wiring and output dirs read (stdout/stderr, cwd, cmdline),
 and the host's job records (alive or ended, members, dismissed, held back). When all of these equal
 what they were right after the last grouping of the host, it would change nothing: skip it.
 
@@ -45,7 +46,7 @@ def frame_key(sample: HostSample) -> tuple:
         gpus = tuple(gpu_pids_key(g) for g in sample.gpus)
     matches = tuple(sorted((k, tuple(v)) for k, v in sample.matches.items())) if sample.matches else ()
     candidates = tuple(sorted(sample.candidates.items())) if sample.candidates else ()  # jobs before they use a GPU
-    return procs, gpus, matches, candidates
+    return procs, gpus, matches, candidates, sample.ml_loaded  # (which parents train: boundary.py)
 
 
 def jobs_key(jobs: list[JobState], dismissed: int, holding: bool) -> tuple:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..model import DirStat, HostSample, ProcInfo
 from ..views import JobView
+from .boundary import TrainingEvidence
 from .discovery import gpu_pids_of, parents_to_watch
 from .match_check import note_broad_matches
 from .multinode import MultiNodeJobs, run_facts
@@ -350,7 +351,8 @@ class JobTracker:
             note_broad_matches(jobs, self._specs, sample)  # a `match` that takes pid 1 or others' sessions
         parents = self._parents_of_frame.get(host)
         if parents is None or parents[0] != frame:
-            parents = (frame, parents_to_watch(procs, [*on_gpu, *sample.candidates]))
+            evidence = TrainingEvidence.of(on_gpu, sample.candidates, sample.ml_loaded)
+            parents = (frame, parents_to_watch(procs, [*on_gpu, *sample.candidates], evidence))
         elif parents[0] is not frame:
             parents = (frame, parents[1])  # equal: the same parents, under the newest key
         self._parents_of_frame[host] = parents

@@ -58,6 +58,7 @@ if not any(getattr(f, "sources", None) is BUNDLE_MODULES for f in sys.meta_path)
 
 from candidates import JobCandidates  # noqa: E402 - shipped: found through the finder above
 from compiler_watch import CompilerWatch  # noqa: E402
+from ml_libs import MlLibs  # noqa: E402
 from frame_deltas import FrameDeltas  # noqa: E402
 from gpu_choice import NoGpu, open_gpu_source  # noqa: E402
 from host_facts import BOOT_TIME, CLK_TCK, PROC_LOADAVG, HostReadings, load1  # noqa: E402
@@ -92,6 +93,7 @@ class Probe(object):
         self.deltas = FrameDeltas() if options.get("fact_deltas") else None
         self.candidates = JobCandidates()
         self.compiler_watch = CompilerWatch()
+        self.ml_libs = MlLibs()
         self.gpu = NoGpu()
         self.host = HostReadings()
         self.wants = Wants(options)
@@ -146,6 +148,7 @@ class Probe(object):
         current = {}
         poll_tree = {}
         marks = {}
+        ml = []  # watched Python processes off the GPU with an ML runtime mapped (they train: MlLibs)
         for pid in sorted(watched):
             s = read_stat(pid, self.files)
             if s is None or s.state == "Z":
@@ -159,6 +162,9 @@ class Probe(object):
             seen_between = self.compiler_watch.take(pid) if self.compiler_watch.seen else ()
             procs.append(proc_info(s, self.cache, below, now, self.slow_refresh, seen_between, self.deltas))
             poll_tree[pid] = (s, below)
+            if pid not in gpu_pids and self.cache.static[(pid, s.start)]["kind"][1] and \
+                    self.ml_libs.loaded(pid, s.start, now):
+                ml.append(pid)
             walk.mark_tree(pid, s, below, seen_between, now, marks)
         walk.end_full(now, marks)
         self.compiler_watch.frame_done()
@@ -181,6 +187,8 @@ class Probe(object):
         known = self.candidates.seen
         frame["candidates"] = dict((str(pid), why) for pid, why in walk.candidate_pids.items()
                                    if pid in current and known.get(pid, (0, None))[1] == current[pid])
+        frame["ml"] = ml
+        self.ml_libs.forget_except(set(current.items()))
         self.finish(frame, now, loadavg, tails, dirs)
         self.lean.plan = self.lean.make_plan(frame, gen, gpu_pids, tails, dirs)
         return frame

@@ -10,7 +10,8 @@ from procfs import SPAN_LOOK_MAX, ProcFiles, all_pids, maps_have, pid_leaders, r
 # process whose stdout goes to a file and that has the torch / CUDA / NCCL libraries mapped, or one a
 # launcher started, is reported as a job candidate.
 CANDIDATE_LIBS = (b"libtorch", b"libcudart", b"libnccl")
-LAUNCHER_COMMS = frozenset(("pt_elastic", "torchrun", "accelerate", "deepspeed"))
+LAUNCHER_COMMS = frozenset(("pt_elastic", "torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "orterun",
+                            "prterun", "prted", "orted", "hydra_pmi_proxy", "horovodrun"))
 CANDIDATE_YOUNG_S = 30.0  # libraries load late (import torch takes seconds): re-check while this young
 CANDIDATE_CHECKS = 20  # ... at most this many times
 CANDIDATE_RECHECK_S = 1.0  # ... at most this often

@@ -12,9 +12,9 @@ class LeanPlan(object):
     """What a full sample leaves for the lean ones after it (LeanPath.sample): the watched processes'
     stat descriptor keys and the facts a change of which the full path must see, in the frame's order."""
 
-    __slots__ = ("gen", "gpu_pids", "roots", "candidates", "found", "tree_pids", "tails", "dirs")
+    __slots__ = ("gen", "gpu_pids", "roots", "candidates", "found", "tree_pids", "tails", "dirs", "ml")
 
-    def __init__(self, gen, gpu_pids, roots, candidates, found, tree_pids, tails, dirs):
+    def __init__(self, gen, gpu_pids, roots, candidates, found, tree_pids, tails, dirs, ml=()):
         self.gen = gen  # the wants it was made for (Wants.gen)
         self.gpu_pids = gpu_pids
         # [(pid, its ProcFiles key, (ppid, start ticks, comm, sid, pgid), its facts (ProcCache.static_facts))]
@@ -24,6 +24,7 @@ class LeanPlan(object):
         self.tree_pids = tree_pids  # every watched process and descendant: a new child of one is a full sample's
         self.tails = tails
         self.dirs = dirs
+        self.ml = ml  # the frame's ML-runtime pids (looked at again by the next full sample)
 
 
 class LeanPath(object):
@@ -64,7 +65,7 @@ class LeanPath(object):
         for pids in walk.trees.values():
             tree_pids.update(pids)
         return LeanPlan(gen, frozenset(gpu_pids), roots, frame["candidates"], frozenset(walk.candidate_pids),
-                        tree_pids, tails, dirs)
+                        tree_pids, tails, dirs, frame["ml"])
 
     def sample(self, frame, now, loadavg, gpu_pids, span):
         """The sample while nothing structural is due: no /proc walk (a scan's tick with nothing to walk is
@@ -162,4 +163,5 @@ class LeanPath(object):
         frame["gone"] = []
         frame["matches"] = walk.match_pids
         frame["candidates"] = plan.candidates
+        frame["ml"] = plan.ml
         return frame

@@ -49,7 +49,7 @@ TAIL_KEPT = TAIL_FACTS + ("size",)
 FRAME_TYPES = ("hello", "sample", "reply", "pong", "error", "fatal")
 HELLO_KEYS = ("type", "v", "pid", "python", "hostname", "gpu_source", "gpu_error", "cpu_count", "boot_time",
               "clk_tck", "ops", "op_errors", "fact_deltas")
-SAMPLE_KEYS = ("type", "v", "t", "gpu_source", "gpu_error", "gpus", "procs", "gone", "matches", "candidates",
+SAMPLE_KEYS = ("type", "v", "t", "gpu_source", "gpu_error", "gpus", "procs", "gone", "matches", "candidates", "ml",
                "tails", "dirs", "probe_cpu_s", "scanned_procs", "load1", "cpu_pct", "cpu_count", "mem_total_kib",
                "mem_avail_kib", "driver")
 PROC_KEYS = ("pid", "start_ticks", "state", "cpu_s", "cpu_children_s", "rss_bytes", "threads", "children",
