@@ -202,7 +202,8 @@ async def main(out: Path, force_cpu: bool) -> dict:
         result["nvml_worker_bytes"] = nvml_process_mem(worker)
         result["gpuwatch_worker_bytes"] = left.leftovers.gpu_memory_bytes
         fresh = subprocess.run([sys.executable, "-m", "gpuwatch_tui.cli", "status", "--json"], capture_output=True,
-                               text=True, timeout=90, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                               text=True, timeout=90, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                   [str(ROOT / "src")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))})
         try:
             jobs = json.loads(fresh.stdout)["jobs"]
             result["fresh_status_leftovers"] = [j["leftovers"] for j in jobs
