@@ -220,6 +220,13 @@ class JobView:
     ranks: tuple[RankView, ...] = ()
     parts: tuple[str, ...] = ()
     run_key: str | None = None
+    # The short id people read and type (jobs/short_id.py): the same on every gpuwatch watching the host.
+    short_id: str = ""
+
+    @property
+    def label(self) -> str:
+        """`id name` as tables, plans and file names show a job (the name alone is rarely unique)."""
+        return f"{self.short_id} {self.name}" if self.short_id else self.name
 
     @property
     def multi_node(self) -> bool:
@@ -277,6 +284,7 @@ class JobView:
             "processes": [{"pid": p.pid, "start_ticks": p.start_ticks} for p in self.processes],
             "root": None if self.root is None else {"pid": self.root.pid, "start_ticks": self.root.start_ticks},
             "events": list(self.events),
+            "short_id": self.short_id,
         }
 
     @classmethod
@@ -338,4 +346,5 @@ class JobView:
             ranks=tuple(RankView.from_json(r, what) for r in data.get("ranks") or ()),
             parts=tuple(str(p) for p in data.get("parts") or ()),
             run_key=data.get("run_key"),
+            short_id=str(data.get("short_id") or ""),
         )

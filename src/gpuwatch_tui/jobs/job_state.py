@@ -71,6 +71,9 @@ class JobState:
     # Parts of the exported view kept until what they are made of changes (export.py), and the
     # multi-host join's run facts kept while the revision holds (multinode.run_facts).
     view_parts: dict = field(default_factory=dict, repr=False, compare=False)
+    # The short id people type (short_id.py) and the root it was derived from (re-derived if the root moves up).
+    short_id: str = ""
+    short_root: tuple | None = None
 
     @property
     def alive(self) -> bool:
