@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from .model import ProcessRef
 from .quick_init import quick_init
+from .short_id import multi_parts, run_parts, short_id
 from .vocab import DEFAULT_STALL_AFTER_S
 
 
@@ -176,6 +177,18 @@ class RankView:
             last_log_at=_number(data.get("last_log_at")), culprit=bool(data.get("culprit", False)),
             note=str(data.get("note") or ""), job_id=str(data.get("job_id") or ""),
         )
+
+
+def _derived_short_id(data: dict, host: str) -> str:
+    """A recording made before views carried the short id: derived as the tracker derives it (the root's
+    start ticks; a run over several hosts by its run key)."""
+    if data.get("run_key") and data.get("parts"):
+        return short_id(multi_parts(str(data["run_key"])))
+    root = data.get("root")
+    if isinstance(root, dict) and isinstance(root.get("pid"), int) and isinstance(root.get("start_ticks"), int) \
+            and root["start_ticks"]:
+        return short_id(run_parts(host, root["pid"], root["start_ticks"]))
+    return short_id(("id", str(data.get("id"))))  # its top process is not known: by the id it was recorded under
 
 
 @quick_init
@@ -346,5 +359,5 @@ class JobView:
             ranks=tuple(RankView.from_json(r, what) for r in data.get("ranks") or ()),
             parts=tuple(str(p) for p in data.get("parts") or ()),
             run_key=data.get("run_key"),
-            short_id=str(data.get("short_id") or ""),
+            short_id=str(data.get("short_id") or "") or _derived_short_id(data, host),
         )

@@ -22,7 +22,7 @@ from .culprit import Culprit, find_culprit
 from .discovery import is_python, launcher_kind
 from .job_actions import DUMP, KILL
 from .activity import format_history
-from .short_id import multi_parts, short_id
+from ..short_id import multi_parts, short_id
 
 STOPPED_GRACE_S = 3.0  # a rank stopped this long is no passing py-spy pause: the job is stalled
 MAX_HISTORY = 200

@@ -33,7 +33,7 @@ from .log_wiring import LogWiring, feed_dirs, log_lines, outdir_key
 from .progress import ProgressTracker
 from .rules import Rule, RuleSet
 from .settings import JobSettings, JobSpec
-from .short_id import give_short_ids
+from ..short_id import give_short_ids
 
 TAIL_AFTER_EXIT_S = 30.0  # keep reading the log after exit: buffered stdout is flushed at exit
 SUCCESSOR_WAIT_S = 120.0  # a restart's new run is adopted by the old job if it shows up this soon

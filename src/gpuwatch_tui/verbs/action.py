@@ -17,6 +17,7 @@ from ..actions.dump import DumpReport
 from ..actions.registry import ActionSpec
 from ..actions.service import ActionRefused, ActionService
 from ..actions.stack_analysis import frames_text
+from ..jobs.job_lookup import AmbiguousJob
 from ..monitor import Monitor
 
 EXIT_DONE = 0
@@ -75,9 +76,12 @@ async def run_action(config, spec: ActionSpec, host: str, job: str, *, yes: bool
             print(f"gpuwatch: host {host} is not connected ({rec.state}" + (f": {rec.error}" if rec.error else "")
                   + ")", file=err)
             return EXIT_NOT_CONNECTED
-        view = await _wait_job(monitor, service, host, job, max(JOB_WAIT_S, 4 * config.settings.sample_interval))
+        try:
+            view = await _wait_job(monitor, service, host, job, max(JOB_WAIT_S, 4 * config.settings.sample_interval))
+        except AmbiguousJob as exc:
+            return refuse(audit, host, job, spec.name, str(exc), err)
         if view is None:
-            there = sorted({v.name for v in monitor.tracker.views() if v.host == host and v.alive})
+            there = sorted({v.label for v in monitor.tracker.views() if v.host == host and v.alive})
             return refuse(audit, host, job, spec.name,
                           f"no job {job} on {host}; jobs there: {', '.join(there) or 'none'}", err)
         try:
@@ -107,10 +111,18 @@ async def run_action(config, spec: ActionSpec, host: str, job: str, *, yes: bool
 
 
 async def _wait_job(monitor, service: ActionService, host: str, job: str, limit: float):
+    """The live job `job` names on `host`, once the host's jobs are all grouped (a name is judged
+    ambiguous or not against every job there); AmbiguousJob when several share the name."""
     deadline = time.monotonic() + limit
     while True:
-        view = service.find_job(host, job)
-        if view is not None and view.alive and monitor.tracker.ready(host):
+        ready = monitor.tracker.ready(host)
+        try:
+            view = service.find_job(host, job)
+        except AmbiguousJob:
+            if ready or time.monotonic() > deadline:
+                raise
+            view = None
+        if view is not None and view.alive and ready:
             return view
         if time.monotonic() > deadline:
             return view if view is not None and view.alive else None
