@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # annotations only: the first frame comes before the frame mo
 GRID_METRICS = tuple(m for m in gpu_metrics.METRICS if m.grid)
 # Fixed columns of one GPU cell: index, util %, memory used/total, the table's columns, job gap.
 CELL_FIXED = 3 + 6 + 9 + sum(1 + len(m.grid[2]) for m in GRID_METRICS) + 1
-JOB_MIN = 18
+JOB_MIN = 24  # the short id and the name ("ab3cd llama-8b-pretrain")
 TWO_COLUMNS_FROM = 160  # terminal width at which two GPUs share a line
 COLUMN_GAP = 3
 
@@ -67,7 +67,7 @@ class Row:
 @dataclass(frozen=True)
 class JobRef:
     id: str
-    name: str
+    name: str  # as the GPU is labelled: the job's short id and name
     phase: str
 
 
@@ -116,13 +116,13 @@ class GpuGrid(LineList, can_focus=True):
         self._store = store
         self._now = now
         self._host_filter = host_filter
-        jobs_key = tuple((j.id, j.name, j.phase, j.host, j.gpu_slots) for j in jobs)
+        jobs_key = tuple((j.id, j.label, j.phase, j.host, j.gpu_slots) for j in jobs)
         if jobs_key != self._jobs_key:
             self._jobs_key = jobs_key
             self._jobs = {}
             for job in jobs:
                 for slot in job.gpu_slots:  # a job over several hosts: its GPUs on each
-                    self._jobs[slot] = JobRef(job.id, job.name, job.phase or "unknown")
+                    self._jobs[slot] = JobRef(job.id, job.label, job.phase or "unknown")
         if self._relayout():
             self.refresh()
             return

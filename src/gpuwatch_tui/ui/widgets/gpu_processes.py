@@ -96,7 +96,7 @@ def gpu_process_rows(store: Store, jobs: list[JobView], host_filter: set[str] | 
                 job = job or by_gpu.get((host.name, index))
                 command = " ".join(info.cmdline) if info is not None and info.cmdline else (info.name if info else "?")
                 rows.append(GpuProcessRow(host.name, index, proc.pid, info.user if info else None, proc.mem_used_mib,
-                                          host.proc_cpu_pct.get(proc.pid), job.name if job else None,
+                                          host.proc_cpu_pct.get(proc.pid), job.label if job else None,
                                           job.phase if job else None, command,
                                           sm_pct=record.latest.util_pct if alone else None,
                                           rss_bytes=info.rss_bytes if info else None,
