@@ -37,7 +37,7 @@ COLUMNS = (
     ("cpu", "CPU %", 6),
     ("rss", "Host mem", 8),
     ("time", "Time", 9),
-    ("job", "Job", 18),
+    ("job", "Job", 24),  # the short id and the name
     ("command", "Command", None),
 )
 RIGHT = {"gpu", "pid", "sm", "mem", "cpu", "rss", "time"}
