@@ -96,6 +96,8 @@ async def test_two_runs_of_train_py_a_name_is_refused_an_id_acts_on_one(sshd_fac
     while alive(first) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert gone(first) and alive(second)  # only the job named by its id
+    assert [(e["result"], e.get("job_id")) for e in audit(tmp_path)[-2:]] == [("started", ids[first]),
+                                                                               ("done", ids[first])]
 
     # one live train.py left: its name alone is enough
     r = run(["kill", host.name, "train.py", "--yes", "--config", cfg], tmp_path)

@@ -235,7 +235,8 @@ class ActionService:
             raise refused
         try:
             self.audit.record(host=plan.host, job=plan.job, action=plan.action, pids=plan.pids,
-                              command=plan.command, result="started", local_user=self.local_user)
+                              command=plan.command, result="started", local_user=self.local_user,
+                              job_id=plan.short_id)
         except AuditError as exc:
             raise ActionRefused(f"{exc}: the action was not taken (every action must be recorded)") from None
         if plan.parts:
@@ -265,7 +266,7 @@ class ActionService:
         try:
             self.audit.record(host=plan.host, job=plan.job, action=plan.action, pids=plan.pids,
                               command=plan.command, result=outcome.status, local_user=self.local_user,
-                              detail={"summary": outcome.summary()})
+                              detail={"summary": outcome.summary()}, job_id=plan.short_id)
         except AuditError as exc:
             outcome = ActionOutcome(plan, outcome.status, outcome.report, outcome.message,
                                     (*outcome.warnings, f"{exc}: this result is not in the audit log"))
