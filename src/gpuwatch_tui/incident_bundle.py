@@ -72,7 +72,8 @@ def _dumps_of(view, since: float, directory: Path | None) -> list[Path]:
         return []
     directory = directory or dumps_dir()
     try:
-        found = sorted(directory.glob(f"{dump_prefix(view.host, view.short_id)}*.json"), key=lambda p: p.stat().st_mtime)
+        found = sorted(directory.glob(f"{dump_prefix(view.host, view.short_id)}*.json"),
+                       key=lambda p: p.stat().st_mtime)
     except OSError:
         return []
     return [p for p in found if p.stat().st_mtime >= since]

@@ -61,6 +61,11 @@ class DumpReport:
     motion: str | None = None  # against the dump before: stuck or moving
     job_id: str = ""  # the job's short id: its dumps are found by it (many jobs share a name)
 
+    @property
+    def label(self) -> str:
+        """`id name` (the name alone for a dump made without the job's id)."""
+        return f"{self.job_id} {self.job}" if self.job_id else self.job
+
     def process(self, pid: int) -> ProcessDump | None:
         return next((p for p in self.processes if p.pid == pid), None)
 
@@ -231,7 +236,8 @@ def save_report(report: DumpReport, directory: Path | None = None) -> Path:
 def _write_report_file(report: DumpReport, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(report.taken_at))
-    base = dump_prefix(report.host, report.job_id, report.job) + (f"{_safe(report.job)}_" if report.job_id else "") + stamp
+    name = f"{_safe(report.job)}_" if report.job_id else ""  # (without an id the prefix holds the name)
+    base = dump_prefix(report.host, report.job_id, report.job) + name + stamp
     path = directory / f"{base}.json"
     n = 1
     while path.exists():

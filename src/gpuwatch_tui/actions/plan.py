@@ -105,7 +105,7 @@ class ActionOutcome:
                 lines.append(f"  output: {r.stdout}")
         elif isinstance(r, DumpReport):
             ok = sum(1 for p in r.processes if p.ok)
-            lines.append(f"py-spy dump of {r.job} on {r.host}: {ok}/{len(r.processes)} processes "
+            lines.append(f"py-spy dump of {r.label} on {r.host}: {ok}/{len(r.processes)} processes "
                          f"(py-spy from {r.pyspy_source}: {r.pyspy})")
             lines.append("  " + r.analysis.summary)
             lines += ["  " + line for line in r.findings()]  # the grouped stacks, stuck or moving, FR and RAS
