@@ -66,8 +66,8 @@ def render_status(snapshot: dict) -> str:
             since = fmt_age(snapshot["time"] - j["since"]) if j.get("since") else "-"
             hosts = j.get("hosts") or ()
             host = f"{j['host']} +{len(hosts) - 1}" if len(hosts) > 1 else j["host"]  # a job over several hosts
-            rows.append([host, j.get("short_id") or "-", j["name"], ",".join(map(str, j.get("pids", []))), phase, since, step,
-                         "; ".join(j.get("evidence", []))[:120]])
+            rows.append([host, j.get("short_id") or "-", j["name"], ",".join(map(str, j.get("pids", []))), phase,
+                         since, step, "; ".join(j.get("evidence", []))[:120]])
         lines.append("")
         lines += _table(rows)
         for j in jobs:
