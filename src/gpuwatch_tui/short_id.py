@@ -43,7 +43,7 @@ def assign(wanting: Iterable[tuple[tuple, tuple]], taken: set[str]) -> list[str]
     """Ids for `wanting` = [(order key, parts)], taken in order-key order (the earliest start first);
     each gets the shortest prefix of its own derivation that is not in `taken` (which grows)."""
     items = list(wanting)
-    out: list[str | None] = [None] * len(items)
+    given: dict[int, str] = {}
     for i in sorted(range(len(items)), key=lambda k: items[k][0]):
         parts = items[i][1]
         sid = short_id(parts)
@@ -52,8 +52,8 @@ def assign(wanting: Iterable[tuple[tuple, tuple]], taken: set[str]) -> list[str]
             length += 1
             sid = short_id(parts, length)
         taken.add(sid)
-        out[i] = sid
-    return out  # type: ignore[return-value]
+        given[i] = sid
+    return [given[i] for i in range(len(items))]
 
 
 def root_key(job) -> tuple:
@@ -88,4 +88,5 @@ def give_short_ids(jobs: list) -> None:
 
 
 def looks_like_short_id(text: str) -> bool:
+    """Whether `text` has the shape of a short id (a pid or a script name does not)."""
     return SHORT_LEN <= len(text) <= MAX_LEN and text[0] in LETTERS and all(c in ALPHABET for c in text)
