@@ -51,7 +51,8 @@ EXIT_CODES_TEXT = """exit codes:
   0    success (status: every host connected; kill/restart/dump/reap: done)
   1    kill/restart/dump/reap: the action failed or only partly worked (a kill that left processes
        behind); report: job not found, or the report could not be written
-  2    config or command-line mistake; an action refused (read-only, not confirmed, no such job)
+  2    config or command-line mistake; an action refused (read-only, not confirmed, no such job); a job
+       name that several jobs share (kill/restart/dump/reap/report list them: name one by its id)
   3    status: at least one host (or the [slurm] login node) is not connected; kill/restart/dump/reap:
        the host is not connected
   4    doctor: at least one check failed
@@ -497,6 +498,7 @@ async def run_report(config: Config, host: str, job: str, directory: str | None,
                      bundle_window: float | None = None) -> int:
     from .incident_bundle import BundleError, write_bundle
     from .incident_report import ReportError, write_report
+    from .jobs.job_lookup import AmbiguousJob
     from .monitor import Monitor
 
     if host not in {h.name for h in config.hosts}:
@@ -519,6 +521,9 @@ async def run_report(config: Config, host: str, job: str, directory: str | None,
                 kept = sorted(Path(config.settings.record).expanduser().glob(FILE_GLOB)) if config.settings.record else []
                 path = write_bundle(monitor, host, job, directory, recordings=kept, window_s=bundle_window,
                                     log_lines=lines)
+        except AmbiguousJob as exc:
+            print(f"gpuwatch: report: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
         except (ReportError, BundleError) as exc:
             print(f"gpuwatch: report: {exc}", file=sys.stderr)
             return 1

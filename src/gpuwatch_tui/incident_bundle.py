@@ -25,8 +25,8 @@ from pathlib import Path
 
 from .errors import GpuwatchError
 from .actions import collective_evidence
-from .actions.dump import _safe, dumps_dir
-from .incident_report import DEFAULT_LOG_LINES, find_job, render_report, reports_dir
+from .actions.dump import dump_prefix, dumps_dir
+from .incident_report import DEFAULT_LOG_LINES, find_job, job_file_stem, render_report, reports_dir
 from .recording.format import RecordingError
 from .recording.timeline import Timeline
 from .recording.window import write_window
@@ -66,11 +66,14 @@ def redact(value):
     return value
 
 
-def _dumps_of(job: str, since: float, directory: Path | None) -> list[Path]:
-
+def _dumps_of(view, since: float, directory: Path | None) -> list[Path]:
+    """The dumps of this job (its host and short id; never another job's of the same name) since `since`."""
+    if not view.short_id:
+        return []
     directory = directory or dumps_dir()
     try:
-        found = sorted(directory.glob(f"*_{_safe(job)}_*.json"), key=lambda p: p.stat().st_mtime)
+        found = sorted(directory.glob(f"{dump_prefix(view.host, view.short_id)}*.json"),
+                       key=lambda p: p.stat().st_mtime)
     except OSError:
         return []
     return [p for p in found if p.stat().st_mtime >= since]
@@ -130,16 +133,17 @@ def write_bundle(monitor, host: str, job: str, directory: Path | str | None = No
     now = time.time() if now is None else now
     view = view if view is not None else find_job(monitor, host, job, now)
     start = now - window_s
-    dumps = _dumps_of(view.name, start, dumps_dir)
+    dumps = _dumps_of(view, start, dumps_dir)
     if report is None:
         report = render_report(monitor, view, now, log_lines, dumps[-1] if dumps else None)
     report = redact_text(report)
     recording, rec_note = window_recording(list(recordings), start, now)
     manifest = {"format": FORMAT, "version": VERSION, "host": view.host, "job": view.name, "job_id": view.id,
+                "short_id": view.short_id,
                 "written": now, "window": [start, now], "recording": rec_note, "dumps": [], "files": ["report.md"]}
     directory = Path(directory) if directory is not None else reports_dir()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
-    path = directory / f"{_safe(view.host)}_{_safe(view.name)}_{stamp}.gpuwatch-bundle.zip"
+    path = directory / f"{job_file_stem(view)}_{stamp}.gpuwatch-bundle.zip"
     findings = None
     try:
         directory.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from platformdirs import user_state_dir
 
-from .actions.dump import _safe, dumps_dir
+from .actions.dump import _safe, dump_prefix, dumps_dir
 from .errors import GpuwatchError
+from .jobs.job_lookup import find_job as lookup_job
 from .jobs.logtail import sanitize_line
 from .views import JobView
 from .vocab import fmt_duration, fmt_utc
@@ -57,25 +58,38 @@ def _md(text: str) -> str:
 
 
 def find_job(monitor, host: str, job: str, now: float) -> JobView:
+    """The job `job` (short id, id, or a name only one job on the host has) names; ReportError when none
+    does, job_lookup.AmbiguousJob when several live jobs share the name."""
     views = monitor.tracker.views(now) if monitor.tracker is not None else []
-    for view in views:
-        if view.host == host and job in (view.name, view.id):
-            return view
-    names = ", ".join(sorted(f"{v.host}:{v.name}" for v in views)) or "none"
+    view = lookup_job(views, host, job, now)
+    if view is not None:
+        return view
+    names = ", ".join(sorted(f"{v.host}:{v.label}" for v in views)) or "none"
     raise ReportError(f"no job {job!r} on host {host!r} (jobs seen: {names})")
 
 
-def latest_dump(host: str, job: str) -> Path | None:
+def latest_dump(host: str, job_id: str, directory: Path | None = None) -> Path | None:
+    """The newest dump saved of the job whose short id is `job_id` on `host` (never another job's of the
+    same name)."""
+    if not job_id:
+        return None
     try:
-        found = sorted(dumps_dir().glob(f"{_safe(host)}_{_safe(job)}_*.json"), key=lambda p: p.stat().st_mtime)
+        found = sorted((directory or dumps_dir()).glob(f"{dump_prefix(host, job_id)}*.json"),
+                       key=lambda p: p.stat().st_mtime)
     except OSError:
         return None
     return found[-1] if found else None
 
 
+def job_file_stem(view: JobView) -> str:
+    """`<host>_<short id>_<name>`: the start of a report's or bundle's file name (names repeat, ids do not)."""
+    middle = f"{view.short_id}_" if view.short_id else ""
+    return f"{_safe(view.host)}_{middle}{_safe(view.name)}"
+
+
 def render_report(monitor, view: JobView, now: float, log_lines: int = DEFAULT_LOG_LINES,
                   dump_path: Path | None = None) -> str:
-    out = [f"# Incident: {_md(view.name)} on {_md(view.host)}", "",
+    out = [f"# Incident: {_md(view.label)} on {_md(view.host)}", "",
            f"Written {fmt_utc(now)} by gpuwatch.", "", "## Verdict", ""]
     detail = f" ({_md(view.detail)})" if view.detail else ""
     out.append(f"**{view.phase}**{detail} for {fmt_duration(max(0.0, now - view.since))} "
@@ -148,7 +162,7 @@ def write_report(monitor, host: str, job: str, directory: Path | str | None = No
     Raises ReportError (no such job, or the directory cannot be written) with a clear message."""
     now = time.time() if now is None else now
     view = find_job(monitor, host, job, now)
-    text = render_report(monitor, view, now, log_lines, latest_dump(view.host, view.name))
+    text = render_report(monitor, view, now, log_lines, latest_dump(view.host, view.short_id))
     return save_report(text, view, now, directory)
 
 
@@ -156,7 +170,7 @@ def save_report(text: str, view: JobView, now: float, directory: Path | str | No
     """Write a rendered report under a name with host, job and time (never over another one).
     Only file I/O: the dashboard runs it off its loop. Raises ReportError when it cannot write."""
     directory = Path(directory) if directory is not None else reports_dir()
-    path = directory / f"{_safe(view.host)}_{_safe(view.name)}_{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}.md"
+    path = directory / f"{job_file_stem(view)}_{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}.md"
     try:
         directory.mkdir(parents=True, exist_ok=True)
         n = 1

@@ -32,6 +32,10 @@ def _table(rows: list[list[str]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
 
+def _label(job: dict) -> str:
+    return f"{job['short_id']} {job['name']}" if job.get("short_id") else job["name"]
+
+
 def render_status(snapshot: dict) -> str:
     lines: list[str] = []
     hosts = [["HOST", "STATE", "AGE", "GPU SOURCE", "DETAIL"]]
@@ -52,7 +56,7 @@ def render_status(snapshot: dict) -> str:
         lines += _table(gpus)
     jobs = snapshot.get("jobs") or []
     if jobs:
-        rows = [["HOST", "JOB", "PIDS", "PHASE", "SINCE", "PROGRESS", "EVIDENCE"]]
+        rows = [["HOST", "ID", "JOB", "PIDS", "PHASE", "SINCE", "PROGRESS", "EVIDENCE"]]
         for j in jobs:
             prog = j.get("progress") or {}
             step = "-" if prog.get("step") is None else str(prog["step"])
@@ -62,16 +66,17 @@ def render_status(snapshot: dict) -> str:
             since = fmt_age(snapshot["time"] - j["since"]) if j.get("since") else "-"
             hosts = j.get("hosts") or ()
             host = f"{j['host']} +{len(hosts) - 1}" if len(hosts) > 1 else j["host"]  # a job over several hosts
-            rows.append([host, j["name"], ",".join(map(str, j.get("pids", []))), phase, since, step,
-                         "; ".join(j.get("evidence", []))[:120]])
+            rows.append([host, j.get("short_id") or "-", j["name"], ",".join(map(str, j.get("pids", []))), phase,
+                         since, step, "; ".join(j.get("evidence", []))[:120]])
         lines.append("")
         lines += _table(rows)
         for j in jobs:
             if j.get("advice"):
-                lines.append(f"  {j['host']}/{j['name']}: {j['advice']}")
-            # A script reads commands, not keys: the CLI verb of each advised action.
+                lines.append(f"  {j['host']}/{_label(j)}: {j['advice']}")
+            # A script reads commands, not keys: the CLI verb of each advised action, naming the job by
+            # its id (its name may be every job's).
             for name in j.get("actions") or ():
-                command = cli_hint(name, j["host"], j["name"])
+                command = cli_hint(name, j["host"], j.get("short_id") or j["name"])
                 if command is not None:
                     lines.append(f"    {command}")
             if j.get("leftovers"):

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from .model import ProcessRef
 from .quick_init import quick_init
+from .short_id import multi_parts, run_parts, short_id
 from .vocab import DEFAULT_STALL_AFTER_S
 
 
@@ -178,6 +179,18 @@ class RankView:
         )
 
 
+def _derived_short_id(data: dict, host: str) -> str:
+    """A recording made before views carried the short id: derived as the tracker derives it (the root's
+    start ticks; a run over several hosts by its run key)."""
+    if data.get("run_key") and data.get("parts"):
+        return short_id(multi_parts(str(data["run_key"])))
+    root = data.get("root")
+    if isinstance(root, dict) and isinstance(root.get("pid"), int) and isinstance(root.get("start_ticks"), int) \
+            and root["start_ticks"]:
+        return short_id(run_parts(host, root["pid"], root["start_ticks"]))
+    return short_id(("id", str(data.get("id"))))  # its top process is not known: by the id it was recorded under
+
+
 @quick_init
 @dataclass(frozen=True)
 class LeftoverProcess:
@@ -289,6 +302,13 @@ class JobView:
     run_key: str | None = None
     # Processes left running after the job's main process or launcher went (jobs/leftovers.py); None: none.
     leftovers: LeftoverView | None = None
+    # The short id people read and type (jobs/short_id.py): the same on every gpuwatch watching the host.
+    short_id: str = ""
+
+    @property
+    def label(self) -> str:
+        """`id name` as tables, plans and file names show a job (the name alone is rarely unique)."""
+        return f"{self.short_id} {self.name}" if self.short_id else self.name
 
     @property
     def multi_node(self) -> bool:
@@ -348,6 +368,7 @@ class JobView:
             "processes": [{"pid": p.pid, "start_ticks": p.start_ticks} for p in self.processes],
             "root": None if self.root is None else {"pid": self.root.pid, "start_ticks": self.root.start_ticks},
             "events": list(self.events),
+            "short_id": self.short_id,
         }
 
     @classmethod
@@ -410,4 +431,5 @@ class JobView:
             parts=tuple(str(p) for p in data.get("parts") or ()),
             run_key=data.get("run_key"),
             leftovers=LeftoverView.from_json(data.get("leftovers"), what),
+            short_id=str(data.get("short_id") or "") or _derived_short_id(data, host),
         )

@@ -74,6 +74,7 @@ async def draw_everything(path: Path, word: str) -> None:
             await pilot.pause()
         target = SimpleNamespace(pid=4242, user=f"ml{word}", role=f"main{word}", cmdline=("python3", f"t{word}.py", word))
         plan = SimpleNamespace(action="kill", title="Kill", host="trainer-a", job_id="trainer-a:1", job=f"job{word}",
+                               label=f"k3xqa job{word}", short_id="k3xqa",
                                targets=(target,), command=f"SIGTERM to 4242 {word}", warnings=(f"careful {word}",),
                                confirm=True, slurm_cancel=None)
         app.push_screen(ConfirmActionScreen(plan))

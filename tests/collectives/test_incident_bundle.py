@@ -16,15 +16,15 @@ from gpuwatch_tui.recording.timeline import Replay, ReplayMonitor, Timeline
 from tests.actions.pyspy_helpers import h200_dump
 
 
-def saved_dump(directory, job: str, taken_at: float) -> None:
+def saved_dump(directory, job: str, taken_at: float, job_id: str = ""):
     from gpuwatch_tui.actions.dump import DumpReport, save_report
     from gpuwatch_tui.actions.stack_analysis import analyse
 
     procs = [h200_dump("nccl_hang_pyspy_hang_1084.txt", rank=0), h200_dump("nccl_hang_pyspy_hang_1085.txt", rank=1)]
     report = DumpReport("h200-a", job, taken_at, "py-spy", "host", procs, analyse(procs),
                         host_facts={"env": {"WANDB_API_KEY": "wandb-secret-123", "RANK": "0"}},
-                        collective_notes=["launched with HF_TOKEN=hf_secret_456 in its cmdline"])
-    save_report(report, directory)
+                        collective_notes=["launched with HF_TOKEN=hf_secret_456 in its cmdline"], job_id=job_id)
+    return save_report(report, directory)
 
 
 def test_bundle_holds_report_window_dumps_findings_and_no_secret(tmp_path):
@@ -32,8 +32,14 @@ def test_bundle_holds_report_window_dumps_findings_and_no_secret(tmp_path):
     replay = Replay(timeline, timeline.history)
     replay.seek(timeline.end)
     dumps = tmp_path / "dumps"
-    saved_dump(dumps, "nccl_hang.py", timeline.end - 30)
-    os.utime(next(dumps.iterdir()), (timeline.end - 30, timeline.end - 30))
+    monitor = ReplayMonitor(replay)
+    job = next(v for v in monitor.tracker.views(timeline.end) if v.host == "h200-a" and v.name == "nccl_hang.py")
+    assert job.short_id
+    mine = saved_dump(dumps, "nccl_hang.py", timeline.end - 30, job.short_id)
+    os.utime(mine, (timeline.end - 30, timeline.end - 30))
+    # another run of the same script on the same host, dumped later: never this job's
+    other = saved_dump(dumps, "nccl_hang.py", timeline.end - 10, "zzzzz")
+    os.utime(other, (timeline.end - 10, timeline.end - 10))
     path = write_bundle(ReplayMonitor(replay), "h200-a", "nccl_hang.py", tmp_path / "out",
                         recordings=[demo_recording()], window_s=120, now=timeline.end, dumps_dir=dumps)
     with zipfile.ZipFile(path) as z:
@@ -43,7 +49,9 @@ def test_bundle_holds_report_window_dumps_findings_and_no_secret(tmp_path):
         rec = gzip.decompress(z.read("recording.jsonl.gz"))
         findings = json.loads(z.read("findings.json"))
     assert {"report.md", "recording.jsonl.gz", "findings.json", "manifest.json"} <= names
-    assert any(n.startswith("dumps/") for n in names)
+    assert {n for n in names if n.startswith("dumps/")} == {f"dumps/{mine.name}"}
+    assert mine.name.startswith(f"h200-a_{job.short_id}_nccl_hang.py_")
+    assert manifest["short_id"] == job.short_id and job.short_id in path.name
     assert manifest["job"] == "nccl_hang.py" and manifest["window"] == [timeline.end - 120, timeline.end]
     assert b"wandb-secret-123" not in everything and b"hf_secret_456" not in everything
     assert b"<redacted>" in everything and b'"RANK": "0"' in everything

@@ -128,8 +128,9 @@ def _settled_as_now(*names):
 
 BLIND = {
     "verdict": lambda kept, job, at: setattr(kept, "verdict", job.verdict),
-    # (a tree that changes changes its launcher or GPUs too, on these runs: any one of them remakes all)
-    "processes": _settled_as_now("members", "start_ticks", "root", "launcher", "gpus"),
+    # (a tree that changes changes its launcher or GPUs too, on these runs: any one of them remakes all;
+    # the short id is derived from the root)
+    "processes": _settled_as_now("members", "start_ticks", "root", "launcher", "gpus", "short_id"),
     "every settled part": _settled_as_now(*export._SETTLED),
     "exit": lambda kept, job, at: (_settled_as_now("exit")(kept, job, at),
                                    setattr(kept, "exit_code", export._exit_code(job))),

@@ -11,6 +11,7 @@ from pathlib import Path
 from gpuwatch_tui.jobs.multinode import is_this_host, run_keys
 from gpuwatch_tui.jobs.settings import JobSettings
 from gpuwatch_tui.jobs.tracker import JobTracker
+from gpuwatch_tui.short_id import looks_like_short_id, multi_parts, short_id
 from gpuwatch_tui.views import JobView
 
 from tests.jobs.procs import gpu, proc, sample
@@ -73,6 +74,13 @@ def test_two_hosts_one_job_and_the_idle_gpu_rank_is_named():
     assert data["hosts"] == ["node-a", "node-b"] and len(data["ranks"]) == 2
     back = JobView.from_json(json.loads(json.dumps(data)))
     assert back.ranks == job.ranks and back.parts == job.parts
+    # One short id for the run over both hosts, from its run key (the same on every watcher), on every frame
+    # from the one that joined them (before it, node-a's part alone was a job of its own, with its own id)
+    parts = tracker.views(joined=False)
+    assert looks_like_short_id(job.short_id) and job.short_id == back.short_id
+    assert job.short_id == short_id(multi_parts(job.run_key)) and job.short_id not in {p.short_id for p in parts}
+    joined = [v[0].short_id for t, v in run if v and v[0].multi_node]
+    assert joined and set(joined) == {job.short_id}
 
 
 def test_one_dead_rank_makes_the_job_crashed_with_the_rank_named():

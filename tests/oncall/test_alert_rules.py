@@ -19,6 +19,17 @@ def engine(*rules, **kw) -> AlertEngine:
     return AlertEngine(AlertsConfig(rules=tuple(rules), **kw))
 
 
+def test_an_alert_names_the_job_by_its_short_id():
+    def run(phase, pid, sid):
+        return JobView(id=f"h1:{pid}:1", name="train", host="h1", phase=phase, short_id=sid)
+
+    e = engine(AlertRule(on="stalled"), debounce_s=0)
+    e.observe([run("training", 1, "k3xqa"), run("training", 2, "m7rzt")], [], 0)
+    fired = e.observe([run("stalled", 1, "k3xqa"), run("training", 2, "m7rzt")], [], 1)
+    assert [f.title for f in fired] == ["k3xqa train on h1 stalled"]
+    assert fired[0].to_json()["short_id"] == "k3xqa" and fired[0].job == "train"
+
+
 def test_crash_fires_once_when_seen_entering():
     e = engine(AlertRule(on="crashed"))
     assert e.observe([job("training")], [], 0) == []

@@ -36,6 +36,7 @@ async def test_report_of_a_real_job_with_a_hostile_log(sshd_factory, ssh_env, tm
             await wait_for(lambda: any(v.name == "train" and v.log_lines >= 3 for v in monitor.tracker.views()),
                            20, what="the job and its log")
             path = write_report(monitor, host.name, "train", tmp_path / "reports")
+            [view] = [v for v in monitor.tracker.views() if v.name == "train"]
             with pytest.raises(ReportError, match="no job 'nope'"):
                 write_report(monitor, host.name, "nope", tmp_path / "reports")
             ro = tmp_path / "ro"
@@ -50,7 +51,8 @@ async def test_report_of_a_real_job_with_a_hostile_log(sshd_factory, ssh_env, tm
         proc.kill()
         proc.wait()
     text = path.read_text()
-    assert path.suffix == ".md" and text.startswith("# Incident: train on " + host.name)
+    assert path.suffix == ".md" and text.startswith(f"# Incident: {view.short_id} train on {host.name}")
+    assert path.name.startswith(f"{host.name}_{view.short_id}_train_")
     assert "## Verdict" in text and "### Phase history" in text and "## Processes" in text and "## Host" in text
     assert "\x1b" not in text and "\x07" not in text
     assert "````text\nstep 1 loss 2.0\n```\n" in text  # the log's own ``` stays inside a longer fence

@@ -68,17 +68,18 @@ async def test_export_scraped_by_prometheus(sshd_factory, ssh_env, prometheus_fa
 
         await answer("sum(gpuwatch_host_up)", lambda r: r and float(r[0]["value"][1]) == 2)
         await answer("count(gpuwatch_gpu_utilization_percent)", lambda r: r and float(r[0]["value"][1]) == 4)
-        # per-process attribution: the job's pid holds 40000 MiB on GPU 0 of host a, named by its job
-        procs = await answer(f'gpuwatch_process_gpu_memory_bytes{{host="{a.name}",pid="{pid}"}}',
-                             lambda r: r and r[0]["metric"]["job"] != "")
-        assert float(procs[0]["value"][1]) == 40_000 * MIB and procs[0]["metric"]["gpu"] == "0"
-        job_name = procs[0]["metric"]["job"]
+        # attribution: the job's process holds 40000 MiB on GPU 0 of host a, named by its job's id and name
+        procs = await answer(f'gpuwatch_job_gpu_memory_bytes{{host="{a.name}",gpu="0"}}',
+                             lambda r: r and r[0]["metric"]["job_id"] != "")
+        assert float(procs[0]["value"][1]) == 40_000 * MIB and procs[0]["metric"]["job"] == "train.py"
+        job_name, job_id = procs[0]["metric"]["job"], procs[0]["metric"]["job_id"]
         # the verdict as a state set: exactly one phase is 1 for the job
-        phases = await answer(f'gpuwatch_job_phase{{host="{a.name}",job="{job_name}"}} == 1',
+        phases = await answer(f'gpuwatch_job_phase{{host="{a.name}",job_id="{job_id}"}} == 1',
                               lambda r: len(r) == 1 and r[0]["metric"]["phase"] in ("training", "starting"))
-        info = await answer(f'gpuwatch_job_info{{host="{a.name}"}}', lambda r: len(r) == 1)
-        assert info[0]["metric"]["log"] == str(log) and info[0]["metric"]["cmd"].endswith("-u train.py")
-        quiet = await answer(f'gpuwatch_job_seconds_since_log_line{{job="{job_name}"}}', lambda r: len(r) == 1)
+        info = await answer(f'gpuwatch_job_info{{host="{a.name}",job_id="{job_id}"}}', lambda r: len(r) == 1)
+        assert info[0]["metric"]["log"] == str(log) and info[0]["metric"]["job_id"] == job_id
+        assert "cmd" not in info[0]["metric"] and "pid" not in procs[0]["metric"]  # bounded label sets
+        quiet = await answer(f'gpuwatch_job_seconds_since_log_line{{job_id="{job_id}"}}', lambda r: len(r) == 1)
         assert 0 <= float(quiet[0]["value"][1]) < 10
         # host b's GPU 1: the power the stand-in replays from the H200 recording, with its UUID
         b_power = await promql(f'gpuwatch_gpu_power_watts{{host="{b.name}",gpu="1"}}')

@@ -101,7 +101,7 @@ def _plan(action: str, job, procs) -> object:
     return service.ActionPlan(action=action, title=by_name(action).title, host=job.host, job_id=job.id, job=job.name,
                               targets=tuple(targets), command=command,
                               warnings=("environment captured 3 h ago: may be stale",) if action != "kill" else (),
-                              confirm=by_name(action).confirm, created_at=0.0)
+                              confirm=by_name(action).confirm, created_at=0.0, short_id=job.short_id)
 
 
 class ActingRecordedSource(RecordedSource):

@@ -201,7 +201,7 @@ async def test_s_cycles_sort_and_header_click_sorts(app):
         table = app.screen.query_one(JobsTable)
         await pilot.press("s")  # host
         assert table.sort_column == "host"
-        await pilot.press("s", "s", "s")  # job, gpus, phase
+        await pilot.press("s", "s", "s", "s")  # id, job, gpus, phase
         assert table.sort_column == "phase"
         assert job_ids(app)[:3] == ["trainer-e:28841", "trainer-b:30100", "trainer-e:51877"]
         await pilot.click(JobsTable, offset=(4, 0))  # the "Host" header
@@ -263,7 +263,8 @@ async def test_jobs_table_fits_80_columns_without_scrolling(source):
         assert table.virtual_size.width <= table.scrollable_content_region.width
         assert table.max_scroll_x == 0
         keys = table.layout_keys
-        assert {"host", "job", "phase", "since", "progress", "eta"} <= set(keys)
+        # the short id stays at every width (a verb takes it); Since goes before it would
+        assert {"host", "id", "job", "phase", "progress", "eta"} <= set(keys)
         header = table.render_line(0).text
         assert "Host" in header and "ETA" in header
         for y in range(table.row_count + 1):

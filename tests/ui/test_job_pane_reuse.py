@@ -49,7 +49,7 @@ def assert_shows(screen: JobScreen, source, job_id: str) -> None:
     job = next(j for j in source.jobs() if j.id == job_id)
     assert screen.job_id == job_id and screen.selected_job_id == job_id and screen.job.id == job_id
     title = static_text(screen.query_one("#job-title"))
-    assert title.startswith(job.name) and (job.log or "") in title
+    assert title.startswith(job.label) and (job.log or "") in title  # "ID name" (the name alone without an id)
     assert f" {job.phase.upper()} " in static_text(screen.query_one(VerdictPanel))
     log = screen.query_one(LogView)
     assert log.lines == source.job_log(job_id)

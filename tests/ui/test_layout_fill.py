@@ -98,7 +98,8 @@ async def test_g_shows_the_gpu_processes_sortable(app):
         mems = [r.mem_mib for r in table.rows]
         assert mems == sorted(mems, reverse=True)  # biggest first
         row = next(r for r in table.rows if r.host == "trainer-b" and r.gpu == 0)
-        assert row.job == "dpo-2rank" and row.command != "?"
+        dpo = next(j for j in app.source.jobs() if j.name == "dpo-2rank")
+        assert row.job == f"{dpo.short_id} dpo-2rank" and row.job_id == dpo.id and row.command != "?"
         await pilot.press("s")  # the next column: CPU %
         assert table.sort_column == "cpu"
         await pilot.click(GpuProcessTable, offset=(2, 0))  # the Host header

@@ -66,7 +66,8 @@ async def test_e_in_a_live_job_pane_writes_the_report_and_shows_its_path(sshd_fa
             path = Path(toast.message.removeprefix("written to "))
             assert path.parent == tmp_path / "state" / "gpuwatch" / "reports" and path.is_file()
             text = path.read_text()
-            assert text.startswith(f"# Incident: trainer on {host.name}")
+            assert view.short_id and text.startswith(f"# Incident: {view.short_id} trainer on {host.name}")
+            assert path.name.startswith(f"{host.name}_{view.short_id}_trainer_")
             assert str(job.pid) in text and "## Log" in text
             assert isinstance(app.screen, JobScreen)  # the person stays where they were
 
@@ -79,7 +80,8 @@ async def test_e_in_a_live_job_pane_writes_the_report_and_shows_its_path(sshd_fa
             with zipfile.ZipFile(bundle) as z:
                 manifest = json.loads(z.read("manifest.json"))
                 assert manifest["job"] == "trainer" and manifest["job_id"] == view.id
-                assert z.read("report.md").decode().startswith(f"# Incident: trainer on {host.name}")
+                assert z.read("report.md").decode().startswith(f"# Incident: {view.short_id} trainer on {host.name}")
+                assert manifest["short_id"] == view.short_id
 
             blocked = tmp_path / "not-a-dir"
             blocked.write_text("a file where the state dir should be")

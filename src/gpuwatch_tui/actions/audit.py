@@ -37,8 +37,9 @@ class AuditLog:
 
     def record(self, *, host: str, job: str, action: str, pids: Iterable[int], command: str,
                result: str, detail: dict[str, Any] | None = None, local_user: str | None = None,
-               when: float | None = None) -> dict[str, Any]:
-        """Append one entry (result: done, refused, failed, cancelled...); returns what was written."""
+               when: float | None = None, job_id: str | None = None) -> dict[str, Any]:
+        """Append one entry (result: done, refused, failed, cancelled...); returns what was written.
+        `job_id`: the job's short id (names repeat: it says which `train.py` was acted on)."""
         entry = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if when is None else when)),
             "local_user": local_user or current_user(),
@@ -49,6 +50,8 @@ class AuditLog:
             "command": command,
             "result": result,
         }
+        if job_id:
+            entry["job_id"] = job_id
         if detail is not None:
             entry["detail"] = detail
         line = (json.dumps(entry, default=str, sort_keys=False) + "\n").encode("utf-8")

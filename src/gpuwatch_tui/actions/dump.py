@@ -59,6 +59,12 @@ class DumpReport:
     ras: dict | None = None  # NCCL RAS's report, parsed (nccl_ras.RasReport as a dict)
     collective_notes: list = field(default_factory=list)  # why the recorder or RAS said nothing
     motion: str | None = None  # against the dump before: stuck or moving
+    job_id: str = ""  # the job's short id: its dumps are found by it (many jobs share a name)
+
+    @property
+    def label(self) -> str:
+        """`id name` (the name alone for a dump made without the job's id)."""
+        return f"{self.job_id} {self.job}" if self.job_id else self.job
 
     def process(self, pid: int) -> ProcessDump | None:
         return next((p for p in self.processes if p.pid == pid), None)
@@ -164,6 +170,7 @@ async def dump_job(
     *,
     host: str = "",
     job: str = "",
+    job_id: str = "",
     with_locals: bool = False,
     save_dir: Path | None = None,
     save: bool = True,
@@ -189,7 +196,7 @@ async def dump_job(
     processes = [process_from_reply(p, ranks.get(int(p.get("pid") or 0))) for p in reply.get("processes", [])]
     report = DumpReport(
         host=host, job=job, taken_at=time.time(), pyspy=pyspy, pyspy_source=source, processes=processes,
-        analysis=analyse(processes), native=native, sudo=sudo, host_facts=facts,
+        analysis=analyse(processes), native=native, sudo=sudo, host_facts=facts, job_id=job_id,
     )
     if collectives and len(wanted) > 0:
         found = await collective_evidence.gather(request, wanted, host)
@@ -209,8 +216,14 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")[:60] or "unnamed"
 
 
+def dump_prefix(host: str, job_id: str, job: str = "") -> str:
+    """The start of the file names of one job's dumps: `<host>_<short id>_` (the name follows it, for a
+    person reading the directory). Without an id (a dump made by hand), `<host>_<name>_`."""
+    return f"{_safe(host)}_{job_id}_" if job_id else f"{_safe(host)}_{_safe(job)}_"
+
+
 def save_report(report: DumpReport, directory: Path | None = None) -> Path:
-    """dumps/<host>_<job>_<UTC time>.json; a second dump in the same second gets its own name."""
+    """dumps/<host>_<short id>_<job>_<UTC time>.json; a second dump in the same second gets its own name."""
     directory = directory or dumps_dir()
     try:
         return _write_report_file(report, directory)
@@ -223,7 +236,8 @@ def save_report(report: DumpReport, directory: Path | None = None) -> Path:
 def _write_report_file(report: DumpReport, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(report.taken_at))
-    base = f"{_safe(report.host)}_{_safe(report.job)}_{stamp}"
+    name = f"{_safe(report.job)}_" if report.job_id else ""  # (without an id the prefix holds the name)
+    base = dump_prefix(report.host, report.job_id, report.job) + name + stamp
     path = directory / f"{base}.json"
     n = 1
     while path.exists():
@@ -245,7 +259,9 @@ def compare_with_saved(report: DumpReport, directory: Path, window_s: float = RE
     """Compare with the dump of the same job saved just before this one, by another gpuwatch or an earlier
     `gpuwatch dump`: a second dump from the CLI tells stuck from moving as the dashboard's second `d` does.
     Members are matched by pid, rank and start time, so a new run of the same script is never "stuck"."""
-    name = re.compile(re.escape(f"{_safe(report.host)}_{_safe(report.job)}_") + r"(\d{8}T\d{6}Z)(-\d+)?\.json")
+    middle = re.escape(f"{_safe(report.job)}_") if report.job_id else ""
+    name = re.compile(re.escape(dump_prefix(report.host, report.job_id, report.job)) + middle
+                      + r"(\d{8}T\d{6}Z)(-\d+)?\.json")
     oldest = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(report.taken_at - window_s - 1))
     try:
         # Newest first by the UTC stamp in the name; only those inside the window are read, and only

@@ -44,7 +44,7 @@ def plan_parts(service, view: JobView, spec, native: bool | None, refused):
     return ActionPlan(action=spec.name, title=spec.title, host=",".join(p.host for p in parts), job_id=view.id,
                       job=view.name, targets=targets, command="\n".join(p.command for p in parts),
                       warnings=warnings, confirm=spec.confirm, created_at=time.time(), native=parts[0].native,
-                      parts=parts)
+                      parts=parts, short_id=view.short_id)
 
 
 async def execute_parts(service, plan):
@@ -79,7 +79,7 @@ def combined_dump(service, plan, reports: list[DumpReport]) -> DumpReport:
                         host_facts={r.host: r.host_facts for r in reports},
                         fr_records=[rec for r in reports for rec in r.fr_records],
                         ras=next((r.ras for r in reports if r.ras), None),
-                        collective_notes=[n for r in reports for n in r.collective_notes])
+                        collective_notes=[n for r in reports for n in r.collective_notes], job_id=plan.short_id)
     report.compare_with(service._dumps.get(plan.job_id))
     try:
         report.saved_to = save_report(report, service.dumps_dir())

@@ -43,6 +43,12 @@ class ActionPlan:
     parts: tuple[ActionPlan, ...] = field(default=(), repr=False, compare=False)
     # A Slurm job's kill is scancel on the login node (slurm/cancel.py CancelPlan), not signals to pids.
     slurm_cancel: Any = field(default=None, repr=False, compare=False)
+    short_id: str = ""  # the job's short id, as every table shows it beside the name
+
+    @property
+    def label(self) -> str:
+        """`id name`: what tells this job from the others of the same name."""
+        return f"{self.short_id} {self.job}" if self.short_id else self.job
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -55,8 +61,8 @@ class ActionPlan:
     def text(self) -> str:
         """The confirm text: host, job, pids with users and roles, the exact command, warnings."""
         if self.slurm_cancel is not None:
-            return f"{self.title}: job {self.job} on {self.host}\n" + self.slurm_cancel.text()
-        lines = [f"{self.title}: job {self.job} on {self.host}",
+            return f"{self.title}: job {self.label} on {self.host}\n" + self.slurm_cancel.text()
+        lines = [f"{self.title}: job {self.label} on {self.host}",
                  f"as user(s): {', '.join(self.users) or '?'}", "processes:"]
         lines += [f"  {t.role:<10} {t.pid:>7}  {t.user:<10} {t.command}" for t in self.targets]
         lines += ["command:", *("  " + line for line in self.command.splitlines())]
@@ -65,6 +71,7 @@ class ActionPlan:
 
     def to_json(self) -> dict[str, Any]:
         return {"action": self.action, "host": self.host, "job_id": self.job_id, "job": self.job,
+                "short_id": self.short_id,
                 "targets": [t.__dict__ for t in self.targets], "command": self.command,
                 "warnings": list(self.warnings), "confirm": self.confirm, "created_at": self.created_at}
 
@@ -98,7 +105,7 @@ class ActionOutcome:
                 lines.append(f"  output: {r.stdout}")
         elif isinstance(r, DumpReport):
             ok = sum(1 for p in r.processes if p.ok)
-            lines.append(f"py-spy dump of {r.job} on {r.host}: {ok}/{len(r.processes)} processes "
+            lines.append(f"py-spy dump of {r.label} on {r.host}: {ok}/{len(r.processes)} processes "
                          f"(py-spy from {r.pyspy_source}: {r.pyspy})")
             lines.append("  " + r.analysis.summary)
             lines += ["  " + line for line in r.findings()]  # the grouped stacks, stuck or moving, FR and RAS

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import GpuwatchError
 from ..jobs.job_actions import DUMP, KILL, REAP, RESTART, DumpFinding
+from ..jobs.job_lookup import find_job
 from ..model import ChildProc, ProcInfo
 from ..slurm.cancel import CancelRefused, plan_cancel
 from ..slurm.hosts import slurm_id_of
@@ -81,14 +82,9 @@ class ActionService:
                 and (captured[0], captured[1]) == (view.root.pid, view.root.start_ticks))
 
     def find_job(self, host: str, name_or_id: str) -> JobView | None:
-        """A job on `host` by the name `status` shows, or by its id."""
-        views = [v for v in self.monitor.tracker.views() if v.host == host or host in v.hosts]
-        by_id = next((v for v in views if v.id == name_or_id), None)
-        if by_id is not None:
-            return by_id
-        named = [v for v in views if v.name == name_or_id]
-        named.sort(key=lambda v: not v.alive)  # a live job before an ended one of the same name
-        return named[0] if named else None
+        """A job on `host` by its short id, its id, or a name only one job there has (several live jobs
+        of that name raise job_lookup.AmbiguousJob: a person picks one by id)."""
+        return find_job(self.monitor.tracker.views(), host, name_or_id, time.time())
 
     # ------------------------------------------------------------------ planning
     def plan(self, job_id: str, action_name: str, *, native: bool | None = None) -> ActionPlan:
@@ -133,7 +129,7 @@ class ActionService:
         tree = self._tree(view, procs)
         now = time.time()
         common = dict(action=spec.name, title=spec.title, host=view.host, job_id=view.id, job=view.name,
-                      confirm=spec.confirm, created_at=now)
+                      confirm=spec.confirm, created_at=now, short_id=view.short_id)
         if spec.name == KILL:
             targets = self._targets(tree, procs)
             if not targets:
@@ -173,7 +169,7 @@ class ActionService:
             raise ActionRefused(str(exc)) from None
         return ActionPlan(action=spec.name, title=spec.title, host=view.host, job_id=view.id, job=view.name,
                           targets=(), command=f"{cancel.command}   # on {cancel.where}", warnings=cancel.warnings,
-                          confirm=spec.confirm, created_at=time.time(), slurm_cancel=cancel)
+                          confirm=spec.confirm, created_at=time.time(), slurm_cancel=cancel, short_id=view.short_id)
 
     def _tree(self, view: JobView, procs: list[ProcInfo]) -> JobTree:
         """The job's processes, and leftover GPU-memory holders: GPU processes whose pid is in the job's
@@ -242,7 +238,8 @@ class ActionService:
             raise refused
         try:
             self.audit.record(host=plan.host, job=plan.job, action=plan.action, pids=plan.pids,
-                              command=plan.command, result="started", local_user=self.local_user)
+                              command=plan.command, result="started", local_user=self.local_user,
+                              job_id=plan.short_id)
         except AuditError as exc:
             raise ActionRefused(f"{exc}: the action was not taken (every action must be recorded)") from None
         if plan.parts:
@@ -289,7 +286,7 @@ class ActionService:
         try:
             self.audit.record(host=plan.host, job=plan.job, action=plan.action, pids=plan.pids,
                               command=plan.command, result=outcome.status, local_user=self.local_user,
-                              detail={"summary": outcome.summary()})
+                              detail={"summary": outcome.summary()}, job_id=plan.short_id)
         except AuditError as exc:
             outcome = ActionOutcome(plan, outcome.status, outcome.report, outcome.message,
                                     (*outcome.warnings, f"{exc}: this result is not in the audit log"))
@@ -333,7 +330,8 @@ class ActionService:
         targets = [DumpTarget(t.pid, t.start_ticks) for t in plan.targets]
         try:
             report = await dump_job(request, targets, plan.native, self.dump_timeout_s, self.settings.pyspy_sudo,
-                                    host=plan.host, job=plan.job, save_dir=self.dumps_dir())
+                                    host=plan.host, job=plan.job, job_id=plan.short_id,
+                                    save_dir=self.dumps_dir())
         except DumpFailed as exc:
             return ActionOutcome(plan, "failed", None, str(exc))
         earlier = self._dumps.get(plan.job_id)

@@ -122,7 +122,8 @@ class AlertEngine:
                                 f"{fmt_duration(max(0.0, now - job.since))}"
                                 + (f"; {job.advice}" if job.advice else ""))
         return {"trigger": rule.on, "subject": job.id, "host": job.host, "job": job.name, "job_id": job.id,
-                "title": sanitize_line(f"{job.name} on {job.host} {words}{extra}"), "message": message,
+                "short_id": job.short_id or None,
+                "title": sanitize_line(f"{job.label} on {job.host} {words}{extra}"), "message": message,
                 "evidence": tuple(sanitize_line(e) for e in job.evidence[:8])}
 
     @staticmethod

@@ -25,6 +25,7 @@ class AlertEvent:
     evidence: tuple[str, ...] = ()
     sinks: tuple[str, ...] = ()  # where this event goes (from its rule)
     rule: str = ""  # the rule's name, for the log and the hook
+    short_id: str | None = None  # the job's short id (what `gpuwatch kill HOST ID` takes)
 
     @property
     def severity(self) -> str:
@@ -39,7 +40,7 @@ class AlertEvent:
             "type": "alert", "trigger": self.trigger, "severity": self.severity, "subject": self.subject,
             "host": self.host, "job": self.job, "job_id": self.job_id, "gpu": self.gpu,
             "title": self.title, "message": self.message, "evidence": list(self.evidence),
-            "time": round(self.time, 3), "rule": self.rule,
+            "time": round(self.time, 3), "rule": self.rule, "short_id": self.short_id,
         }
 
     def slack_body(self) -> dict:

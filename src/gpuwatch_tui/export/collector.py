@@ -6,6 +6,10 @@ seconds, then drop out: label cardinality stays bounded by what runs now plus wh
 
 Note for scrape configs: the `job` label here is the training job; Prometheus renames it to
 `exported_job` unless the scrape config says `honor_labels: true`.
+
+One label set per job: `job_id` is the job's short id (names repeat: everyone's script is `train.py`),
+the same on every gpuwatch watching the host. No pid or command line is a label: a restart or a new
+run would make new series without end.
 """
 
 from __future__ import annotations
@@ -23,9 +27,8 @@ from ..vocab import ENDED_PHASES, HOST_OK_STATES, PHASES
 from .families import FastGauge, LabelText
 
 MIB = 1024 * 1024
-CMD_LABEL_MAX = 200  # a command line can be kilobytes; a label is for telling jobs apart
 GPU_LABELS = ["host", "gpu", "uuid", "model"]
-JOB_LABELS = ["host", "job"]
+JOB_LABELS = ["host", "job_id", "job"]
 
 
 class GpuwatchCollector(Collector):
@@ -84,10 +87,10 @@ class GpuwatchCollector(Collector):
         # One family per metric the table gives a Prometheus name: (row, family, scale to the base unit).
         families = [(m.name, self._gauge(m.prom[0], m.prom[1], labels=GPU_LABELS), m.prom[2])
                     for m in gpu_metrics.METRICS if m.prom]
-        proc_mem = self._gauge(
-            "gpuwatch_process_gpu_memory_bytes",
-            "GPU memory held by one process, with the job gpuwatch attributes it to (empty: none)",
-            labels=["host", "gpu", "pid", "job"])
+        job_mem = self._gauge(
+            "gpuwatch_job_gpu_memory_bytes",
+            "GPU memory held on one GPU by the processes of one job (job_id empty: by processes of no job)",
+            labels=["host", "gpu", "job_id", "job"])
         job_of = _job_by_pid(jobs, self.tracker)
         for rec in self.store.hosts.values():
             if rec.state not in HOST_OK_STATES:
@@ -99,18 +102,21 @@ class GpuwatchCollector(Collector):
                     value = getattr(g, name)
                     if value is not None:
                         family.add_metric(labels, value * scale)
+                held: dict[tuple[str, str], float] = {}
                 for proc in g.processes:
                     if proc.mem_used_mib is not None:
-                        proc_mem.add_metric([rec.name, str(index), str(proc.pid), job_of.get((rec.name, proc.pid), "")],
-                                            proc.mem_used_mib * MIB)
+                        owner = job_of.get((rec.name, proc.pid), ("", ""))
+                        held[owner] = held.get(owner, 0.0) + proc.mem_used_mib * MIB
+                for owner, used in held.items():
+                    job_mem.add_metric((rec.name, str(index), *owner), used)
         yield from (family for _, family, _ in families)
-        yield proc_mem
+        yield job_mem
 
     def _jobs(self, jobs: list[JobView], now: float) -> Iterator[Metric]:
         phase = self._gauge(
             "gpuwatch_job_phase", "1 for the job's current phase, 0 for the others (a state set); "
             "detail names what kind (e.g. nccl-spin, buffered-stdout) on the current phase",
-            labels=["host", "job", "phase", "detail"])
+            labels=["host", "job_id", "job", "phase", "detail"])
         since = self._gauge("gpuwatch_job_phase_since_timestamp_seconds",
                                   "When the job entered its current phase (unix time)", labels=JOB_LABELS)
         progress = self._gauge("gpuwatch_job_progress_ratio", "Steps done / total steps, 0..1",
@@ -118,15 +124,19 @@ class GpuwatchCollector(Collector):
         quiet = self._gauge("gpuwatch_job_seconds_since_log_line",
                                   "Seconds since the job's log last grew", labels=JOB_LABELS)
         alive = self._gauge("gpuwatch_job_alive", "1 while the job has a live process", labels=JOB_LABELS)
-        info = self._gauge("gpuwatch_job_info", "Always 1: the job's log path and command line",
-                                 labels=["host", "job", "log", "cmd"])
+        info = self._gauge("gpuwatch_job_info", "Always 1: the job's primary log path",
+                                 labels=["host", "job_id", "job", "log"])
         left = self._gauge("gpuwatch_job_leftover_processes",
                            "Processes of the job still running after its main process or launcher went",
                            labels=JOB_LABELS)
         left_mem = self._gauge("gpuwatch_job_leftover_gpu_memory_bytes",
                                "GPU memory held by the job's leftover processes", labels=JOB_LABELS)
+        seen: set[tuple[str, str]] = set()
         for view in jobs:
-            key = (view.host, view.name)
+            key = (view.host, view.short_id or view.id, view.name)
+            if key[:2] in seen:
+                continue  # one label set per job, whatever the tracker holds
+            seen.add(key[:2])
             for name in PHASES:
                 current = name == view.phase
                 phase.add_metric((*key, name, (view.detail or "") if current else ""), 1.0 if current else 0.0)
@@ -137,22 +147,27 @@ class GpuwatchCollector(Collector):
             if last_log is not None:
                 quiet.add_metric(key, max(0.0, now - last_log))
             alive.add_metric(key, 1.0 if view.alive else 0.0)
-            info.add_metric([*key, view.log or "", _command(self.tracker, view.id)], 1.0)
+            info.add_metric((*key, view.log or ""), 1.0)
             leftovers = view.leftovers
             left.add_metric(key, float(leftovers.count if leftovers is not None else 0))
             left_mem.add_metric(key, float(leftovers.gpu_memory_bytes if leftovers is not None else 0))
         yield from (phase, since, progress, quiet, alive, info, left, left_mem)
 
 
-def _job_by_pid(jobs: list[JobView], tracker) -> dict[tuple[str, int], str]:
-    """(host, pid) -> job name, for every process of a job that holds GPU memory."""
-    out: dict[tuple[str, int], str] = {}
+def _job_by_pid(jobs: list[JobView], tracker) -> dict[tuple[str, int], tuple[str, str]]:
+    """(host, pid) -> (job id, job name), for every process of a job that holds GPU memory (a run over
+    several hosts: its ranks on each)."""
+    out: dict[tuple[str, int], tuple[str, str]] = {}
     for view in jobs:
-        state = tracker.state(view.id) if tracker is not None else None
-        gpu_pids = getattr(state, "gpu_pids", ()) or ()
-        left = view.leftovers.pids if view.leftovers is not None else ()
-        for pid in (*view.pids, *gpu_pids, *left):
-            out[(view.host, pid)] = view.name
+        owner = (view.short_id or view.id, view.name)
+        for parts_id in view.parts or (view.id,):
+            state = tracker.state(parts_id) if tracker is not None else None
+            for pid in getattr(state, "gpu_pids", ()) or ():
+                out[(getattr(state, "host", view.host), pid)] = owner
+        for slot in view.pid_slots:
+            out[slot] = owner
+        for pid in (view.leftovers.pids if view.leftovers is not None else ()):
+            out[(view.host, pid)] = owner
     return out
 
 
@@ -164,11 +179,3 @@ def _last_log_growth(tracker, job_id: str) -> float | None:
     if log.last_growth is not None:
         return log.last_growth
     return log.mtime if log.size else None  # bytes written before gpuwatch looked
-
-
-def _command(tracker, job_id: str) -> str:
-    procs = tracker.procs(job_id)
-    if not procs:
-        return ""
-    cmd = " ".join(procs[0].cmdline)
-    return cmd if len(cmd) <= CMD_LABEL_MAX else cmd[: CMD_LABEL_MAX - 1] + "…"

@@ -137,12 +137,13 @@ def _leftovers(job: JobState):
 
 # Each group of a view's fields, made from one part of the job: `job_view` makes them all,
 # `KeptView.refresh` only those whose part changed.
-_SCALARS = ("id", "name", "host", "configured", "launcher", "output_dir", "stall_after_s")
+_SCALARS = ("id", "name", "host", "configured", "launcher", "output_dir", "stall_after_s", "short_id")
 _NO_PROGRESS = ProgressView()
 
 
 def _scalars(job: JobState) -> tuple:
-    return (job.id, job.name, job.host, job.spec is not None, job.launcher, job.output_dir, job.stall_after_s)
+    return (job.id, job.name, job.host, job.spec is not None, job.launcher, job.output_dir, job.stall_after_s,
+            job.short_id)
 
 
 def _verdict_fields(job: JobState, v) -> dict:
@@ -224,7 +225,7 @@ def progress_history_view(job: JobState) -> tuple[ProgressPointView, ...]:
 # and events) are made of: compared in one C call per frame (`_settled`, an attrgetter) against the copy the
 # kept view holds (a steady job's frame changes none of them).
 _SETTLED = ("id", "name", "host", "spec", "launcher", "output_dir", "stall_after_s", "members", "start_ticks",
-            "root", "gpus", "exit", "history", "actions")
+            "root", "gpus", "exit", "history", "actions", "short_id")
 _settled = attrgetter(*_SETTLED)
 # The containers the tracker changes in place: copied into the kept tuple, each by its own type.
 _COPY_OF = {"members": dict, "start_ticks": dict, "gpus": tuple, "history": list, "actions": list}

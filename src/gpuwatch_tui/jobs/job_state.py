@@ -73,6 +73,9 @@ class JobState:
     view_parts: dict = field(default_factory=dict, repr=False, compare=False)
     # Its tree remembered while its top process lives, and what survives it (leftovers.FamilyWatch).
     leftovers: object | None = field(default=None, repr=False, compare=False)
+    # The short id people type (short_id.py) and the root it was derived from (re-derived if the root moves up).
+    short_id: str = ""
+    short_root: tuple | None = None
 
     @property
     def alive(self) -> bool:

@@ -22,6 +22,7 @@ from .culprit import Culprit, find_culprit
 from .discovery import is_python, launcher_kind
 from .job_actions import DUMP, KILL
 from .activity import format_history
+from ..short_id import multi_parts, short_id
 
 STOPPED_GRACE_S = 3.0  # a rank stopped this long is no passing py-spy pause: the job is stalled
 MAX_HISTORY = 200
@@ -305,6 +306,7 @@ class MultiNodeJobs:
             history=tuple(PhaseEntry(p, s) for p, s in history), history_text=format_history(history, now),
             events=tuple(e for m in members for e in m.view.events),
             hosts=hosts, ranks=tuple(ranks), parts=tuple(m.view.id for m in members), run_key=key,
+            short_id=short_id(multi_parts(key)),
         )
 
     def parts_of(self, job_id: str) -> list[str]:

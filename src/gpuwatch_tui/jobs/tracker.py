@@ -36,6 +36,7 @@ from .log_wiring import LogWiring, feed_dirs, log_lines, outdir_key
 from .progress import ProgressTracker
 from .rules import Rule, RuleSet
 from .settings import JobSettings, JobSpec
+from ..short_id import give_short_ids
 
 TAIL_AFTER_EXIT_S = 30.0  # keep reading the log after exit: buffered stdout is flushed at exit
 SUCCESSOR_WAIT_S = 120.0  # a restart's new run is adopted by the old job if it shows up this soon
@@ -327,6 +328,7 @@ class JobTracker:
         if (pending or last is None or host in self._grouping.holding or last[0] != frame
                 or last[1] != self._records_key(host)):
             self._grouping.update(host, sample, now, held_by_leftovers(jobs, procs))
+            give_short_ids(self.states(host))
             self._touch(host)
             self._grouped[host] = (frame, self._records_key(host))
         elif last[0] is not frame:

@@ -271,7 +271,7 @@ class GpuwatchApp(App):
 
     def _start_action(self, plan) -> None:
         self.running_actions[plan.job_id] = plan.action
-        self.notify(f"{running_words(plan.action)} {plan.job} on {plan.host}",
+        self.notify(f"{running_words(plan.action)} {plan.label} on {plan.host}",
                     timeout=3)
         self.run_worker(self._run_action(plan), group="actions", name=f"{plan.action} {plan.job_id}",
                         exit_on_error=False)
@@ -293,7 +293,7 @@ class GpuwatchApp(App):
     def on_action_finished(self, message: ActionFinished) -> None:
         plan, outcome = message.plan, message.outcome
         self.running_actions.pop(plan.job_id, None)
-        title = f"{by_name(plan.action).title} · {plan.job} on {plan.host}"
+        title = f"{by_name(plan.action).title} · {plan.label} on {plan.host}"
         if outcome is None:
             self.notify(message.error or "failed", title=title, severity="error", timeout=10)
             self._refresh_screen()

@@ -142,7 +142,7 @@ class MonitorSource:
             raise ReportError(f"no job {job_id!r}: it may have been dismissed")
         now = self.now()
         view = find_job(self.monitor, job.host, job_id, now)
-        dump = await asyncio.to_thread(latest_dump, view.host, view.name)
+        dump = await asyncio.to_thread(latest_dump, view.host, view.short_id)
         return now, view, render_report(self.monitor, view, now, DEFAULT_LOG_LINES, dump)
 
     async def write_report(self, job_id: str, directory=None):

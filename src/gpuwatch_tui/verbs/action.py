@@ -18,6 +18,7 @@ from ..actions.registry import ActionSpec
 from ..jobs.job_actions import REAP
 from ..actions.service import ActionRefused, ActionService
 from ..actions.stack_analysis import frames_text
+from ..jobs.job_lookup import AmbiguousJob, find_job
 from ..monitor import Monitor
 
 EXIT_DONE = 0
@@ -77,16 +78,19 @@ async def run_action(config, spec: ActionSpec, host: str, job: str, *, yes: bool
                   + ")", file=err)
             return EXIT_NOT_CONNECTED
         limit = max(JOB_WAIT_S, 4 * config.settings.sample_interval)
-        if spec.name == REAP:
-            view = await _wait_leftovers(monitor, host, job, limit)
-        else:
-            view = await _wait_job(monitor, service, host, job, limit)
+        try:
+            if spec.name == REAP:
+                view = await _wait_leftovers(monitor, host, job, limit)
+            else:
+                view = await _wait_job(monitor, service, host, job, limit)
+        except AmbiguousJob as exc:
+            return refuse(audit, host, job, spec.name, str(exc), err)
         if view is None:
             if spec.name == REAP:
-                there = sorted({v.name for v in monitor.tracker.views() if v.host == host and v.leftovers})
+                there = sorted({v.label for v in monitor.tracker.views() if v.host == host and v.leftovers})
                 return refuse(audit, host, job, spec.name, f"no job {job} with leftovers on {host}; jobs with "
                               f"leftovers there: {', '.join(there) or 'none'}", err)
-            there = sorted({v.name for v in monitor.tracker.views() if v.host == host and v.alive})
+            there = sorted({v.label for v in monitor.tracker.views() if v.host == host and v.alive})
             return refuse(audit, host, job, spec.name,
                           f"no job {job} on {host}; jobs there: {', '.join(there) or 'none'}", err)
         try:
@@ -116,10 +120,18 @@ async def run_action(config, spec: ActionSpec, host: str, job: str, *, yes: bool
 
 
 async def _wait_job(monitor, service: ActionService, host: str, job: str, limit: float):
+    """The live job `job` names on `host`, once the host's jobs are all grouped (a name is judged
+    ambiguous or not against every job there); AmbiguousJob when several share the name."""
     deadline = time.monotonic() + limit
     while True:
-        view = service.find_job(host, job)
-        if view is not None and view.alive and monitor.tracker.ready(host):
+        ready = monitor.tracker.ready(host)
+        try:
+            view = service.find_job(host, job)
+        except AmbiguousJob:
+            if ready or time.monotonic() > deadline:
+                raise
+            view = None
+        if view is not None and view.alive and ready:
             return view
         if time.monotonic() > deadline:
             return view if view is not None and view.alive else None
@@ -131,8 +143,8 @@ async def _wait_leftovers(monitor, host: str, job: str, limit: float):
     orphaned needs a frame or two); None when there is none within `limit`."""
     deadline = time.monotonic() + limit
     while True:
-        views = [v for v in monitor.tracker.views() if v.host == host and job in (v.id, v.name)]
-        found = next((v for v in views if v.leftovers is not None), None)
+        with_leftovers = [v for v in monitor.tracker.views() if v.leftovers is not None]
+        found = find_job(with_leftovers, host, job, time.time())  # AmbiguousJob: a name several share
         if found is not None and monitor.tracker.ready(host):
             return found
         if time.monotonic() > deadline:

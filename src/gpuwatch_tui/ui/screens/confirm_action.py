@@ -65,13 +65,13 @@ class ConfirmActionScreen(ModalScreen[bool]):
             title = Text()
             # A Slurm job is not signalled: Slurm cancels it (and frees its allocation) when scancel runs.
             title.append(f"{spec.title} (cancel with scancel)?" if cancel is not None else f"{spec.title}?", "bold")
-            title.append(f"  {plan.job} on {plan.host}")
+            title.append(f"  {plan.label} on {plan.host}")
             yield Static(safe_rich(title), id="confirm-title")
             facts = Text()
             facts.append("host ", "bold")
             facts.append(plan.host)
             facts.append("   job ", "bold")
-            facts.append(f"{plan.job} ({plan.job_id})")
+            facts.append(f"{plan.label} ({plan.job_id})")
             yield Static(safe_rich(facts), id="confirm-facts")
             count = len(plan.targets)
             if cancel is not None:  # scancel: Slurm ends every process of the job, on every node

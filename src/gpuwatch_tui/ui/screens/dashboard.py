@@ -21,7 +21,7 @@ from ..widgets.gpu_grid import GpuGrid
 from ..widgets.gpu_processes import GpuProcessTable
 from ..widgets.history_view import HistoryView
 from ..widgets.host_bar import HostBar
-from ..widgets.jobs_table import JobsTable
+from ..widgets.jobs_table import JobsTable, distinguishing_parts
 from ..widgets.key_footer import KeyFooter
 
 if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
@@ -35,9 +35,13 @@ MIN_HISTORY_ROWS = 5  # fewer spare rows than this go to the table instead
 MIN_LOWER_ROWS = 4  # the jobs table always keeps at least this (header + 3 jobs) when it has jobs
 
 
-def job_matches(job: JobView, term: str) -> bool:
-    haystack = " ".join(str(value or "") for value in (job.host, job.name, job.phase, job.detail)).lower()
-    return term in haystack
+def job_matches(job: JobView, term: str, part: str | None = None) -> bool:
+    """Whether the filter `term` (lower case) is in what the screen shows of the job: its host(s), short
+    id, name and the part that tells it from same-named jobs (a log's folder or file: its path, so
+    `/buffered` finds .../buffered/train.log), its phase as shown ("silent (buffered-stdout)")."""
+    phase = job.phase + (f" ({job.detail})" if job.detail else "")
+    shown = (job.host, *job.hosts, job.short_id, job.id, job.name, part, job.log, phase)
+    return any(term in value.lower() for value in shown if value)
 
 
 def is_problem(job: JobView) -> bool:
@@ -143,7 +147,8 @@ class DashboardScreen(Screen):
             host_filter = problem_hosts(source.store, jobs)
             jobs = [j for j in jobs if is_problem(j)]
         if term:
-            jobs = [j for j in jobs if job_matches(j, term)]
+            parts = distinguishing_parts(jobs)  # as the jobs table shows them (before any is filtered out)
+            jobs = [j for j in jobs if job_matches(j, term, parts.get(j.id))]
             matching = {name for name in source.store.hosts if term in name.lower()} | {j.host for j in jobs}
             host_filter = matching if host_filter is None else host_filter & matching
         bar = self.query_one(HostBar)

@@ -153,6 +153,8 @@ class JobScreen(Screen):
         if job_has_ended(job) != ended_before:
             self.refresh_bindings()
         title = Text()
+        if job.short_id:
+            title.append(f"{job.short_id} ", "bold")
         title.append(job.name or self.job_id, "bold")
         title.append(f" on {', '.join(job.hosts) if job.multi_node else job.host}")
         if job.multi_node:  # GPUs and pids per host: the rank table has them

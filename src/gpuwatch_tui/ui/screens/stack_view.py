@@ -121,7 +121,7 @@ class StackViewScreen(Screen):
         report = self.report
         analysis = report.analysis
         head = Text()
-        head.append(f"py-spy dump of {report.job} on {report.host}", "bold")
+        head.append(f"py-spy dump of {report.label} on {report.host}", "bold")
         head.append(f" · {time.strftime('%H:%M:%S', time.localtime(report.taken_at))}"
                     f" · {len(report.processes)} process{'es' if len(report.processes) != 1 else ''}")
         yield Static(safe_rich(head), id="stack-title")

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # annotations only: the first frame comes before the frame mo
 GRID_METRICS = tuple(m for m in gpu_metrics.METRICS if m.grid)
 # Fixed columns of one GPU cell: index, util %, memory used/total, the table's columns, job gap.
 CELL_FIXED = 3 + 6 + 9 + sum(1 + len(m.grid[2]) for m in GRID_METRICS) + 1
-JOB_MIN = 18
+JOB_MIN = 24  # the short id and the name ("ab3cd llama-8b-pretrain")
 TWO_COLUMNS_FROM = 160  # terminal width at which two GPUs share a line
 COLUMN_GAP = 3
 
@@ -67,7 +67,7 @@ class Row:
 @dataclass(frozen=True)
 class JobRef:
     id: str
-    name: str
+    name: str  # as the GPU is labelled: the job's short id and name
     phase: str
 
 
@@ -120,7 +120,7 @@ class GpuGrid(LineList, can_focus=True):
         self._store = store
         self._now = now
         self._host_filter = host_filter
-        jobs_key = tuple((j.id, j.name, j.phase, j.host, j.gpu_slots,
+        jobs_key = tuple((j.id, j.label, j.phase, j.host, j.gpu_slots,
                           (j.leftovers.pids, j.leftovers.gpus) if j.leftovers else None) for j in jobs)
         if jobs_key != self._jobs_key:
             self._jobs_key = jobs_key
@@ -130,12 +130,12 @@ class GpuGrid(LineList, can_focus=True):
             counts: dict[tuple[str, int], int] = {}
             for job in jobs:
                 for slot in job.gpu_slots:  # a job over several hosts: its GPUs on each
-                    self._jobs[slot] = JobRef(job.id, job.name, job.phase or "unknown")
+                    self._jobs[slot] = JobRef(job.id, job.label, job.phase or "unknown")
                     counts[slot] = counts.get(slot, 0) + 1
                 if job.leftovers is not None:
                     self._leftover_pids.update((job.host, pid) for pid in job.leftovers.pids)
                     for index in job.leftovers.gpus:
-                        self._leftover_jobs[(job.host, index)] = JobRef(job.id, job.name, job.phase or "unknown")
+                        self._leftover_jobs[(job.host, index)] = JobRef(job.id, job.label, job.phase or "unknown")
             self._shared = {slot: n for slot, n in counts.items() if n > 1}
         if self._relayout():
             self.refresh()

@@ -37,7 +37,7 @@ COLUMNS = (
     ("cpu", "CPU %", 6),
     ("rss", "Host mem", 8),
     ("time", "Time", 9),
-    ("job", "Job", 18),
+    ("job", "Job", 24),  # the short id and the name
     ("command", "Command", None),
 )
 RIGHT = {"gpu", "pid", "sm", "mem", "cpu", "rss", "time"}
@@ -98,7 +98,7 @@ def gpu_process_rows(store: Store, jobs: list[JobView], host_filter: set[str] | 
                 job = job or by_gpu.get((host.name, index))
                 command = " ".join(info.cmdline) if info is not None and info.cmdline else (info.name if info else "?")
                 rows.append(GpuProcessRow(host.name, index, proc.pid, info.user if info else None, proc.mem_used_mib,
-                                          host.proc_cpu_pct.get(proc.pid), job.name if job else None,
+                                          host.proc_cpu_pct.get(proc.pid), job.label if job else None,
                                           job.phase if job else None, command,
                                           sm_pct=proc.sm_pct if proc.sm_pct is not None
                                           else record.latest.util_pct if alone else None,

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # annotations only: the first frame comes before the frame mo
 # key -> header label. Order is the order on screen.
 COLUMNS = (
     ("host", "Host"),
+    ("id", "ID"),  # the short id: what a verb takes when every job is `train.py`
     ("job", "Job"),
     ("gpus", "GPUs"),
     ("phase", "Phase"),
@@ -44,7 +45,7 @@ COLUMNS = (
 LABELS = dict(COLUMNS)
 GAP = 2  # spaces between columns
 # Widest a column may get (its header or content decides below that); None: takes what is left.
-MAX_WIDTH = {"host": 16, "job": None, "gpus": 7, "phase": 40, "since": 6, "progress": 16, "rate": 14,
+MAX_WIDTH = {"host": 16, "id": 12, "job": None, "gpus": 7, "phase": 40, "since": 6, "progress": 16, "rate": 14,
              "loss": 7, "eta": 7}
 MIN_JOB = 14  # below this a job name is cut; drop a less useful column first
 MIN_PHASE = 20  # "stalled (nccl-spin)", "silent (buffered-st…": the detail is what matters
@@ -68,6 +69,7 @@ def _progress_fraction(job: JobView) -> float:
 
 SORT_KEYS: dict[str, Callable[[JobView], Any]] = {
     "host": lambda j: (j.host, j.name),
+    "id": lambda j: (j.short_id, j.host),
     "job": lambda j: (j.name, j.host),
     "gpus": lambda j: (len(j.gpus), j.host),
     "phase": lambda j: (levels.PHASE_URGENCY.get(j.phase, 99), j.host),
@@ -229,6 +231,7 @@ class JobsTable(LineList, can_focus=True):
         since_text = formatting.age(now - since) if since else "-"
         return {
             "host": f"{job.host} +{len(job.hosts) - 1}" if job.multi_node else job.host,
+            "id": job.short_id or "-",
             "job": Text.assemble(job.name or job.id, (f" ({part})", p.style("muted"))) if part
             else job.name or job.id,
             "gpus": formatting.hosts_by_gpus(job) if job.multi_node else formatting.gpus(job.gpus),
