@@ -84,6 +84,7 @@ class LogInterpreter:
     _last_live: str = ""
     _advances_after_failure: int = 0
     _finished_step: float | None = None  # the training step when the completion line came
+    shutdown_lines: int = 0  # complete lines a launcher wrote while tearing the job down (event "shutdown")
 
     # -- feeding -------------------------------------------------------------------
     def feed_line(self, text: str, now: float) -> LineMatch:
@@ -163,6 +164,8 @@ class LogInterpreter:
                     self._finished_step = self.progress.current.step
                 elif event == "exit-code":
                     self._exit_code(m, text, now)
+                elif event == "shutdown":
+                    self.shutdown_lines += 1
                 elif event == "signal":
                     self.signal = m.fields.get("msg") or signal_name(m.fields.get("signal"))
                     self._add_failure(Failure(_signal_detail(m.fields.get("signal")), _summary(text), now, self.seq,
