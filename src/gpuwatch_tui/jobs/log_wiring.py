@@ -48,6 +48,8 @@ class LogWiring:
                 self._by_job.setdefault(job.id, {})[key] = path
         if procs and job.started_at is None:
             job.started_at = min(p.start_time for p in procs)
+            if job.interp is not None:
+                job.interp.run_started_at = job.started_at
 
     def forget(self, job_id: str) -> None:
         for key in self._by_job.pop(job_id, {}):
