@@ -23,6 +23,7 @@ from ..slurm.hosts import slurm_id_of
 from ..views import JobView
 from . import registry
 from .audit import AuditError, AuditLog
+from .host_record import new_ref, note_action
 from .dump import DEFAULT_DUMP_TIMEOUT_S, DumpFailed, DumpReport, DumpTarget, compare_with_saved, dump_job
 from .job_tree import JobTree
 from .kill import kill_job
@@ -254,11 +255,13 @@ class ActionService:
                      else f"scancel failed: {result.failure()}")
             outcome = ActionOutcome(plan, "done" if result.ok else "failed", None, words)
         elif plan.action == KILL:
-            tracker.record_action(plan.job_id, KILL, self.local_user, now)
+            ref = new_ref()
+            tracker.record_action(plan.job_id, KILL, self.local_user, now, ref=ref)
+            warning = await note_action(request, KILL, self.local_user, plan.targets, ref)
             report = await kill_job(request, plan.tree, self.settings.kill_grace_s,
                                     kill_wait_s=self.settings.kill_wait_s)
             status = "done" if report.ok else ("partial" if report.outcomes else "failed")
-            outcome = ActionOutcome(plan, status, report)
+            outcome = ActionOutcome(plan, status, report, warnings=(warning,) if warning else ())
         elif plan.action == RESTART:
             outcome = await self._restart(plan, now, request)
         else:
@@ -282,7 +285,9 @@ class ActionService:
 
     async def _restart(self, plan: ActionPlan, now: float, request) -> ActionOutcome:
         tracker = self.monitor.tracker
-        record = tracker.record_action(plan.job_id, RESTART, self.local_user, now)
+        ref = new_ref()
+        record = tracker.record_action(plan.job_id, RESTART, self.local_user, now, ref=ref)
+        warning = await note_action(request, RESTART, self.local_user, plan.targets, ref)
         old_serial = record.run
         old_pids = {t.pid for t in plan.targets}
 
@@ -295,7 +300,8 @@ class ActionService:
             sample = self.monitor.last_samples.get(plan.host)
             return sample is not None and any(gp.pid in old_pids for g in sample.gpus for gp in g.processes)
 
-        report = await restart_job(request, plan.restart, still_held, settings=self.settings)
+        report = await restart_job(request, plan.restart, still_held, settings=self.settings,
+                                   note={"user": self.local_user, "id": new_ref()})
         if report.spawned and report.pid is not None:
             # A discovered job keeps its identity: the new process joins it, not a new job.
             tracker.expect_successor(plan.job_id, plan.host, report.pid, report.start_ticks or 0,
@@ -305,7 +311,7 @@ class ActionService:
             if self.monitor.job_facts is not None:
                 self.monitor.job_facts.refresh(plan.job_id)
         status = "done" if report.spawned else "failed"
-        return ActionOutcome(plan, status, report)
+        return ActionOutcome(plan, status, report, warnings=(warning,) if warning else ())
 
     async def _dump(self, plan: ActionPlan, now: float, request) -> ActionOutcome:
         tracker = self.monitor.tracker
