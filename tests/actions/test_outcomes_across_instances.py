@@ -10,12 +10,11 @@ import stat
 import subprocess
 from pathlib import Path
 
-import pytest
-
-from tests.actions.test_service_sshd import (
-    PY, SCRIPTS, USER, gone, live_job, monitor_for, procs, service_for, start_tree, view,  # noqa: F401 - fixture
-)
+from tests.actions import test_service_sshd as sshd_tests
+from tests.actions.test_service_sshd import PY, SCRIPTS, USER, gone, live_job, monitor_for, service_for, start_tree, view
 from tests.core.helpers import wait_for
+
+procs = sshd_tests.procs  # (the fixture: processes the test started, killed by pid at its end)
 
 
 def records(host) -> list[Path]:
@@ -90,8 +89,9 @@ async def test_a_restart_by_one_instance_ends_with_the_wrappers_exit_status_in_t
                 await wait_for(lambda: view(monitor, "cfg0").exit_code == 3, 20, what="the wrapper's exit code")
             except AssertionError:
                 st = monitor.tracker.state("cfg0")
-                raise AssertionError((monitor is acting, view(monitor, "cfg0").to_json(), st.actions, st.serial,
-                                      monitor.tracker.pending_exit_status(host.name)))
+                raise AssertionError((monitor is acting, [(v.id, v.pids, v.phase, v.detail, v.alive, v.exit_code)
+                                                          for v in monitor.tracker.views()],
+                                      st.actions, st.serial, monitor.tracker.pending_exit_status(host.name), new_pid))
             final = view(monitor, "cfg0").to_json()
             assert final["exit_code"] == 3 and final["phase"] == "crashed", final
             assert not any("exit status unknown" in e for e in final["evidence"]), final["evidence"]

@@ -5,8 +5,6 @@ says so the same way everywhere (`provisional`), rather than differing."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from gpuwatch_tui.export.collector import GpuwatchCollector
@@ -72,7 +70,6 @@ def verdicts_on_every_surface(w: Watched, now: float) -> dict[str, dict[str, tup
     snapshot = w.snapshot(now)  # `status --json` and every `watch` line
     out["status --json"] = {j["name"]: (j["phase"], j["detail"], j["provisional"]) for j in snapshot["jobs"]}
     table = render_status(snapshot)  # `status`
-    rows = {}
     for j in snapshot["jobs"]:
         [row] = [line for line in table.splitlines() if line.startswith(HOST) and f" {j['name']} " in line
                  and str(j["pids"][0]) in line]
