@@ -142,6 +142,8 @@ class ActionNote:
     when: float
     targets: tuple[tuple[int, int], ...]
     status_file: str | None = None  # run_started: the wrapper's exit record
+    # dump_stack: what the stacks said (evidence line, and maybe the phase and detail they suggest)
+    finding: tuple[str, str | None, str | None] | None = None
 
 
 def parse_note(raw: dict) -> ActionNote | None:
@@ -149,10 +151,18 @@ def parse_note(raw: dict) -> ActionNote | None:
     try:
         targets = tuple((int(pid), int(ticks)) for pid, ticks in raw["targets"][:64])
         status = raw.get("status_file")
+        f = raw.get("finding")
+        finding = None
+        if isinstance(f, dict) and isinstance(f.get("evidence"), str):
+            finding = (f["evidence"][:600], _word(f.get("phase")), _word(f.get("detail")))
         return ActionNote(str(raw["id"])[:32], str(raw["action"])[:32], str(raw["user"])[:64], float(raw["time"]),
-                          targets, str(status)[:1024] if isinstance(status, str) else None)
+                          targets, str(status)[:1024] if isinstance(status, str) else None, finding)
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _word(value) -> str | None:
+    return value[:32] if isinstance(value, str) and value else None
 
 
 @quick_record

@@ -118,3 +118,20 @@ def test_a_record_waits_for_its_job_a_while():
     job = _job(3, ((77, 5),))
     note_jobs([job], waiting, skew=0.0, now=20.0)
     assert job.actions[0].action == "run_started" and job.actions[0].status_file == "/s/r.json"
+
+
+def test_a_dumps_reading_is_recorded_bounded_and_joins_the_verdict_of_every_watcher():
+    record = action_notes.make_record({**kill_args(), "action": "dump_stack", "finding": {
+        "evidence": "py-spy 12:00: ranks wait in a collective", "phase": "stalled", "detail": "nccl-spin"}}, 1000.0)
+    note = parse_note(record)
+    assert note.finding == ("py-spy 12:00: ranks wait in a collective", "stalled", "nccl-spin")
+    job = _job()
+    note_jobs([job], [(note, 5.0)], skew=0.0, now=5.0)
+    assert (job.dump_finding.phase, job.dump_finding.detail, job.dump_finding.when) == ("stalled", "nccl-spin", 1000.0)
+    older = ActionNote("ffeeddccbbaa9988", "dump_stack", "bo", 900.0, ((4242, 99),), None, ("older", None, None))
+    note_jobs([job], [(older, 6.0)], skew=0.0, now=6.0)
+    assert job.dump_finding.evidence.startswith("py-spy 12:00")  # the latest reading stands
+    for bad in ({"evidence": ""}, {"evidence": "x" * 601}, {"evidence": "x", "phase": "finished"},
+                {"evidence": "x", "detail": "a b;rm"}, "text"):
+        with pytest.raises(ops_base.OpError):
+            action_notes.make_record({**kill_args(), "action": "dump_stack", "finding": bad}, 1.0)

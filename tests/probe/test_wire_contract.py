@@ -102,7 +102,7 @@ def test_a_real_probes_frames_carry_exactly_the_wires_keys(probe_ns, probe_mod, 
         (folder,) = frame["dirs"]
         assert set(folder) == set(wire.DIR_KEYS)
     (note,) = first["notes"]  # (sent once: not in the second frame)
-    assert set(wire.NOTE_KEYS) - {"status_file"} == set(note) and "notes" not in second
+    assert set(wire.NOTE_KEYS) - {"status_file", "finding"} == set(note) and "notes" not in second
     proc = next(p for p in first["procs"] if p["pid"] == job.pid)
     assert set(proc) == set(wire.PROC_KEYS)
     assert proc["children"] and all(set(c) == set(wire.CHILD_KEYS) for c in proc["children"])

@@ -8,6 +8,7 @@ import os
 from .request import Request, failure_of
 
 NOTE_TIMEOUT_S = 10.0
+FINDING_CHARS = 600  # the host's record keeps an evidence line of at most this many characters
 
 
 def new_ref() -> str:
@@ -15,11 +16,15 @@ def new_ref() -> str:
     return os.urandom(8).hex()
 
 
-async def note_action(request: Request, action: str, user: str, targets, ref: str) -> str | None:
+async def note_action(request: Request, action: str, user: str, targets, ref: str,
+                      finding: dict | None = None) -> str | None:
     """Write the record before the action goes out; a warning line where it could not be written (the action
-    still goes ahead: only other gpuwatch instances then miss who did it)."""
+    still goes ahead: only other gpuwatch instances then miss who did it). `finding`: a dump's reading
+    ({evidence, phase, detail}), so that every gpuwatch's verdict carries it."""
     args = {"action": action, "user": user, "id": ref,
             "targets": [{"pid": t.pid, "start_ticks": t.start_ticks} for t in targets]}
+    if finding is not None:
+        args["finding"] = {**finding, "evidence": finding["evidence"][:FINDING_CHARS]}
     try:
         await request("note_action", args, NOTE_TIMEOUT_S)
     except Exception as exc:

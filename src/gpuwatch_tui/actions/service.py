@@ -315,7 +315,8 @@ class ActionService:
 
     async def _dump(self, plan: ActionPlan, now: float, request) -> ActionOutcome:
         tracker = self.monitor.tracker
-        tracker.record_action(plan.job_id, DUMP, self.local_user, now)
+        ref = new_ref()
+        tracker.record_action(plan.job_id, DUMP, self.local_user, now, ref=ref)
         targets = [DumpTarget(t.pid, t.start_ticks) for t in plan.targets]
         try:
             report = await dump_job(request, targets, plan.native, self.dump_timeout_s, self.settings.pyspy_sudo,
@@ -334,9 +335,12 @@ class ActionService:
         tracker.record_dump(plan.job_id, DumpFinding(report.taken_at, evidence, hint[0] if hint else None,
                                                      hint[1] if hint else None,
                                                      str(report.saved_to) if report.saved_to else None))
+        # The reading on the host too: every gpuwatch watching the job gives the same verdict with it.
+        warning = await note_action(request, DUMP, self.local_user, plan.targets, ref, finding={
+            "evidence": evidence, "phase": hint[0] if hint else None, "detail": hint[1] if hint else None})
         ok = sum(1 for p in report.processes if p.ok)
         status = "done" if ok == len(report.processes) and ok else ("partial" if ok else "failed")
-        return ActionOutcome(plan, status, report)
+        return ActionOutcome(plan, status, report, warnings=(warning,) if warning else ())
 
     def dumps_dir(self) -> Path:
         """Dumps are kept next to the audit log, in gpuwatch's state dir."""

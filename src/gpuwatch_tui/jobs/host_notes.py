@@ -9,13 +9,14 @@ whose process is not in a job yet (held back, not grouped) waits here a while fo
 from __future__ import annotations
 
 from ..model import ActionNote
-from .job_actions import RUN_STARTED, ActionRecord
+from ..vocab import PHASES
+from .job_actions import RUN_STARTED, ActionRecord, DumpFinding
 from .job_state import JobState
-from .phase import KILL, RESTART
+from .phase import DUMP, KILL, RESTART
 
 NOTE_WAIT_S = 120.0  # how long a record waits for a job with its process
 MAX_WAITING = 64
-_ACTIONS = {"kill": KILL, "restart_unbuffered": RESTART, "run_started": RUN_STARTED}
+_ACTIONS = {"kill": KILL, "restart_unbuffered": RESTART, "run_started": RUN_STARTED, "dump_stack": DUMP}
 
 
 def note_jobs(jobs: list[JobState], notes: list[tuple[ActionNote, float]], skew: float,
@@ -38,4 +39,14 @@ def note_jobs(jobs: list[JobState], notes: list[tuple[ActionNote, float]], skew:
             job.actions.append(ActionRecord(action, note.user, note.when + skew, job.serial, note.status_file,
                                             ref=note.id))
             job.revision += 1
+            if note.finding is not None:
+                _take_finding(job, note, note.when + skew)
     return waiting[-MAX_WAITING:]
+
+
+def _take_finding(job: JobState, note: ActionNote, when: float) -> None:
+    """A dump's reading joins the job's evidence (job_actions.annotate) where it is the latest one known."""
+    if job.dump_finding is not None and job.dump_finding.when >= when:
+        return
+    evidence, phase, detail = note.finding
+    job.dump_finding = DumpFinding(when, evidence, phase if phase in PHASES else None, detail)

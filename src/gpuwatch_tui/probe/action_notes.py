@@ -15,7 +15,9 @@ import time
 
 from ops_base import OpError
 
-ACTIONS = ("kill", "restart_unbuffered", "run_started")  # run_started: the run a restart started (its wrapper)
+# run_started: the run a restart started (its wrapper); dump_stack: a py-spy dump's reading of the processes
+ACTIONS = ("kill", "restart_unbuffered", "run_started", "dump_stack")
+FINDING_PHASES = ("stalled", "silent", "training", "loading", "compiling", "evaluating", "checkpointing")
 MAX_RECORD_BYTES = 4096
 MAX_RECORDS = 256  # the oldest go first when more are written
 MAX_AGE_S = 7 * 86400.0
@@ -77,12 +79,30 @@ def make_record(args, now):
             raise OpError("bad-args", "each target needs an integer pid and start_ticks")
     record = {"id": ident, "action": action, "user": user, "time": now, "targets": targets,
               "host_uid": os.geteuid()}
+    finding = args.get("finding")
+    if finding is not None:
+        record["finding"] = _finding(finding)
     status_file = args.get("status_file")
     if status_file is not None:
         if _text(status_file, 1024) is None or not status_file.startswith("/") or not status_file.endswith(SUFFIX):
             raise OpError("bad-args", "status_file must be an absolute .json path")
         record["status_file"] = status_file
     return record
+
+
+def _finding(raw):
+    """A dump's reading: an evidence line and, maybe, the phase and detail the stacks suggest."""
+    if not isinstance(raw, dict):
+        raise OpError("bad-args", "finding must be an object")
+    evidence = _text(raw.get("evidence"), 600)
+    if evidence is None:
+        raise OpError("bad-args", "finding.evidence must be a line of at most 600 characters")
+    phase, detail = raw.get("phase"), raw.get("detail")
+    if phase is not None and phase not in FINDING_PHASES:
+        raise OpError("bad-args", "finding.phase must be one of %s" % ", ".join(FINDING_PHASES))
+    if detail is not None and (_text(detail, 32) is None or not all(c.isalnum() or c in "-_." for c in detail)):
+        raise OpError("bad-args", "finding.detail must be a short word")
+    return {"evidence": evidence, "phase": phase, "detail": detail}
 
 
 def write_record(record, path=None):

@@ -62,7 +62,7 @@ GPU_PROCESS_KEYS = ("pid", "mem_used_mib")
 TAIL_KEYS = ("key", "data", "reset", "skipped", "size", "cut") + TAIL_FACTS
 # A record of what a gpuwatch did to processes here (action_notes.py), sent once per probe, only in frames
 # that have one: targets are [pid, start_ticks] pairs, time is the host's.
-NOTE_KEYS = ("id", "action", "user", "time", "targets", "host_uid", "status_file")
+NOTE_KEYS = ("id", "action", "user", "time", "targets", "host_uid", "status_file", "finding")
 DIR_KEYS = ("key", "path", "exists", "files", "total_bytes", "newest_mtime", "newest_name", "error")
 
 
