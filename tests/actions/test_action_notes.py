@@ -1,5 +1,5 @@
 """The records actions leave on a host (probe/action_notes.py): private, bounded, never following a link, each
-reported once for the processes it names; and the engine's reading of them (jobs/host_notes.py)."""
+reported once for the processes it names; and the engine's reading of them (jobs/host_actions.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from gpuwatch_tui.jobs.host_notes import NOTE_WAIT_S, note_jobs
+from gpuwatch_tui.jobs.host_actions import NOTE_WAIT_S, note_jobs
 from gpuwatch_tui.jobs.job_actions import ActionRecord
 from gpuwatch_tui.jobs.job_state import JobState
 from gpuwatch_tui.model import ActionNote, parse_note

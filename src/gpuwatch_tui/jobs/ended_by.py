@@ -2,7 +2,7 @@
 "killed by USER via gpuwatch", never `finished` nor a guess at the cause.
 
 The records come from this gpuwatch's own actions (the tracker's `record_action`) and from the host, where
-every action leaves one that every gpuwatch watching reads (host_notes.py); the judging reads them here
+every action leaves one that every gpuwatch watching reads (host_actions.py); the judging reads them here
 (job_actions.ActionRecord: `action`, `user`, `when`, `run`).
 """
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .phase import DUMP, KILL, RESTART, Verdict
 
-RUN_STARTED = "run_started"  # the run a restart started, as its host's record says (jobs/host_notes.py)
+RUN_STARTED = "run_started"  # the run a restart started, as its host's record says (jobs/host_actions.py)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from .export import current_view, current_views
 from .grouping import JobGrouping, Successor
 from .grouping_reuse import frame_key, jobs_key
 from .interpret import LogInterpreter
-from .host_notes import note_jobs
+from .host_actions import note_jobs
 from .job_actions import RUN_STARTED, ActionRecord, DumpFinding, RESTART
 from .job_state import JobState
 from .judging import judge, observe, track_members
