@@ -64,3 +64,20 @@ def test_a_configured_jobs_restarted_run_is_starting_during_its_init_not_trainin
     assert view.alive and view.pids == (201,)
     assert view.phase == "starting", (view.phase, view.evidence)
     assert view.progress.step is None
+
+
+def test_a_configured_jobs_new_run_seen_as_the_old_one_vanishes_takes_its_place_not_a_second_slot():
+    # A watcher's frame can show the old run gone and the restarted run at once: the old run ends, then the new one
+    # is the same job (not `trainer#2`).
+    tr = JobTracker(JobSettings(stall_after_s=300, jobs=(JobSpec("trainer", "gpu1", match="train.py"),)))
+    old = proc(101, 1, ["python", "train.py"], start=1000.0)
+    for t in (1000.0, 1002.0):
+        tr.update("gpu1", sample(t, {101: old}, [gpu(0, [101])], matches={"cfg0": [101]}), now=t)
+    new = proc(201, 1, ["python", "-u", "train.py"], start=1003.0)
+    gone = [ExitInfo(101, old.start_time, 1004.0)]
+    tr.update("gpu1", sample(1004.0, {201: new}, [gpu(0, [201])], gone=gone, matches={"cfg0": [201]}), now=1004.0)
+    for t in (1006.0, 1008.0):
+        tr.update("gpu1", sample(t, {201: new}, [gpu(0, [201])], matches={"cfg0": [201]}), now=t)
+    [view] = tr.views(1008.0)
+    assert (view.id, view.name, view.pids, view.alive) == ("cfg0", "trainer", (201,), True)
+    assert [h.phase for h in view.history][-2:-1] in (["finished"], ["crashed"]), view.history
