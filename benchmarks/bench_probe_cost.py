@@ -12,6 +12,12 @@ Anywhere:           python benchmarks/bench_probe_cost.py --fleet [--jobs 8] [--
   --fleet --nvml-standin: the GPUs come through the probe's NVML path instead (the real one on a GPU
   host): a stand-in libnvidia-ml.so.1 built here from tests/support/fake_nvml.c with the C compiler,
   replaying H200 figures. It leaves out the driver's own cost per NVML call (an ioctl each).
+  --fleet --nvml-standin --shared: every GPU holds two jobs' processes (job i and job i+1), so the probe reads
+  each process's SM share (nvmlDeviceGetProcessUtilization) at its paced rate; --proc-util-cost-us N makes each
+  such call spin N us in the stand-in (the driver's cost, 1.5-4.6 ms a call on an H200).
+  --proc-util-ab [--gpus 8] [--proc-util-cost-us N]: the NVML source alone, every GPU shared by two jobs, with
+  per-process reads on and off, sample by sample in turn on a 1 Hz clock stepped by hand (paired, so a loaded
+  machine moves both alike): what the reads add to a 1 s sample, averaged.
 The probe runs as gpuwatch runs it (bootstrap + shipped bundle over stdin, NVML path), sampling
 every 50 ms so that its per-sample cost dominates; the processes it watches are real processes.
 Both costs are read from /proc (utime+stime), the spawn cost with getrusage(RUSAGE_CHILDREN).
@@ -97,21 +103,27 @@ def fleet_probe_cost(fleet: JobFleet, samples: int, interval: float, repeats: in
             proc = fleet.start_probe(interval, gpu_source="nvml", env=nvml_env)
         send(proc, {"op": "want", "pids": fleet.pids, "tails": fleet.tails(), "dirs": {}, "matches": {}})
         hello = json.loads(proc.stdout.readline())
+        # (the cache learns from the first frame on: facts are sent once, while they stay the same)
+        facts = FactCache() if hello.get("fact_deltas") else None
         for _ in range(max(3, int(1.0 / interval))):  # warm up: first scan, the tails' backlog
-            proc.stdout.readline()
+            frame = json.loads(proc.stdout.readline())
+            if facts is not None:
+                parse_sample(frame, facts)
         start_run, start_cpu, start = run_seconds(proc.pid), cpu_seconds(proc.pid), time.time()
         tail_bytes = 0
-        facts = FactCache() if hello.get("fact_deltas") else None
+        shares = 0  # GPU processes whose SM share was read, over the samples
         for _ in range(samples):
             frame = json.loads(proc.stdout.readline())
             if facts is not None:  # fields left out as unchanged read from the cache, as gpuwatch does
-                parse_sample(frame, facts)
+                parsed = parse_sample(frame, facts)
+                shares += sum(1 for g in parsed.gpus for p in g.processes if p.sm_pct is not None)
             tail_bytes += sum(len(t.get("data", "")) for t in frame["tails"])
         used_run, used_cpu = run_seconds(proc.pid) - start_run, cpu_seconds(proc.pid) - start_cpu
         elapsed = time.time() - start
         proc.stdin.close()
         proc.wait(timeout=10)
         runs.append({"cpu_ms_per_sample": round(1000 * used_run / samples, 3),
+                     "gpu_processes_with_sm_share_per_sample": round(shares / samples, 2),
                      "cpu_ms_per_sample_ticks": round(1000 * used_cpu / samples, 2), "elapsed_s": round(elapsed, 2)})
     per = sorted(r["cpu_ms_per_sample"] for r in runs)
     return {
@@ -134,7 +146,12 @@ def fleet_main(args) -> dict:
         if args.nvml_standin:
             from tests.support.fake_nvml import build_fake_nvml, fake_nvml_env
 
-            nvml_env = fake_nvml_env(build_fake_nvml(Path(tmp) / "nvml"), args.gpus, fleet.pids, fleet.env())
+            pids = list(fleet.pids)
+            if args.shared:  # GPU i: job i, then (the second lap of the list) job i + 1
+                pids = pids[:args.gpus] + pids[1:args.gpus] + pids[:1] + pids[args.gpus:]
+            nvml_env = fake_nvml_env(build_fake_nvml(Path(tmp) / "nvml"), args.gpus, pids, fleet.env())
+            if args.proc_util_cost_us:
+                nvml_env["GPUWATCH_FAKE_NVML_PROC_UTIL_US"] = str(args.proc_util_cost_us)
         try:
             time.sleep(1.0)
             result = {"note": "2 shared CPU cores (other work running); GPUs from the nvidia-smi stand-in; "
@@ -375,6 +392,50 @@ def spawn_cost(samples: int) -> dict:
             "wall_ms_per_sample": round(1000 * (time.time() - start) / samples, 1)}
 
 
+PROC_UTIL_AB = r"""
+import json, sys, time
+import pynvml
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe
+probe = LoadedProbe()
+gpu_nvml, pu = probe.module("gpu_nvml"), probe.module("gpu_proc_util")
+clock = [1000.0]
+gpu_nvml.time.monotonic = lambda: clock[0]
+on, off = gpu_nvml.NvmlSource(pynvml), gpu_nvml.NvmlSource(pynvml)
+off.proc_util = None
+a, b = [], []
+for k in range(int(sys.argv[1])):
+    t = time.perf_counter(); on.sample(); a.append(time.perf_counter() - t)
+    t = time.perf_counter(); off.sample(); b.append(time.perf_counter() - t)
+    clock[0] += 1.0
+r = on.proc_util
+print(json.dumps({"samples": len(a), "reads": r.reads, "read_ms_mean": 1000 * r.cost_s / max(1, r.reads),
+                  "on_ms": 1000 * sum(a) / len(a), "off_ms": 1000 * sum(b) / len(b),
+                  "budget_ms_per_s": 1000 * pu.BUDGET_S_PER_S}))
+"""
+
+
+def proc_util_ab(gpus: int, samples: int, cost_us: int) -> dict:
+    """The NVML source with per-process reads on and off, every GPU shared by two jobs (stand-in NVML)."""
+    import tempfile
+    from pathlib import Path
+
+    from tests.support.fake_nvml import build_fake_nvml, fake_nvml_env
+
+    with tempfile.TemporaryDirectory(prefix="gpuwatch-proc-util-") as tmp:
+        env = fake_nvml_env(build_fake_nvml(Path(tmp)), gpus, [os.getpid() + i for i in range(2 * gpus)])
+        env["GPUWATCH_FAKE_NVML_PROC_UTIL_US"] = str(cost_us)
+        env["PYTHONPATH"] = os.path.join(os.path.dirname(__file__), "..", "src")
+        out = subprocess.run([sys.executable, "-c", PROC_UTIL_AB, str(samples)], capture_output=True, text=True,
+                             env=env, check=True)
+    got = json.loads(out.stdout)
+    got.update(gpus=gpus, shared_gpus=gpus, call_cost_us=cost_us,
+               added_ms_per_sample=round(got["on_ms"] - got["off_ms"], 4),
+               on_ms=round(got["on_ms"], 4), off_ms=round(got["off_ms"], 4), read_ms_mean=round(got["read_ms_mean"], 3),
+               note="NVML source only (the /proc scan and tails are the same either way); a 1 Hz clock stepped by "
+                    "hand; the stand-in spins call_cost_us per per-process call as the driver's time")
+    return got
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=200)
@@ -391,10 +452,25 @@ def main() -> None:
     ap.add_argument("--host", action="store_true",
                     help="on a GPU host: --jobs watched jobs (--torch-jobs on the GPU), through the local transport")
     ap.add_argument("--torch-jobs", type=int, default=4)
+    ap.add_argument("--shared", action="store_true",
+                    help="--fleet --nvml-standin: every GPU holds two jobs (per-process SM reads on)")
+    ap.add_argument("--proc-util-cost-us", type=int, default=0,
+                    help="--shared: each per-process utilisation call costs this much CPU in the stand-in")
     ap.add_argument("--steady-after", type=float, default=0.0,
                     help="--host: the last 1 Hz run goes on until its probe is this old (s), then measures as many "
                          "samples again (probe_1hz_steady)")
+    ap.add_argument("--proc-util-ab", action="store_true",
+                    help="the NVML source alone with per-process reads on and off, every GPU shared (see above)")
     args = ap.parse_args()
+    if args.proc_util_ab:
+        runs = [proc_util_ab(args.gpus, args.slow_samples, cost) for cost in
+                ([args.proc_util_cost_us] if args.proc_util_cost_us else [1500, 2500, 4600])]
+        text = json.dumps(runs, indent=2)
+        print(text)
+        if args.json:
+            with open(args.json, "w") as f:
+                f.write(text)
+        return
     if args.fleet or args.host:
         text = json.dumps(host_main(args) if args.host else fleet_main(args), indent=2)
         print(text)

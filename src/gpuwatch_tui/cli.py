@@ -48,12 +48,12 @@ EXIT_NOT_CONNECTED = 3  # `status`: at least one host is not connected; an actio
 EXIT_DOCTOR_FAILED = 4  # `doctor`: at least one check failed
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_CODES_TEXT = """exit codes:
-  0    success (status: every host connected; kill/restart/dump: done)
-  1    kill/restart/dump: the action failed or only partly worked; report: job not found, or the
-       report could not be written
+  0    success (status: every host connected; kill/restart/dump/reap: done)
+  1    kill/restart/dump/reap: the action failed or only partly worked (a kill that left processes
+       behind); report: job not found, or the report could not be written
   2    config or command-line mistake; an action refused (read-only, not confirmed, no such job)
-  3    status: at least one host (or the [slurm] login node) is not connected; kill/restart/dump: the
-       host is not connected
+  3    status: at least one host (or the [slurm] login node) is not connected; kill/restart/dump/reap:
+       the host is not connected
   4    doctor: at least one check failed
   130  interrupted (Ctrl-C)"""
 MAX_WINDOW_S = 3600.0

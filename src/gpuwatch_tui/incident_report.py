@@ -114,6 +114,15 @@ def render_report(monitor, view: JobView, now: float, log_lines: int = DEFAULT_L
         rows += [f"{'':>7} {c.pid:>7} child  {sanitize_line(getattr(c, 'name', ''), 80)}" for c in p.children[:20]]
     out.append(fenced([f"{'PID':>7} {'PPID':>7} ST {'CPU s':>9} {'RSS MiB':>8}  COMMAND", *rows]
                       if rows else ["(no live process)"]))
+    if view.leftovers is not None:  # what the job left running after its main process went
+        left = view.leftovers
+        out += ["", "## Leftovers", "",
+                f"{left.count} process{'es' if left.count != 1 else ''} still running since {fmt_utc(left.since)}"
+                f" (the top process, pid {left.root_pid}, went), holding {left.gpu_memory_bytes / 2**30:.1f} GiB"
+                f" of GPU memory on GPU {', '.join(map(str, left.gpus)) or '-'}:", ""]
+        out.append(fenced([f"{'PID':>7} ST {'GPU MiB':>8} GPUS  COMMAND"] + [
+            f"{p.pid:>7} {p.state or '?':<2} {p.gpu_memory_bytes / 2**20:>8.0f} {','.join(map(str, p.gpus)) or '-':<5} "
+            + sanitize_line(" ".join(p.cmdline) or p.name, 300) for p in left.processes]))
     out += ["", "## Latest py-spy dump", ""]
     if dump_path is None:
         out.append("None saved for this job.")

@@ -19,6 +19,8 @@ from .vocab import GPU_SOURCES, HOST_STATES  # noqa: F401  (re-exported: defined
 class GpuProcess:
     pid: int
     mem_used_mib: float | None
+    # its share of the GPU's SM time, read only where the GPU has more than one process (None: not read)
+    sm_pct: float | None = None
 
 
 def _gpu_sample_class():

@@ -78,4 +78,19 @@ def render_status(snapshot: dict) -> str:
                 command = cli_hint(name, j["host"], j["name"])
                 if command is not None:
                     lines.append(f"    {command}")
+            if j.get("leftovers"):
+                lines.append(f"  {j['host']}/{j['name']}: {leftovers_line(j['leftovers'], snapshot['time'])}")
+                lines.append(f"    {cli_hint('reap', j['host'], j['name'])}")
     return "\n".join(safe_text(line) for line in lines)  # the hints and advice lines carry host text too
+
+
+def leftovers_line(left: dict, now: float) -> str:
+    """"leftovers: 2 processes (pids 41, 42) hold 14.6 GiB on GPU 0, 1, since 3m ago": what a job left running
+    after its main process or launcher went."""
+    n = left["count"]
+    text = f"leftovers: {n} process{'es' if n != 1 else ''} (pids {', '.join(map(str, left['pids']))})"
+    if left.get("gpu_memory_bytes"):
+        text += f" {'holds' if n == 1 else 'hold'} {left['gpu_memory_bytes'] / 2**30:.1f} GiB on GPU {', '.join(map(str, left['gpus']))}"
+    else:
+        text += " still running, no GPU memory"
+    return text + f", since {fmt_age(now - left['since'])} ago" if left.get("since") else text

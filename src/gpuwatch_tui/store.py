@@ -231,5 +231,13 @@ def gpu_json(gpu: GpuSample) -> dict:
     out: dict = {"index": gpu.index, "uuid": gpu.uuid, "name": gpu.name}
     for name in gpu_metrics.NAMES:
         out[name] = _num(getattr(gpu, name))
-    out["processes"] = [{"pid": p.pid, "mem_used_mib": _num(p.mem_used_mib)} for p in gpu.processes]
+    out["processes"] = [_gpu_process_json(p) for p in gpu.processes]
+    return out
+
+
+def _gpu_process_json(p) -> dict:
+    """A GPU process: its SM share only where it was read (a GPU with more than one process)."""
+    out = {"pid": p.pid, "mem_used_mib": _num(p.mem_used_mib)}
+    if p.sm_pct is not None:
+        out["sm_pct"] = _num(p.sm_pct)
     return out

@@ -180,6 +180,73 @@ class RankView:
 
 @quick_init
 @dataclass(frozen=True)
+class LeftoverProcess:
+    """One process a job left behind: still running after the job's main process or launcher went."""
+
+    pid: int
+    start_ticks: int
+    name: str = ""
+    cmdline: tuple[str, ...] = ()
+    user: str | None = None
+    state: str = ""
+    gpus: tuple[int, ...] = ()
+    gpu_memory_bytes: int = 0
+
+    def to_json(self) -> dict:
+        return {"pid": self.pid, "start_ticks": self.start_ticks, "name": self.name, "cmdline": list(self.cmdline),
+                "user": self.user, "state": self.state, "gpus": list(self.gpus),
+                "gpu_memory_bytes": self.gpu_memory_bytes}
+
+    @classmethod
+    def from_json(cls, data: dict, what: str) -> LeftoverProcess:
+        return cls(pid=_need(data, "pid", int, what), start_ticks=int(data.get("start_ticks") or 0),
+                   name=str(data.get("name") or ""), cmdline=tuple(str(a) for a in data.get("cmdline") or ()),
+                   user=data.get("user"), state=str(data.get("state") or ""),
+                   gpus=tuple(int(g) for g in data.get("gpus") or ()),
+                   gpu_memory_bytes=int(data.get("gpu_memory_bytes") or 0))
+
+
+@quick_init
+@dataclass(frozen=True)
+class LeftoverView:
+    """A job's leftovers: the processes still running (many holding GPU memory) after its main process
+    or launcher is gone, since `since` (when the top process was seen gone, local clock)."""
+
+    processes: tuple[LeftoverProcess, ...]
+    since: float
+    root_pid: int | None = None  # the top process that went
+
+    @property
+    def count(self) -> int:
+        return len(self.processes)
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        return tuple(p.pid for p in self.processes)
+
+    @property
+    def gpu_memory_bytes(self) -> int:
+        return sum(p.gpu_memory_bytes for p in self.processes)
+
+    @property
+    def gpus(self) -> tuple[int, ...]:
+        return tuple(sorted({g for p in self.processes for g in p.gpus}))
+
+    def to_json(self) -> dict:
+        return {"count": self.count, "pids": list(self.pids), "gpu_memory_bytes": self.gpu_memory_bytes,
+                "gpus": list(self.gpus), "since": self.since, "root_pid": self.root_pid,
+                "processes": [p.to_json() for p in self.processes]}
+
+    @classmethod
+    def from_json(cls, data: dict | None, what: str) -> LeftoverView | None:
+        if not data:
+            return None
+        return cls(processes=tuple(LeftoverProcess.from_json(p, what) for p in data.get("processes") or ()),
+                   since=_number(data.get("since")) or 0.0, root_pid=data.get("root_pid"))
+
+
+@quick_init
+@dataclass(frozen=True)
 class JobView:
     """One job as every reader sees it. `processes` are the job's main processes as
     (host, pid, start ticks): what an action must name, never a bare pid."""
@@ -222,6 +289,8 @@ class JobView:
     ranks: tuple[RankView, ...] = ()
     parts: tuple[str, ...] = ()
     run_key: str | None = None
+    # Processes left running after the job's main process or launcher went (jobs/leftovers.py); None: none.
+    leftovers: LeftoverView | None = None
 
     @property
     def multi_node(self) -> bool:
@@ -245,6 +314,8 @@ class JobView:
                        run_key=self.run_key)
         elif self.ranks:  # a job of several ranks on one host: its ranks, additive too
             out["ranks"] = [r.to_json() for r in self.ranks]
+        if self.leftovers is not None:  # additive: only a job that left processes behind has the key
+            out["leftovers"] = self.leftovers.to_json()
         return out
 
     def _base_json(self) -> dict:
@@ -343,4 +414,5 @@ class JobView:
             ranks=tuple(RankView.from_json(r, what) for r in data.get("ranks") or ()),
             parts=tuple(str(p) for p in data.get("parts") or ()),
             run_key=data.get("run_key"),
+            leftovers=LeftoverView.from_json(data.get("leftovers"), what),
         )

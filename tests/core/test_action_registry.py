@@ -37,7 +37,7 @@ def test_readonly_allows_only_what_changes_nothing_on_a_host():
 
 def test_cli_verbs_for_the_cli():
     assert {verb: spec.name for verb, spec in cli_verbs().items()} == {
-        "kill": "kill", "restart": "restart_unbuffered", "dump": "dump_stack"}
+        "kill": "kill", "restart": "restart_unbuffered", "dump": "dump_stack", "reap": "reap"}
 
 
 def test_unknown_names_and_scopes_are_clear_errors():
@@ -96,4 +96,4 @@ def test_the_words_an_action_shows_come_from_the_registry():
 
     assert running_words("kill") == "killing…" and running_words("dump_stack") == "dumping…"
     assert running_words("scancel") == "scancel"  # not a registered action: its own name
-    assert [a.confirm_label for a in ACTIONS if a.confirm] == ["Kill", "Restart", "Dump"]
+    assert [a.confirm_label for a in ACTIONS if a.confirm] == ["Kill", "Restart", "Dump", "Reap"]

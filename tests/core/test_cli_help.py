@@ -13,7 +13,7 @@ from gpuwatch_tui.cli import build_parser
 
 from .test_cli_e2e import cli_env, gpuwatch
 
-VERBS = ["status", "watch", "kill", "restart", "dump", "scancel", "doctor", "report", "record", "replay", "demo", "export"]
+VERBS = ["status", "watch", "kill", "restart", "dump", "reap", "scancel", "doctor", "report", "record", "replay", "demo", "export"]
 
 
 def run_help(tmp_path, *args) -> str:

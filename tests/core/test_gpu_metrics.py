@@ -123,6 +123,14 @@ def test_a_recording_row_carries_every_reading_and_its_facts_every_fact():
         fmt.gpu_from_row(row, facts, gpu_metrics.V1_ROW)
 
 
+def test_a_recording_row_keeps_each_process_share_where_it_was_read():
+    gpu = dataclasses.replace(sample(), processes=(GpuProcess(42, 10.0, 97.0), GpuProcess(43, 2.0, 0.0),
+                                                   GpuProcess(44, 1.0)))
+    row, facts = fmt.gpu_row(gpu), fmt.gpu_facts(gpu)
+    assert row[-1] == [[42, 10.0, 97.0], [43, 2.0, 0.0], [44, 1.0]]  # (an unread share: the old two-field form)
+    assert fmt.gpu_from_row(row, facts, fmt.gpu_columns(fmt.header(["h"], {}, 0.0))) == gpu
+
+
 def test_the_dcgm_feed_maps_every_metric_with_a_dcgm_series():
     fields = dcgm._GpuFields(3, "GPU-3", "NVIDIA H200")
     for m in gpu_metrics.METRICS:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.support.fake_nvml import build_fake_nvml, fake_nvml_env
+from tests.support.fake_nvml import build_fake_nvml, fake_nvml_env, write_pids
 
 # Run in a child: the library is found through LD_LIBRARY_PATH, read when a process starts.
 COMPARE = r"""
@@ -54,8 +54,8 @@ def test_busy_gpus_read_their_jobs_and_moving_figures(nvml_folder):
     got = run(nvml_folder, [4242, 4343])
     for key in ("direct", "wrapped"):
         first, second = got[key][0], got[key][1]
-        assert first["processes"] == [{"pid": 4242, "mem_used_mib": 70000.0}]
-        assert second["processes"] == [{"pid": 4343, "mem_used_mib": 70000.0}]
+        assert first["processes"] == [{"pid": 4242, "mem_used_mib": 70000.0, "sm_pct": None}]
+        assert second["processes"] == [{"pid": 4343, "mem_used_mib": 70000.0, "sm_pct": None}]
         assert first["mem_used_mib"] == 70004.0 and 90 <= first["util_pct"] <= 99
         assert 680.0 <= first["power_w"] <= 693.0 and got[key][2]["processes"] == []
 
@@ -64,3 +64,33 @@ def test_a_reading_the_board_does_not_support_is_none_and_the_rest_still_read(nv
     got = run(nvml_folder, [], GPUWATCH_FAKE_NVML_NO_POWER="1")
     assert got["direct"] == got["wrapped"]
     assert got["direct"][0]["power_w"] is None and got["direct"][0]["temp_c"] == 33
+
+
+PIDS_FILE_SAMPLES = r"""
+import json, os, sys
+import pynvml
+from gpuwatch_tui.transport.probe_bundle import LoadedProbe
+source = LoadedProbe().module("gpu_nvml").NvmlSource(pynvml)
+path = os.environ["GPUWATCH_FAKE_NVML_PIDS_FILE"]
+def listed():
+    return [[p["pid"] for p in g["processes"]] for g in source.sample()][:2]
+first = listed()
+with open(path + ".tmp", "w") as f:
+    f.write("5151,5252,5353")
+os.replace(path + ".tmp", path)
+print(json.dumps({"first": first, "then": listed()}))
+"""
+
+
+def test_a_pids_file_lists_pids_that_come_later(nvml_folder, tmp_path):
+    """The stand-in's pids file is read on every sample: a test can make a process that started (or outlived
+    its parent) after the probe did hold GPU memory."""
+    pids = tmp_path / "pids"
+    write_pids(pids, [4242])
+    env = fake_nvml_env(nvml_folder, 2, [], pids_file=pids)
+    out = subprocess.run([sys.executable, "-c", PIDS_FILE_SAMPLES], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["first"] == [[4242], []]
+    assert got["then"] == [[5151, 5353], [5252]]

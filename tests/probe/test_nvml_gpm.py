@@ -73,3 +73,23 @@ def test_without_a_gpm_capable_gpu_the_keys_are_there_and_none(nvml_folder, tmp_
     for frame in got["frames"]:
         for gpu in frame:
             assert gpu["sm_active_pct"] is None and gpu["tensor_active_pct"] is None
+
+
+def test_a_gpu_that_goes_idle_loses_the_figures_of_its_busy_time(nvml_folder, tmp_path):  # noqa: F811
+    # GPU 0 runs a matmul for its first three GPM reads, then sits idle: its figures must not stay the
+    # matmul's (a data-loader-bound job after it read 97% SM at 0% util on an H100 before this was so).
+    busy = gpm_rows(tmp_path / "busy.txt", {0: "matmul"}).read_text().splitlines()[:3]
+    idle = gpm_rows(tmp_path / "idle.txt", {0: "idle"}).read_text().splitlines()
+    rows = tmp_path / "rows.txt"
+    rows.write_text("\n".join(busy + idle) + "\n")
+    env = fake_nvml_env(nvml_folder, 1, [])
+    env["GPUWATCH_FAKE_NVML_GPM"] = str(rows)
+    out = subprocess.run([sys.executable, "-c", SAMPLES, "60"], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    frames = [f[0] for f in json.loads(out.stdout)["frames"]]
+    known = [k for k, g in enumerate(frames) if g["sm_active_pct"] is not None]
+    assert known and frames[known[0]]["sm_active_pct"] > 85  # read while it worked
+    went_idle = next(k for k, g in enumerate(frames) if g["util_pct"] < 50)
+    assert went_idle > known[0]
+    for g in frames[went_idle:]:
+        assert (g["sm_active_pct"], g["tensor_active_pct"], g["dram_active_pct"]) == (None, None, None), g

@@ -81,9 +81,11 @@ def test_the_process_list_follows_memory_changes_and_is_otherwise_kept(monkeypat
     assert nvml.process_calls >= changes
     # Every sample reports exactly what a fresh read would have: the recorded process list of its moment.
     for i, frame in zip(phases["idle"] + phases["held"] + phases["training"], seen):
-        assert [g["processes"] for g in frame] == [g["processes"] for g in nvml.samples[i]]
+        # (one process a GPU: no per-process share read, sm_pct None)
+        assert [g["processes"] for g in frame] == [[dict(p, sm_pct=None) for p in g["processes"]]
+                                                   for g in nvml.samples[i]]
     held = [f for i, f in zip(phases["idle"] + phases["held"], seen) if i in phases["held"]]
-    assert held and held[0][0]["processes"] == [{"pid": 593, "mem_used_mib": 1634.0}]
+    assert held and held[0][0]["processes"] == [{"pid": 593, "mem_used_mib": 1634.0, "sm_pct": None}]
 
 
 def test_an_unchanged_list_is_read_again_after_its_age_limit(monkeypatch, probe_loaded):
@@ -105,4 +107,4 @@ def test_an_unchanged_list_is_read_again_after_its_age_limit(monkeypatch, probe_
     frame = source.sample()
     frame[0]["processes"].append({"pid": 1, "mem_used_mib": 1.0})
     frame[0]["processes"][0]["pid"] = 2
-    assert source.sample()[0]["processes"] == [{"pid": 593, "mem_used_mib": 1634.0}]
+    assert source.sample()[0]["processes"] == [{"pid": 593, "mem_used_mib": 1634.0, "sm_pct": None}]

@@ -6,6 +6,7 @@ Stdlib only; run as a script (see `install_fake_nvidia_smi`).  Supported:
     nvidia-smi --query-gpu=FIELDS [--format=csv[,noheader][,nounits]] [-lms N | --loop-ms=N | -l S | --loop=S] [-i IDS]
     nvidia-smi --query-compute-apps=FIELDS [--format=...] [-lms N ...] [-i IDS]
     nvidia-smi -L
+    nvidia-smi pmon [-c COUNT] [-s u]   (each process's SM %: a scenario process's "sm_pct", "-" where unset)
     nvidia-smi            (a minimal summary)
 
 Like the real tool, in loop mode it prints one batch (one line per GPU, or per
@@ -402,7 +403,47 @@ def render_batch(opts: dict, scen: dict, tick: int, header: bool) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+# `nvidia-smi pmon -s u` as driver 580 prints it on an H200: two header lines, then a line per process (a GPU
+# without one: "-" in every column), a value it has no sample of as "-".
+PMON_HEADER = ("# gpu         pid   type     sm    mem    enc    dec    jpg    ofa    command \n"
+               "# Idx           #    C/G      %      %      %      %      %      %    name \n")
+
+
+def pmon(argv: list[str]) -> int:
+    count = 1
+    i = 0
+    while i < len(argv):
+        if argv[i] == "-c" and i + 1 < len(argv):
+            count = int(argv[i + 1])
+            i += 2
+        elif argv[i] == "-s" and i + 1 < len(argv):
+            i += 2
+        else:
+            raise _unrecognized(argv[i])
+    out = sys.stdout
+    out.write(PMON_HEADER)
+    for _ in range(count):
+        time.sleep(0.3)  # the real one samples for about a second
+        scen = load_scenario()
+        _check_failures(scen, 0)
+        procs = scen.get("processes") or []
+        for g in gpu_rows(scen, 0):
+            mine = [p for p in procs if isinstance(p, dict) and str(p.get("gpu", 0)) == g["index"]]
+            if not mine:
+                out.write(f"{g['index']:>5} {'-':>10} {'-':>5} " + " ".join(f"{'-':>6}" for _ in range(6))
+                          + "    -              \n")
+            for p in mine:
+                sm = "-" if p.get("sm_pct") is None else str(int(p["sm_pct"]))
+                name = os.path.basename(p.get("name") or "python3")
+                out.write(f"{g['index']:>5} {p['pid']:>10} {'C':>5} {sm:>6} " + " ".join(f"{'-':>6}" for _ in range(5))
+                          + f"    {name:<15}\n")
+        out.flush()
+    return 0
+
+
 def run(argv: list[str]) -> int:
+    if argv[:1] == ["pmon"]:
+        return pmon(argv[1:])
     opts = parse_args(argv)
     out = sys.stdout
     if opts.get("help"):

@@ -8,6 +8,9 @@
  * Environment:
  *   GPUWATCH_FAKE_NVML_GPUS   how many GPUs (default 8, at most 64)
  *   GPUWATCH_FAKE_NVML_PIDS   comma-separated pids: the i-th runs on GPU i % GPUs (default none)
+ *   GPUWATCH_FAKE_NVML_PIDS_FILE  a file of such pids, read again on every process listing (a test makes a
+ *                             process that starts later, or outlives its parent, hold GPU memory); when set,
+ *                             it replaces GPUWATCH_FAKE_NVML_PIDS. A missing file lists no pids.
  *   GPUWATCH_FAKE_NVML_NO_POWER   set: power readings fail with NVML_ERROR_NOT_SUPPORTED (as on some boards)
  *   GPUWATCH_FAKE_NVML_MEM_CLOCK  the memory clock in MHz every GPU reports; unset: the memory clock is
  *                                 NVML_ERROR_NOT_SUPPORTED (the H200 recordings have no memory clock to replay)
@@ -16,20 +19,31 @@
  *                             (nvmlGpmQueryDeviceSupport), and its utilisation and power are its current row's;
  *                             each nvmlGpmSampleGet moves it to its next row (cycling), and nvmlGpmMetricsGet
  *                             answers the row of the newer sample. A GPU without rows: GPM unsupported.
+ *   GPUWATCH_FAKE_NVML_PROC_SM  "pid:sm,pid:sm,...": what nvmlDeviceGetProcessUtilization reports of each listed
+ *                             pid on its GPU (SM %); a pid not listed is left out, as NVML leaves out a process
+ *                             that ran nothing (0 %). Unset: the first pid of each GPU at 96-98 % SM and the
+ *                             others left out, as an H200 reported a matmul loop beside an idle context holder.
+ *                             A GPU where no pid is reported answers NVML_ERROR_NOT_FOUND, as NVML does.
+ *   GPUWATCH_FAKE_NVML_PROC_UTIL_US  each nvmlDeviceGetProcessUtilization call spins this many microseconds first:
+ *                             the driver's cost of that call, which the stand-in otherwise leaves out (an H200:
+ *                             1.5-4.6 ms a call from Python)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int nvmlReturn_t;
 typedef void *nvmlDevice_t;
 enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
-enum { NVML_SUCCESS = 0, NVML_ERROR_INVALID_ARGUMENT = 2, NVML_ERROR_NOT_SUPPORTED = 3, NVML_ERROR_INSUFFICIENT_SIZE = 7 };
+enum { NVML_SUCCESS = 0, NVML_ERROR_INVALID_ARGUMENT = 2, NVML_ERROR_NOT_SUPPORTED = 3, NVML_ERROR_NOT_FOUND = 6,
+       NVML_ERROR_INSUFFICIENT_SIZE = 7 };
 
 typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
 typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } nvmlMemory_v2_t;
 typedef struct { unsigned int pid; unsigned long long usedGpuMemory; unsigned int gpuInstanceId, computeInstanceId; } nvmlProcessInfo_t;
+typedef struct { unsigned int pid; unsigned long long timeStamp; unsigned int smUtil, memUtil, encUtil, decUtil; } nvmlProcessUtilizationSample_t;
 
 #define MAX_GPUS 64
 #define MAX_PIDS 256
@@ -43,6 +57,9 @@ static int gpus = 8;
 static unsigned int pids[MAX_PIDS];
 static int npids = 0;
 static int no_power = 0;
+static long proc_util_us = 0;  /* GPUWATCH_FAKE_NVML_PROC_UTIL_US */
+static int proc_sm_set = 0;  /* GPUWATCH_FAKE_NVML_PROC_SM given */
+static int proc_sm[MAX_PIDS];  /* per pid of `pids`: its SM %, -1: left out */
 static long mem_clock = -1;  /* -1: not supported */
 static unsigned long calls[MAX_GPUS];  /* per GPU: makes the moving figures move, as real ones do */
 static char devices[MAX_GPUS];  /* a handle is a pointer into this array */
@@ -67,6 +84,33 @@ static void load_gpm(const char *path) {
     fclose(f);
 }
 
+static void parse_pids(const char *p) {
+    npids = 0;
+    while (p && *p && npids < MAX_PIDS) {
+        while (*p == ',' || *p == ' ' || *p == '\n') p++;
+        if (!*p) break;
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p) break;
+        pids[npids++] = (unsigned int)v;
+        p = end;
+    }
+}
+
+static const char *pids_file = NULL;
+static void reread_pids(void) {
+    if (!pids_file) return;
+    char buf[4096];
+    size_t n = 0;
+    FILE *f = fopen(pids_file, "r");
+    if (f) {
+        n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+    }
+    buf[n] = 0;
+    parse_pids(buf);
+}
+
 static int index_of(nvmlDevice_t h) {
     long i = (char *)h - devices;
     return (i >= 0 && i < gpus) ? (int)i : -1;
@@ -83,13 +127,21 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
     const char *mc = getenv("GPUWATCH_FAKE_NVML_MEM_CLOCK");
     mem_clock = mc ? atol(mc) : -1;
     load_gpm(getenv("GPUWATCH_FAKE_NVML_GPM"));
-    const char *p = getenv("GPUWATCH_FAKE_NVML_PIDS");
-    while (p && *p && npids < MAX_PIDS) {
+    parse_pids(getenv("GPUWATCH_FAKE_NVML_PIDS"));
+    pids_file = getenv("GPUWATCH_FAKE_NVML_PIDS_FILE");
+    reread_pids();
+    const char *cost = getenv("GPUWATCH_FAKE_NVML_PROC_UTIL_US");
+    proc_util_us = cost ? atol(cost) : 0;
+    for (int k = 0; k < MAX_PIDS; k++) proc_sm[k] = -1;
+    const char *q = getenv("GPUWATCH_FAKE_NVML_PROC_SM");
+    proc_sm_set = q != NULL;
+    while (q && *q) {
         char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p) break;
-        pids[npids++] = (unsigned int)v;
-        p = (*end == ',') ? end + 1 : end;
+        unsigned long pid = strtoul(q, &end, 10);
+        if (end == q || *end != ':') break;
+        long sm = strtol(end + 1, &end, 10);
+        for (int k = 0; k < npids; k++) if (pids[k] == pid) proc_sm[k] = (int)sm;
+        q = (*end == ',') ? end + 1 : end;
     }
     return NVML_SUCCESS;
 }
@@ -132,6 +184,7 @@ static int jobs_on(int i) {
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t h, nvmlUtilization_t *u) {
     int i = index_of(h);
     if (i < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    if (i == 0) reread_pids();  /* once per sample: every GPU of it reads the same list */
     calls[i]++;
     const gpm_row_t *r = gpm_row(i);
     if (r) { u->gpu = (unsigned int)r->util; u->memory = 0; return NVML_SUCCESS; }
@@ -203,6 +256,42 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h, unsigned in
         out[k].usedGpuMemory = JOB_MEMORY;
         out[k].gpuInstanceId = 0xFFFFFFFFu;
         out[k].computeInstanceId = 0xFFFFFFFFu;
+        k++;
+    }
+    *count = k;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t h, nvmlProcessUtilizationSample_t *out, unsigned int *count,
+                                             unsigned long long lastSeen) {
+    int i = index_of(h);
+    if (i < 0 || count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    if (proc_util_us > 0) {  /* CPU busy, as a conservative stand-in for the driver's time */
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do clock_gettime(CLOCK_MONOTONIC, &t);
+        while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < proc_util_us);
+    }
+    unsigned int n = 0, first = 1;
+    int sm[MAX_PIDS];
+    for (int j = 0; j < npids; j++) {
+        sm[j] = -1;
+        if (j % gpus != i) continue;
+        sm[j] = proc_sm_set ? proc_sm[j] : (first ? 96 + (int)(calls[i] % 3) : -1);
+        first = 0;
+        if (sm[j] >= 0) n++;
+    }
+    if (n == 0) return NVML_ERROR_NOT_FOUND;
+    if (out == NULL || *count < n) { *count = n; return NVML_ERROR_INSUFFICIENT_SIZE; }
+    unsigned long long now = lastSeen + 1000000ULL;  /* a second after the last read, as a later call sees */
+    unsigned int k = 0;
+    for (int j = 0; j < npids; j++) {
+        if (sm[j] < 0) continue;
+        out[k].pid = pids[j];
+        out[k].timeStamp = now;
+        out[k].smUtil = (unsigned int)sm[j];
+        out[k].memUtil = (unsigned int)sm[j] / 2;
+        out[k].encUtil = out[k].decUtil = 0;
         k++;
     }
     *count = k;

@@ -25,13 +25,24 @@ def build_fake_nvml(folder: Path) -> Path:
     return folder
 
 
-def fake_nvml_env(folder: Path, gpus: int, pids: list[int], env: dict[str, str] | None = None) -> dict[str, str]:
-    """An environment whose NVML is the stand-in in `folder`: `gpus` GPUs, pid i on GPU i % gpus."""
+def fake_nvml_env(folder: Path, gpus: int, pids: list[int], env: dict[str, str] | None = None,
+                  pids_file: Path | None = None) -> dict[str, str]:
+    """An environment whose NVML is the stand-in in `folder`: `gpus` GPUs, pid i on GPU i % gpus; with
+    `pids_file`, the pids are read from it on every sample instead (`write_pids` changes them)."""
     env = dict(os.environ if env is None else env)
     env["LD_LIBRARY_PATH"] = str(folder) + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env["GPUWATCH_FAKE_NVML_GPUS"] = str(gpus)
     env["GPUWATCH_FAKE_NVML_PIDS"] = ",".join(str(p) for p in pids)
+    if pids_file is not None:
+        env["GPUWATCH_FAKE_NVML_PIDS_FILE"] = str(pids_file)
     return env
+
+
+def write_pids(path: Path, pids: list[int]) -> None:
+    """The pids the stand-in lists from its next sample on (replaced whole: never read half written)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(",".join(str(p) for p in pids))
+    os.replace(tmp, path)
 
 
 GPM_RECORDING = Path(__file__).resolve().parent.parent / "data" / "gpm-h200" / "samples.jsonl"

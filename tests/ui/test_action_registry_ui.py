@@ -43,8 +43,8 @@ async def palette_hits(pilot, app, query: str) -> list[str]:
     return hits
 
 
-def test_unsafe_actions_are_kill_restart_dump():
-    assert [a.name for a in UNSAFE] == ["kill", "restart_unbuffered", "dump_stack"]
+def test_unsafe_actions_are_kill_restart_dump_reap():
+    assert [a.name for a in UNSAFE] == ["kill", "restart_unbuffered", "dump_stack", "reap"]
 
 
 async def test_bindings_help_and_palette_list_every_action_with_its_registry_title(app):

@@ -46,3 +46,19 @@ async def test_g_with_no_gpu_process_says_so(app):
         table = app.screen.query_one(GpuProcessTable)
         assert table.rows == []
         assert EMPTY in "\n".join(lines_of(table))
+
+
+async def test_a_shared_gpus_processes_show_their_own_sm_share(tmp_path):
+    from gpuwatch_tui.ui.app import GpuwatchApp
+    from gpuwatch_tui.ui.recorded_source import RecordedSource
+
+    from .test_snapshots import _shared_fleet
+
+    app = GpuwatchApp(RecordedSource(_shared_fleet(tmp_path / "shared.json")), min_refresh_interval=0)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await pilot.press("g")
+        await pilot.pause()
+        table = app.screen.query_one(GpuProcessTable)
+        shared = {r.job: r.sm_pct for r in table.rows if r.host == "trainer-e" and r.gpu == 1}
+        # each process its own share (the GPU reads 99 %), not the GPU's utilisation nor "-"
+        assert shared == {"sft-nohup": 96.0, "vit-flex": 0.0}, shared

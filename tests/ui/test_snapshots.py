@@ -97,3 +97,31 @@ def test_no_jobs_gives_the_room_to_the_history_view(snap_compare, tmp_path):
     path = tmp_path / "no-jobs.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     assert snap_compare(GpuwatchApp(RecordedSource(path)), terminal_size=(120, 40), press=["down"])
+
+
+def _shared_fleet(path):
+    """The recorded fleet with trainer-e's compiling job moved onto GPU 1 beside the busy buffered one: a GPU two
+    jobs share, each process with its own SM share (the compile's 0 %, the trainer's 96 %)."""
+    import json
+
+    data = json.loads(FLEET.read_text(encoding="utf-8"))
+    host = next(h for h in data["hosts"] if h["name"] == "trainer-e")
+    gpu0, gpu1 = host["gpus"][0], host["gpus"][1]
+    moved = gpu0["processes"][0]
+    gpu0["processes"] = []
+    gpu1["processes"] = [dict(p, sm_pct=96.0) for p in gpu1["processes"]] + [dict(moved, sm_pct=0.0)]
+    for job in data["jobs"]:
+        if job["id"] == "trainer-e:52001":
+            job["gpus"] = [1]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_a_shared_gpu_in_the_grid(snap_compare, tmp_path):
+    source = RecordedSource(_shared_fleet(tmp_path / "shared.json"))
+    assert snap_compare(GpuwatchApp(source), terminal_size=(160, 40))
+
+
+def test_a_shared_gpu_in_the_process_view(snap_compare, tmp_path):
+    source = RecordedSource(_shared_fleet(tmp_path / "shared.json"))
+    assert snap_compare(GpuwatchApp(source), terminal_size=(160, 40), press=["g"])

@@ -15,7 +15,7 @@ from typing import Iterable
 from ..jobs.discovery import launcher_kind
 from ..model import ChildProc, ProcInfo, ProcessRef
 
-ROLE_ORDER = ("launcher", "main", "descendant", "gpu-holder")
+ROLE_ORDER = ("launcher", "main", "descendant", "gpu-holder", "leftover")
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,8 @@ class JobTree:
     job: str
     procs: tuple[ProcInfo, ...]
     gpu_holders: tuple[ProcInfo | ChildProc, ...] = ()
+    # Processes the job left behind when its top went (jobs/leftovers.py): what a reap ends.
+    leftovers: tuple = ()
 
     def targets(self) -> list[KillTarget]:
         """Every process to signal, launchers first, each once; processes with no known start time are left
@@ -64,6 +66,8 @@ class JobTree:
                 add(c.pid, c.start_ticks, "descendant", c.name, c.cmdline)
         for h in self.gpu_holders:
             add(h.pid, h.start_ticks, "gpu-holder", h.name, h.cmdline)
+        for left in self.leftovers:
+            add(left.pid, left.start_ticks, "leftover", left.name, left.cmdline)
         out.sort(key=lambda t: ROLE_ORDER.index(t.role))
         return out
 
@@ -72,4 +76,5 @@ class JobTree:
         pids = [p.pid for p in self.procs if p.start_ticks <= 0]
         pids += [c.pid for p in self.procs for c in p.children if c.start_ticks <= 0]
         pids += [h.pid for h in self.gpu_holders if h.start_ticks <= 0]
+        pids += [left.pid for left in self.leftovers if left.start_ticks <= 0]
         return sorted(set(pids))

@@ -64,12 +64,16 @@ class KillReport(ActionResult):
     def summary(self) -> str:
         if self.failure is not None:
             verb = "may or may not have run" if self.failure.outcome_unknown else "failed"
-            return f"kill {self.job} on {self.host} {verb}: {self.failure.message}"
+            return f"{self.action} {self.job} on {self.host} {verb}: {self.failure.message}"
         counts: dict[str, int] = {}
         for o in self.outcomes:
             counts[o.outcome] = counts.get(o.outcome, 0) + 1
         parts = ", ".join(f"{n} {k}" for k, n in counts.items())
-        return f"kill {self.job} on {self.host}: {parts}"
+        return f"{self.action} {self.job} on {self.host}: {parts}"
+
+    def left_behind(self) -> list[ProcessOutcome]:
+        """Processes still there when the op gave up: signalled and alive, or not signalable."""
+        return [o for o in self.outcomes if o.outcome not in DEAD_OUTCOMES and o.outcome != REUSED]
 
 
 def describe_kill(tree: JobTree, targets: list[KillTarget], grace_s: float) -> str:
@@ -80,12 +84,12 @@ def describe_kill(tree: JobTree, targets: list[KillTarget], grace_s: float) -> s
 
 
 async def kill_job(request: Request, job_tree: JobTree, grace_s: float = 10.0, *,
-                   kill_wait_s: float = 3.0, order: str = "launcher-first") -> KillReport:
+                   kill_wait_s: float = 3.0, order: str = "launcher-first", action: str = "kill") -> KillReport:
     """Take the whole job down through the probe's `kill_tree` op; never raises for a refused request."""
     targets = job_tree.targets()
     command = describe_kill(job_tree, targets, grace_s)
     base = dict(host=job_tree.host, job=job_tree.job, command=command, grace_s=grace_s, targets=tuple(targets),
-                skipped=tuple(job_tree.skipped()))
+                skipped=tuple(job_tree.skipped()), action=action)
     if not targets:
         return KillReport(**base, failure=RequestFailure("no-targets", "no process of this job has a known start "
                                                                        "time: nothing can be signalled safely"))

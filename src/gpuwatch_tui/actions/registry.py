@@ -52,6 +52,11 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("dump_stack", "d", "py-spy dump", "the Python stacks of every process of the selected job",
                confirm=True, readonly_safe=False, cli_verb="dump", scope="job", confirm_label="Dump",
                running="dumping…"),
+    # Only the processes the engine follows as the job's leftovers, each pinned by pid and start time.
+    ActionSpec("reap", "R", "Reap leftovers", "end the processes the selected job left running after its main "
+               "process or launcher went (SIGTERM, then SIGKILL)",
+               confirm=True, readonly_safe=False, cli_verb="reap", scope="job", confirm_label="Reap",
+               running="reaping…"),
     # Reads what gpuwatch already holds and writes a local file: read-only mode keeps it. Its CLI is
     # `gpuwatch report HOST JOB`, a verb of its own (cli_verb is for verbs run by the action service).
     ActionSpec("report", "e", "Incident report", "write a Markdown incident report of the selected job and show its path",

@@ -11,12 +11,13 @@ refused. No Textual here.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import time
 from pathlib import Path
 
 from ..errors import GpuwatchError
-from ..jobs.job_actions import DUMP, KILL, RESTART, DumpFinding
+from ..jobs.job_actions import DUMP, KILL, REAP, RESTART, DumpFinding
 from ..model import ChildProc, ProcInfo
 from ..slurm.cancel import CancelRefused, plan_cancel
 from ..slurm.hosts import slurm_id_of
@@ -29,11 +30,12 @@ from .job_tree import JobTree
 from .kill import kill_job
 from .multinode import execute_parts, plan_parts
 from .plan import ActionOutcome, ActionPlan, PlanTarget
+from .reap import plan_reap
 from .restart import RestartPlan, build_restart, restart_job
 from .settings import ActionSettings
 from .stack_analysis import phase_hint
 
-HOST_ACTIONS = (KILL, RESTART, DUMP)  # the registry's actions that act on a host
+HOST_ACTIONS = (KILL, RESTART, DUMP, REAP)  # the registry's actions that act on a host
 STALE_CAPTURE_S = 3600.0  # restart facts older than this get a louder warning
 
 
@@ -113,6 +115,8 @@ class ActionService:
             raise ActionRefused(f"read-only mode: {spec.title.lower()} is disabled (--readonly or settings.readonly)")
         if view is None:
             raise ActionRefused(f"no job {job_id!r}: it may have been dismissed")
+        if spec.name == REAP:  # a job that has ended may have left processes behind
+            return plan_reap(self, view, spec, ActionRefused)
         if spec.name == KILL and self.slurm is not None and (view.alive or view.parts):
             slurm_plan = self._slurm_kill_plan(view, spec)  # scancel ends every node's ranks at once
             if slurm_plan is not None:
@@ -260,13 +264,32 @@ class ActionService:
             warning = await note_action(request, KILL, self.local_user, plan.targets, ref)
             report = await kill_job(request, plan.tree, self.settings.kill_grace_s,
                                     kill_wait_s=self.settings.kill_wait_s)
-            status = "done" if report.ok else ("partial" if report.outcomes else "failed")
-            outcome = ActionOutcome(plan, status, report, warnings=(warning,) if warning else ())
+            outcome = self._killed(plan, report)
+            if warning:
+                outcome = dataclasses.replace(outcome, warnings=(*outcome.warnings, warning))
+        elif plan.action == REAP:
+            tracker.record_action(plan.job_id, REAP, self.local_user, now)
+            report = await kill_job(request, plan.tree, self.settings.kill_grace_s,
+                                    kill_wait_s=self.settings.kill_wait_s, order="together", action=REAP)
+            outcome = self._killed(plan, report)
         elif plan.action == RESTART:
             outcome = await self._restart(plan, now, request)
         else:
             outcome = await self._dump(plan, now, request)
         return self._audit_result(plan, outcome)
+
+    def _killed(self, plan: ActionPlan, report) -> ActionOutcome:
+        """A kill's or reap's outcome: done only when nothing it reached is left; whatever is left (a process
+        that outlived SIGKILL, one it may not signal) is followed as the job's leftovers from now on."""
+        left = report.left_behind()
+        if left:
+            self.monitor.tracker.note_leftovers(plan.job_id, [(o.pid, o.start_ticks) for o in left])
+            words = ", ".join(f"{o.pid} ({o.outcome})" for o in left)
+            message = (f"left behind: {len(left)} process{'es' if len(left) > 1 else ''} {words}; "
+                       f"shown as the job's leftovers")
+            return ActionOutcome(plan, "partial", report, message)
+        status = "done" if report.ok else ("partial" if report.outcomes else "failed")
+        return ActionOutcome(plan, status, report)
 
     def _audit_result(self, plan: ActionPlan, outcome: ActionOutcome) -> ActionOutcome:
         try:

@@ -57,7 +57,7 @@ class GpuwatchCollector(Collector):
             return []
         kept = []
         for view in self.tracker.views(now):
-            if view.phase in ENDED_PHASES or not view.alive:
+            if (view.phase in ENDED_PHASES or not view.alive) and view.leftovers is None:  # leftovers: still a cost
                 ended = view.ended_at if view.ended_at is not None else view.since
                 if ended is not None and now - ended > self.ended_job_ttl:
                     continue
@@ -120,6 +120,11 @@ class GpuwatchCollector(Collector):
         alive = self._gauge("gpuwatch_job_alive", "1 while the job has a live process", labels=JOB_LABELS)
         info = self._gauge("gpuwatch_job_info", "Always 1: the job's log path and command line",
                                  labels=["host", "job", "log", "cmd"])
+        left = self._gauge("gpuwatch_job_leftover_processes",
+                           "Processes of the job still running after its main process or launcher went",
+                           labels=JOB_LABELS)
+        left_mem = self._gauge("gpuwatch_job_leftover_gpu_memory_bytes",
+                               "GPU memory held by the job's leftover processes", labels=JOB_LABELS)
         for view in jobs:
             key = (view.host, view.name)
             for name in PHASES:
@@ -133,7 +138,10 @@ class GpuwatchCollector(Collector):
                 quiet.add_metric(key, max(0.0, now - last_log))
             alive.add_metric(key, 1.0 if view.alive else 0.0)
             info.add_metric([*key, view.log or "", _command(self.tracker, view.id)], 1.0)
-        yield from (phase, since, progress, quiet, alive, info)
+            leftovers = view.leftovers
+            left.add_metric(key, float(leftovers.count if leftovers is not None else 0))
+            left_mem.add_metric(key, float(leftovers.gpu_memory_bytes if leftovers is not None else 0))
+        yield from (phase, since, progress, quiet, alive, info, left, left_mem)
 
 
 def _job_by_pid(jobs: list[JobView], tracker) -> dict[tuple[str, int], str]:
@@ -142,7 +150,8 @@ def _job_by_pid(jobs: list[JobView], tracker) -> dict[tuple[str, int], str]:
     for view in jobs:
         state = tracker.state(view.id) if tracker is not None else None
         gpu_pids = getattr(state, "gpu_pids", ()) or ()
-        for pid in (*view.pids, *gpu_pids):
+        left = view.leftovers.pids if view.leftovers is not None else ()
+        for pid in (*view.pids, *gpu_pids, *left):
             out[(view.host, pid)] = view.name
     return out
 

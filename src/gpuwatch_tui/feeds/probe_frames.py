@@ -43,7 +43,7 @@ def _opt_int(value) -> int | None:
 
 
 def _gpu_processes(raw) -> tuple[GpuProcess, ...]:
-    return tuple(_GpuProcess(int(p["pid"]), p.get("mem_used_mib")) for p in raw)
+    return tuple(_GpuProcess(int(p["pid"]), p.get("mem_used_mib"), p.get("sm_pct")) for p in raw)
 
 
 def parse_gpu(raw: dict) -> GpuSample:

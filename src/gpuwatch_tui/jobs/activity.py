@@ -12,6 +12,7 @@ from typing import Sequence
 
 from ..vocab import MIB_PER_GIB, fmt_duration
 from .progress import Progress
+from .gpu_share import shared_line
 from .observation import GpuReading, JobObservation, LogFacts, ResourceSample
 
 # Thresholds, named for what they separate.
@@ -33,7 +34,7 @@ GPM_WAIT_DRAM_PCT = 2.0
 GPM_WORK_SM_PCT = 20.0  # SMs this busy: working, whatever the power says
 # A spin GPM confirms is called stalled this soon after the log went quiet (the power signal alone keeps
 # the job's own limit: a small model can compute at 100% util and low power).
-GPM_SPIN_STALL_S = 60.0
+GPM_SPIN_STALL_S = 55.0  # (named within the minute, with a sample's latency)
 COMPILE_RECENT_S = 30.0  # compiler children seen this recently still count as compiling
 MIN_SPIN_S = 15.0  # util-without-power must hold this long (within the quiet period) to be a spin
 MID_RUN_S = 10.0  # a job first seen this long after its process started was found mid-run
@@ -251,8 +252,9 @@ def gpu_reading_lines(gpus: dict[int, GpuReading], limit: int = 4) -> list[str]:
     out = []
     items = sorted(gpus.items())
     for idx, g in items[:limit]:
-        parts = [f"GPU{idx}"]
-        if g.util_pct is not None:
+        head = shared_line(g)  # (a GPU other jobs hold too: the job's own share first)
+        parts = [f"GPU{idx}" if head is None else head + ","]
+        if g.util_pct is not None and g.gpu_util_pct is None:
             parts.append(f"{g.util_pct:.0f}% util")
         if g.mem_used_mib is not None:
             parts.append(f"{g.mem_used_mib / MIB_PER_GIB:.0f} GB")
@@ -265,7 +267,7 @@ def gpu_reading_lines(gpus: dict[int, GpuReading], limit: int = 4) -> list[str]:
             parts.append(f"SM {g.sm_active_pct:.0f}% active"
                          + (f", tensor {g.tensor_active_pct:.0f}%" if g.tensor_active_pct is not None else ""))
         text = parts[0] + " " + ", ".join(parts[1:])
-        out.append(text)
+        out.append(text if head is None else text.rstrip(", "))
     if len(items) > limit:
         utils = [g.util_pct for _, g in items if g.util_pct is not None]
         if utils:

@@ -15,7 +15,8 @@ from ..vocab import fmt_duration
 MIN_STEPS = 5  # intervals seen before a rhythm is trusted (a start-up burst is not one)
 KEPT_STEPS = 31  # the newest intervals the median is taken over: a job that slows down is followed
 STEP_MULTIPLE = 5.0  # quiet for this many usual intervals ...
-FLOOR_S = 60.0  # ... and at least this long: a stall is never called sooner
+FLOOR_S = 55.0  # ... and at least this long: a stall is never called sooner (with a sample's latency, named
+#                  within the minute)
 # Phases a job leaves and comes back to, each with its own length: quiet in one of them is read against
 # the longest one seen, twice over (an evaluation on a bigger split, a save to a slower disk).
 OWN_LENGTH_PHASES = ("evaluating", "checkpointing", "compiling", "loading")

@@ -128,7 +128,13 @@ def job_view(job: JobState, now: float | None = None) -> JobView:
     fields["history_text"] = job.history_text(at)
     fields["events"] = events_text(job.actions)
     fields["provisional"] = provisional_why(job)
+    fields["leftovers"] = _leftovers(job)
     return JobView(**fields)
+
+
+def _leftovers(job: JobState):
+    watch = job.leftovers
+    return watch.view if watch is not None else None
 
 
 # Each group of a view's fields, made from one part of the job: `job_view` makes them all,
@@ -369,6 +375,10 @@ class KeptView:
                 changed = True
                 self.points_last, fields["progress_history"] = _progress_points(
                     points, self.points_last, fields["progress_history"])
+        leftovers = _leftovers(job)
+        if leftovers is not fields["leftovers"]:
+            changed = True
+            fields["leftovers"] = leftovers
         history = job.history
         if history:
             text = self._aged_text(at)  # (a new history left no span: made at once)

@@ -63,8 +63,9 @@ class JobGrouping:
             return self._on_host(host)
         return [j for j in self._jobs.values() if j.host == host]
 
-    def update(self, host: str, sample: HostSample, now: float) -> None:
-        claimed = self._update_configured(host, sample, now)
+    def update(self, host: str, sample: HostSample, now: float, held: set[int] = frozenset()) -> None:
+        """`held`: pids left over from jobs whose top process went; none of them starts a discovered job."""
+        claimed = self._update_configured(host, sample, now) | held
         claimed |= self._configured_trees(host, sample.procs)
         self._adopt_gpu_descendants(host, sample)
         self._yield_to_configured(host, sample.procs, claimed)

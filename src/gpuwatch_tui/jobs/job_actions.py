@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .phase import DUMP, KILL, RESTART, Verdict
 
 RUN_STARTED = "run_started"  # the run a restart started, as its host's record says (jobs/host_actions.py)
+REAP = "reap"  # ending the processes a job left behind (actions/reap.py)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class ActionRecord:
             return f"restarted with -u by {self.user} via gpuwatch at {self.clock()}"
         if self.action == DUMP:
             return f"py-spy dump by {self.user} via gpuwatch at {self.clock()}"
+        if self.action == REAP:
+            return f"leftovers reaped by {self.user} via gpuwatch at {self.clock()}"
         return f"{self.action} by {self.user} via gpuwatch at {self.clock()}"
 
 

@@ -71,6 +71,8 @@ class JobState:
     # Parts of the exported view kept until what they are made of changes (export.py), and the
     # multi-host join's run facts kept while the revision holds (multinode.run_facts).
     view_parts: dict = field(default_factory=dict, repr=False, compare=False)
+    # Its tree remembered while its top process lives, and what survives it (leftovers.FamilyWatch).
+    leftovers: object | None = field(default=None, repr=False, compare=False)
 
     @property
     def alive(self) -> bool:

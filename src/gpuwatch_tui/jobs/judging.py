@@ -10,6 +10,7 @@ from ..probe.wire import COMPILER_NAMES  # the probe reports compilers by these 
 from .ended_by import ended_by
 from .job_actions import annotate
 from .activity import COMPILE_WORKER_MARK
+from .gpu_share import shared_reading
 from .observation import ExitFacts, GpuReading, JobObservation, LogFacts, OutputFacts, ResourceSample
 from .phase import infer_phase, log_phase_evidence
 from .job_state import JobState, hint_phase, index_at, lead_process, quiet_limit
@@ -61,9 +62,11 @@ def track_members(job: JobState, procs: dict[int, ProcInfo], gone: dict, skew: f
     job.exit = ExitFacts(min(ended, now), code, sig)
 
 
-def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], skew: float, now: float) -> None:
+def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], skew: float, now: float,
+            owners: dict[int, int] | None = None) -> None:
     """Record this frame's resource sample for `job`, then judge it (unless the frame may keep the
-    verdict: `verdict_unchanged`). One pass over the job's processes: this runs for every job every frame."""
+    verdict: `verdict_unchanged`). One pass over the job's processes: this runs for every job every frame.
+    `owners`: pid -> job of the pids on GPUs more than one process holds (gpu_share.gpu_owners)."""
     frame_procs = sample.procs
     procs = []
     for pid, start in job.members.items():
@@ -122,16 +125,18 @@ def observe(job: JobState, sample: HostSample, on_gpu: dict[int, list[int]], ske
             for i in (held if len(held) == 1 else sorted(held)):
                 if i < count:
                     g = frame_gpus[i]
-                    gpus.append(GpuReading(i, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w,
-                                           g.sm_active_pct, g.tensor_active_pct, g.dram_active_pct))
+                    r = GpuReading(i, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w,
+                                   g.sm_active_pct, g.tensor_active_pct, g.dram_active_pct)
+                    gpus.append(r if len(g.processes) < 2 else shared_reading(r, g, main, children, owners))
         else:
             count = len(frame_gpus)
             found = (frame_gpus[i] for i in sorted(held)) if all(
                 i < count and frame_gpus[i].index == i for i in held) else (g for g in frame_gpus if g.index in held)
             for g in found:
                 if any(gp.pid in main or gp.pid in children for gp in g.processes):
-                    gpus.append(GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w,
-                                               g.sm_active_pct, g.tensor_active_pct, g.dram_active_pct))
+                    r = GpuReading(g.index, g.util_pct, g.mem_used_mib, g.power_w, g.power_limit_w,
+                                   g.sm_active_pct, g.tensor_active_pct, g.dram_active_pct)
+                    gpus.append(r if len(g.processes) < 2 else shared_reading(r, g, main, children, owners))
         known = job.gpus
         for r in gpus:
             if r.index not in known:

@@ -30,6 +30,11 @@ class GpuReading:
     sm_active_pct: float | None = None
     tensor_active_pct: float | None = None
     dram_active_pct: float | None = None
+    # A GPU other jobs hold too (gpu_share.py): how many; where the probe read each process's share, the
+    # job's own processes' SM % and the whole GPU's util (util_pct is then what the job's share stands for)
+    shared_with: int = 0
+    gpu_util_pct: float | None = None
+    own_sm_pct: float | None = None
 
     @property
     def power_fraction(self) -> float | None:

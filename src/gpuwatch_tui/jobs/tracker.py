@@ -24,11 +24,13 @@ from .multinode import MultiNodeJobs, run_facts
 from .export import current_view, current_views
 from .grouping import JobGrouping, Successor
 from .grouping_reuse import frame_key, jobs_key
+from .gpu_share import gpu_owners
 from .interpret import LogInterpreter
 from .host_actions import note_jobs
 from .job_actions import RUN_STARTED, ActionRecord, DumpFinding, RESTART
 from .job_state import JobState
 from .judging import judge, observe, track_members
+from .leftovers import follow as follow_leftovers, held_by_leftovers, note
 from .observation import ExitFacts
 from .log_wiring import LogWiring, feed_dirs, log_lines, outdir_key
 from .progress import ProgressTracker
@@ -209,6 +211,15 @@ class JobTracker:
         pending.append(Successor(job_id, int(pid), int(start_ticks), wrapper_pid, now + within_s))
         self._touch(host)
 
+    def note_leftovers(self, job_id: str, refs: list[tuple[int, int]]) -> None:
+        """Processes (pid, start ticks) an action on the job left behind: followed as its leftovers once its
+        top process is gone (the engine may never have seen them: forked while the job was being killed)."""
+        job = self._jobs.get(job_id)
+        if job is None:
+            return
+        note(job, refs)
+        self._touch(job.host)
+
     def record_dump(self, job_id: str, finding: DumpFinding) -> None:
         """The latest py-spy dump's reading joins the job's evidence (see job_actions.annotate)."""
         job = self._jobs.get(job_id)
@@ -275,6 +286,8 @@ class JobTracker:
         for job in self.states(host):
             if job.alive:
                 pids.update(job.members)
+            if job.leftovers is not None:
+                pids.update(job.leftovers.follow_pids())
             recently_ended = job.exit is not None and job.last_seen - job.exit.ended_at < TAIL_AFTER_EXIT_S
             if job.alive or recently_ended:
                 tails.update(self._wiring.tails_of(job.id))
@@ -317,7 +330,7 @@ class JobTracker:
         last = self._grouped.get(host)
         if (pending or last is None or host in self._grouping.holding or last[0] != frame
                 or last[1] != self._records_key(host)):
-            self._grouping.update(host, sample, now)
+            self._grouping.update(host, sample, now, held_by_leftovers(jobs, procs))
             self._touch(host)
             self._grouped[host] = (frame, self._records_key(host))
         elif last[0] is not frame:
@@ -329,15 +342,18 @@ class JobTracker:
         steady = not gone and self._last_frame.get(host) == (frame, self._wants_stamp.get(host, 0))
         jobs = self.states(host)  # (grouping may have added or dropped some)
         if sample.notes or self._notes.get(host):  # what a gpuwatch did to these processes, from the host
-            waiting = [*self._notes.get(host, ()), *((note, now) for note in sample.notes)]
+            waiting = [*self._notes.get(host, ()), *((n, now) for n in sample.notes)]
             self._notes[host] = note_jobs(jobs, waiting, skew, now)
+        owners = gpu_owners(sample.gpus, jobs)  # (None unless some GPU holds more than one process)
         for job in jobs:
             if job.exit is None and job.members and not (steady and not job.missing):
                 track_members(job, procs, gone, skew, now)
             if job.members or job.exit is not None:
-                observe(job, sample, on_gpu, skew, now)
+                observe(job, sample, on_gpu, skew, now, owners)
             elif job.spec is not None:
                 judge(job, now, skew, looked=self._looked_for(host, job.spec))
+            if (job.root is not None or job.leftovers is not None) and follow_leftovers(job, sample, skew, now):
+                self._touch(host)  # the probe is to report the survivors (or no longer)
         if self._specs:
             note_broad_matches(jobs, self._specs, sample)  # a `match` that takes pid 1 or others' sessions
         parents = self._parents_of_frame.get(host)

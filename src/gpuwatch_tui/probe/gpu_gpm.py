@@ -9,7 +9,7 @@
 # readings are ambiguous come first: high util at low power could be a spin or a small kernel working,
 # and only GPM can tell them apart. Other busy GPUs are read in turn, each at most every BUSY_EVERY_S and
 # at least every other slot (an ambiguous GPU never starves them), for the JSON and the export; idle GPUs
-# are not read (their SM activity is 0 and says nothing new).
+# are not read (their SM activity is 0 and says nothing new), and lose the figures of their busy time.
 # A GPU's figures are those of the window between its last two reads, kept until KEEP_S old.
 #
 # Standard library only, Python 3.6+. Shipped inside the probe bundle as the module "gpu_gpm".
@@ -66,9 +66,12 @@ class GpmReader(object):
     def due(self, utils, power_fractions, now):
         """Read the GPU whose turn it is, if READ_EVERY_S has passed since the last read. `utils`,
         `power_fractions`: this sample's readings per GPU (None: unknown)."""
+        n = len(self.handles)
+        for i in range(n):
+            if utils[i] is not None and utils[i] < BUSY_UTIL and self.last[i] is not None:
+                self._forget(i)  # what it did while busy says nothing of it now
         if now - self.read_at < READ_EVERY_S:
             return
-        n = len(self.handles)
         ambiguous, busy = [], []
         for k in range(n):
             i = (self.turn + k) % n
@@ -92,6 +95,16 @@ class GpmReader(object):
         self.turn = (i + 1) % n
         self.read_at = now
         self._read(i, now)
+
+    def _forget(self, i):
+        self.kept_at[i] = None
+        self.last_read[i] = None
+        prev, self.last[i] = self.last[i], None
+        if prev is not None:
+            try:
+                self.nvml.nvmlGpmSampleFree(prev[0])
+            except Exception:
+                pass
 
     def _read(self, i, now):
         nvml = self.nvml

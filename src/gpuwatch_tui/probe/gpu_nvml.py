@@ -6,6 +6,7 @@ import time
 
 import gpu_metrics
 from gpu_gpm import EMPTY as NO_GPM, GpmReader
+from gpu_proc_util import ProcUtilReader
 from wire import GPU_FACTS
 
 
@@ -139,6 +140,10 @@ class NvmlSource(object):
             self.gpm = GpmReader(nvml, self.handles)
         except Exception:
             self.gpm = None  # no GPM here (before Hopper, an older driver or nvidia-ml-py): the power signal alone
+        try:
+            self.proc_util = ProcUtilReader(nvml, self.handles)
+        except Exception:
+            self.proc_util = None  # no per-process utilisation here: a shared GPU is judged as a whole
 
     def _try(self, fn, *args):
         try:
@@ -191,7 +196,8 @@ class NvmlSource(object):
             used = getattr(p, "usedGpuMemory", None)
             procs.append({"pid": int(p.pid),
                           "mem_used_mib": None if not isinstance(used, int) or used >= (1 << 60)
-                          else round(used / 1048576.0, 1)})
+                          else round(used / 1048576.0, 1),
+                          "sm_pct": None})
         return procs
 
     # sample() takes `known` (FrameDeltas.known_gpu): a GPU whose facts the client has is built without them
@@ -214,6 +220,13 @@ class NvmlSource(object):
             self.display_at = mono
         display, every, display_reads, unread = self.display, self.every, self.display_reads, self.unread
         direct, reserved, last_facts = self.direct, self.reserved, self.facts
+        proc_util = self.proc_util
+        if proc_util is not None:
+            # (the GPUs shared as of the last sample: their lists are kept until memory moves)
+            shared = dict((i, [p["pid"] for p in kept[2]]) for i, kept in enumerate(self.gpu_procs)
+                          if kept is not None and len(kept[2]) > 1)
+            if shared:
+                proc_util.due(shared, mono)
         out = []
         for i, h in enumerate(self.handles):
             # (the usual case inline, a call each fewer a GPU: the direct read, and v1's figures less what the
@@ -229,7 +242,8 @@ class NvmlSource(object):
             kept = self.gpu_procs[i]
             if kept is None or kept[0] != mem_used or mem_used is None or mono - kept[1] >= PROCS_MAX_AGE_S:
                 kept = self.gpu_procs[i] = (mem_used, mono, self.processes(h))
-            for p in kept[2]:
+            listed = kept[2] if proc_util is None else proc_util.annotated(i, kept[2], mono)
+            for p in listed:
                 pids.add(p["pid"])
             entry = {"index": i, "util_pct": util,
                      "mem_used_mib": None if mem is None else round(mem[0] / 1048576.0, 1)}
@@ -241,17 +255,17 @@ class NvmlSource(object):
             # GPU_FACTS, made again only when what they are made of moved (the same tuple: compared at once)
             total = None if mem is None else mem[1]
             last = last_facts[i]
-            if last is not None and last[0] == total and last[1] == limit and last[2] is kept[2]:
+            if last is not None and last[0] == total and last[1] == limit and last[2] is listed:
                 facts = last[3]
             else:
                 static = self.static[i]
                 facts = (static["uuid"], static["name"], None if total is None else round(total / 1048576.0, 1),
-                         None if limit is None else round(limit / 1000.0, 2), kept[2])
-                last_facts[i] = (total, limit, kept[2], facts)
+                         None if limit is None else round(limit / 1000.0, 2), listed)
+                last_facts[i] = (total, limit, listed, facts)
             if known is None or not known(i, facts):
                 entry.update(zip(GPU_FACTS, facts))
                 # each frame its own list: whoever edits one leaves the kept list
-                entry["processes"] = [dict(p) for p in kept[2]]
+                entry["processes"] = [dict(p) for p in listed]
             out.append(entry)
         gpm = self.gpm
         if gpm is None:

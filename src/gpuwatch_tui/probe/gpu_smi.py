@@ -8,6 +8,7 @@ import threading
 import time
 
 import gpu_metrics
+from gpu_proc_util import KEEP_S as PMON_KEEP_S, PMON_EVERY_S, parse_pmon
 from output import CHILDREN
 
 
@@ -109,6 +110,44 @@ class SmiStream(object):
             pass
 
 
+class Pmon(object):
+    """One `nvidia-smi pmon -c 1 -s u` run in the background: each process's SM % on each GPU. Its output is
+    read by a thread; `figures()` is None until it has ended, then {GPU index: {pid: SM %}}."""
+
+    TIMEOUT_S = 10.0
+
+    def __init__(self, exe):
+        self.started = time.time()
+        self.out = None
+        self.proc = subprocess.Popen([exe, "pmon", "-c", "1", "-s", "u"], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     preexec_fn=die_with_parent, close_fds=True)
+        CHILDREN.append(self.proc)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        text = self.proc.stdout.read(262144).decode("utf-8", "replace")
+        while self.proc.stdout.read(65536):  # (more than a host's processes print: drained, not kept)
+            pass
+        self.proc.wait()
+        self.out = parse_pmon(text) if self.proc.returncode == 0 else {}
+
+    def figures(self):
+        if self.out is None and time.time() - self.started > self.TIMEOUT_S:
+            self.close()
+            return {}
+        return self.out
+
+    def close(self):
+        try:
+            self.proc.kill()
+            self.proc.wait()
+        except Exception:
+            pass
+        if self.proc in CHILDREN:
+            CHILDREN.remove(self.proc)
+
+
 class SmiSource(object):
     name = "nvidia-smi"
 
@@ -123,6 +162,11 @@ class SmiSource(object):
         self.restart_delay = 5.0
         self.last_message = ""  # the last line of nvidia-smi that was not a reading (its own error)
         self.restart_at = None
+        # Per-process SM % of shared GPUs (`nvidia-smi pmon`): the run under way, its last figures and when.
+        self.pmon = None
+        self.pmon_at = -PMON_EVERY_S
+        self.pmon_figures = ({}, 0.0)
+        self.pmon_works = True
         self._start_streams()
 
     def _start_streams(self):
@@ -205,8 +249,43 @@ class SmiSource(object):
                     except ValueError:
                         pass
             out.append(g)
+        self._per_process(out)
         return out
 
+    def _per_process(self, gpus):
+        """Each process's SM % on a GPU with more than one, from the last pmon run (started here, at most
+        every PMON_EVERY_S, while some GPU is shared)."""
+        shared = [g for g in gpus if len(g["processes"]) > 1]
+        for g in gpus:
+            for p in g["processes"]:
+                p["sm_pct"] = None
+        now = time.time()
+        if self.pmon is not None:
+            got = self.pmon.figures()
+            if got is not None:
+                if not got and self.pmon.proc.returncode not in (0, None):
+                    self.pmon_works = False  # this nvidia-smi has no pmon: not asked again
+                self.pmon.close()
+                self.pmon = None
+                self.pmon_figures = (got, now)
+        elif shared and self.pmon_works and now - self.pmon_at >= PMON_EVERY_S:
+            self.pmon_at = now
+            try:
+                self.pmon = Pmon(self.exe)
+            except Exception:
+                self.pmon_works = False
+        figures, at = self.pmon_figures
+        if now - at > PMON_KEEP_S:
+            return
+        for g in shared:
+            sm = figures.get(g["index"])
+            if sm is None:
+                continue
+            for p in g["processes"]:
+                p["sm_pct"] = sm.get(p["pid"])
+
     def close(self):
+        if self.pmon is not None:
+            self.pmon.close()
         self.gpu_stream.close()
         self.app_stream.close()

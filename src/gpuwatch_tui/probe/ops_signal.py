@@ -221,6 +221,8 @@ class TreeFollower(object):
             if not t.pin():
                 continue
             self.parents[pid] = ticks
+            if pgrp == pid or sid == pid:  # a child that made its own group or session leads what it starts
+                self.leaders[pid] = ticks
             if t.send(signum):
                 if signum == signal.SIGKILL:
                     t.kill_at = time.time()

@@ -58,7 +58,9 @@ CHILD_KEYS = ("pid", "state", "cpu_s", "start_ticks") + CHILD_FACTS
 FD_TARGET_KEYS = ("path", "kind", "append")  # a process's stdout and stderr
 GONE_KEYS = ("pid", "start_time", "seen_gone_at")
 GPU_KEYS = ("index",) + gpu_metrics.READINGS + GPU_FACTS  # every reading of the metric table, every frame
-GPU_PROCESS_KEYS = ("pid", "mem_used_mib")
+# sm_pct: the process's share of its GPU's SM time (gpu_proc_util.py), read only where a GPU has more than one
+# process; None where not read
+GPU_PROCESS_KEYS = ("pid", "mem_used_mib", "sm_pct")
 TAIL_KEYS = ("key", "data", "reset", "skipped", "size", "cut") + TAIL_FACTS
 # A record of what a gpuwatch did to processes here (action_notes.py), sent once per probe, only in frames
 # that have one: targets are [pid, start_ticks] pairs, time is the host's.

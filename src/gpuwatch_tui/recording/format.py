@@ -79,7 +79,9 @@ _row_readings = attrgetter(*gpu_metrics.READINGS)
 
 
 def gpu_row(gpu: GpuSample) -> list:
-    return [gpu.index, *_row_readings(gpu), [[p.pid, p.mem_used_mib] for p in gpu.processes]]
+    # a process's SM share only where it was read (a shared GPU): [pid, mem] or [pid, mem, sm]
+    return [gpu.index, *_row_readings(gpu),
+            [[p.pid, p.mem_used_mib] if p.sm_pct is None else [p.pid, p.mem_used_mib, p.sm_pct] for p in gpu.processes]]
 
 
 def gpu_facts(gpu: GpuSample) -> dict:
@@ -92,7 +94,8 @@ def gpu_from_row(row: list, facts: dict, columns: tuple[str, ...] = gpu_metrics.
     values = {name: facts.get(name) for name in gpu_metrics.FACTS}
     values.update((name, value) for name, value in zip(columns, row[1:-1]) if name in gpu_metrics.BY_NAME)
     return GpuSample(index=int(row[0]), uuid=str(facts.get("uuid", "")), name=str(facts.get("name", "")),
-                     processes=tuple(GpuProcess(int(pid), m) for pid, m in row[-1]), **values)
+                     processes=tuple(GpuProcess(int(p[0]), p[1], p[2] if len(p) > 2 else None) for p in row[-1]),
+                     **values)
 
 
 # -- processes --------------------------------------------------------------------------------

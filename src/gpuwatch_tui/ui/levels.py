@@ -84,5 +84,5 @@ FALLBACK_VARIABLES = {
     "temp-ok": "green", "temp-warm": "yellow", "temp-hot": "red",
     "host-ok": "green", "host-warn": "yellow", "host-bad": "red",
     **{f"phase-{p}": "grey" for p in PHASES},
-    "muted": "grey", "log-match": "yellow",
+    "muted": "grey", "log-match": "yellow", "leftover": "dark_orange", "gpu-shared": "orange",
 }

@@ -1,4 +1,4 @@
-"""`gpuwatch kill|restart|dump HOST JOB`: the headless side of the actions, through ActionService.
+"""`gpuwatch kill|restart|dump|reap HOST JOB`: the headless side of the actions, through ActionService.
 
 Exit codes: 0 done, 1 the action failed (or only partly worked), 2 refused or a usage mistake,
 3 the host is not connected.
@@ -15,6 +15,7 @@ from typing import TextIO
 from ..actions.audit import AuditError, AuditLog, current_user
 from ..actions.dump import DumpReport
 from ..actions.registry import ActionSpec
+from ..jobs.job_actions import REAP
 from ..actions.service import ActionRefused, ActionService
 from ..actions.stack_analysis import frames_text
 from ..monitor import Monitor
@@ -75,8 +76,16 @@ async def run_action(config, spec: ActionSpec, host: str, job: str, *, yes: bool
             print(f"gpuwatch: host {host} is not connected ({rec.state}" + (f": {rec.error}" if rec.error else "")
                   + ")", file=err)
             return EXIT_NOT_CONNECTED
-        view = await _wait_job(monitor, service, host, job, max(JOB_WAIT_S, 4 * config.settings.sample_interval))
+        limit = max(JOB_WAIT_S, 4 * config.settings.sample_interval)
+        if spec.name == REAP:
+            view = await _wait_leftovers(monitor, host, job, limit)
+        else:
+            view = await _wait_job(monitor, service, host, job, limit)
         if view is None:
+            if spec.name == REAP:
+                there = sorted({v.name for v in monitor.tracker.views() if v.host == host and v.leftovers})
+                return refuse(audit, host, job, spec.name, f"no job {job} with leftovers on {host}; jobs with "
+                              f"leftovers there: {', '.join(there) or 'none'}", err)
             there = sorted({v.name for v in monitor.tracker.views() if v.host == host and v.alive})
             return refuse(audit, host, job, spec.name,
                           f"no job {job} on {host}; jobs there: {', '.join(there) or 'none'}", err)
@@ -114,6 +123,20 @@ async def _wait_job(monitor, service: ActionService, host: str, job: str, limit:
             return view
         if time.monotonic() > deadline:
             return view if view is not None and view.alive else None
+        await asyncio.sleep(0.1)
+
+
+async def _wait_leftovers(monitor, host: str, job: str, limit: float):
+    """The job (by name or id) on `host` that has leftovers, once the engine has followed them (a job found
+    orphaned needs a frame or two); None when there is none within `limit`."""
+    deadline = time.monotonic() + limit
+    while True:
+        views = [v for v in monitor.tracker.views() if v.host == host and job in (v.id, v.name)]
+        found = next((v for v in views if v.leftovers is not None), None)
+        if found is not None and monitor.tracker.ready(host):
+            return found
+        if time.monotonic() > deadline:
+            return found
         await asyncio.sleep(0.1)
 
 

@@ -40,11 +40,16 @@ def job_matches(job: JobView, term: str) -> bool:
     return term in haystack
 
 
+def is_problem(job: JobView) -> bool:
+    """A job to show under "problems only": a problem phase, or processes it left behind."""
+    return job.phase in PROBLEM_PHASES or job.leftovers is not None
+
+
 def problem_hosts(store, jobs: list[JobView]) -> set[str]:
     """Hosts with something wrong: not connected, a problem job, or a GPU process no job claims."""
     claimed = {slot for job in jobs for slot in job.gpu_slots}
     claimed_pids = {slot for job in jobs for slot in job.pid_slots}
-    out = {job.host for job in jobs if job.phase in PROBLEM_PHASES}
+    out = {job.host for job in jobs if is_problem(job)}
     for host in store.hosts.values():
         if host.state not in HOST_OK_STATES:
             out.add(host.name)
@@ -136,7 +141,7 @@ class DashboardScreen(Screen):
         host_filter = None
         if self.problems_only:
             host_filter = problem_hosts(source.store, jobs)
-            jobs = [j for j in jobs if j.phase in PROBLEM_PHASES]
+            jobs = [j for j in jobs if is_problem(j)]
         if term:
             jobs = [j for j in jobs if job_matches(j, term)]
             matching = {name for name in source.store.hosts if term in name.lower()} | {j.host for j in jobs}

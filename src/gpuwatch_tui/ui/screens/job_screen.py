@@ -26,6 +26,7 @@ from ..levels import job_has_ended
 from ..palette import Palette
 from ..widgets.action_outcome import ActionOutcomeTable, outcome_dump
 from ..widgets.key_footer import KeyFooter
+from ..widgets.leftovers_panel import LeftoversPanel
 from ..widgets.log_view import LogView
 from ..widgets.outdir_line import OutdirLine
 from ..widgets.phase_history import PhaseHistory
@@ -87,6 +88,7 @@ class JobScreen(Screen):
         yield Static(id="job-title")
         yield VerdictPanel(id="verdict")
         yield PhaseHistory(id="phase-history")
+        yield LeftoversPanel(id="leftovers")
         with Vertical(id="log-box"):
             yield LogView(id="log")
             yield NewLinesMark(id="new-lines")
@@ -103,6 +105,7 @@ class JobScreen(Screen):
         self.query_one("#log-search", Input).display = False
         self.query_one("#new-lines").display = False
         self.query_one(RankTable).display = False
+        self.query_one(LeftoversPanel).display = False
         self.query_one(LogView).focus()
         self.refresh_from_source()
 
@@ -120,8 +123,9 @@ class JobScreen(Screen):
         box.display = False
         box.value = ""
         self.query_one("#new-lines").display = False
-        for part in (VerdictPanel, PhaseHistory, OutdirLine, ActionOutcomeTable):
+        for part in (VerdictPanel, PhaseHistory, OutdirLine, ActionOutcomeTable, LeftoversPanel):
             self.query_one(part).clear()
+        self.query_one(LeftoversPanel).display = False
         ranks = self.query_one(RankTable)
         ranks.reset()
         ranks.display = False
@@ -167,6 +171,10 @@ class JobScreen(Screen):
         self._show_action_state()
         self.query_one(VerdictPanel).show(job, now)
         self.query_one(PhaseHistory).show(job.history, now)
+        leftovers = self.query_one(LeftoversPanel)
+        leftovers.display = job.leftovers is not None
+        if job.leftovers is not None:
+            leftovers.show(job.leftovers, now, self.app.readonly)
         log = self.query_one(LogView)
         total = source.job_log_total(self.job_id)
         if log.wants_lines:
@@ -209,7 +217,7 @@ class JobScreen(Screen):
     def theme_changed(self, palette: Palette) -> None:
         self._theme = self.app.theme
         for widget in (self.query_one(VerdictPanel), self.query_one(PhaseHistory), self.query_one(ActionOutcomeTable),
-                       self.query_one(OutdirLine), self.query_one(LogView)):
+                       self.query_one(OutdirLine), self.query_one(LogView), self.query_one(LeftoversPanel)):
             widget.theme_changed(palette)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

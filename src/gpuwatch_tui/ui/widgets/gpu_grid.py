@@ -100,6 +100,7 @@ class GpuGrid(LineList, can_focus=True):
         self.history = history
         self._store: Store | None = None
         self._jobs: dict[tuple[str, int], JobRef] = {}
+        self._shared: dict[tuple[str, int], int] = {}  # a GPU two or more jobs hold: how many
         self._now = 0.0
         self._host_filter: set[str] | None = None
         self._rows: list[Row] = []
@@ -107,6 +108,9 @@ class GpuGrid(LineList, can_focus=True):
         self.cursor = 0
         self._strips: dict[int, tuple[tuple, Strip]] = {}  # row index -> (signature, strip)
         self._jobs_key: tuple = ()
+        # Processes jobs left running after their main process went: a GPU held only by them is marked.
+        self._leftover_pids: set[tuple[str, int]] = set()
+        self._leftover_jobs: dict[tuple[str, int], JobRef] = {}
 
     # -- data in ---------------------------------------------------------------------------
 
@@ -116,13 +120,23 @@ class GpuGrid(LineList, can_focus=True):
         self._store = store
         self._now = now
         self._host_filter = host_filter
-        jobs_key = tuple((j.id, j.name, j.phase, j.host, j.gpu_slots) for j in jobs)
+        jobs_key = tuple((j.id, j.name, j.phase, j.host, j.gpu_slots,
+                          (j.leftovers.pids, j.leftovers.gpus) if j.leftovers else None) for j in jobs)
         if jobs_key != self._jobs_key:
             self._jobs_key = jobs_key
             self._jobs = {}
+            self._leftover_pids = set()
+            self._leftover_jobs = {}
+            counts: dict[tuple[str, int], int] = {}
             for job in jobs:
                 for slot in job.gpu_slots:  # a job over several hosts: its GPUs on each
                     self._jobs[slot] = JobRef(job.id, job.name, job.phase or "unknown")
+                    counts[slot] = counts.get(slot, 0) + 1
+                if job.leftovers is not None:
+                    self._leftover_pids.update((job.host, pid) for pid in job.leftovers.pids)
+                    for index in job.leftovers.gpus:
+                        self._leftover_jobs[(job.host, index)] = JobRef(job.id, job.name, job.phase or "unknown")
+            self._shared = {slot: n for slot, n in counts.items() if n > 1}
         if self._relayout():
             self.refresh()
             return
@@ -199,7 +213,9 @@ class GpuGrid(LineList, can_focus=True):
                     host.driver, host.cpu_pct, host.load1, host.mem_avail_kib)
         if row.kind == "note":
             return ("n", row.text)
-        return ("g", host.last_sample_time, host.state, tuple(self._jobs.get((host.name, i)) for i in row.gpus))
+        return ("g", host.last_sample_time, host.state, tuple(self._jobs.get((host.name, i)) for i in row.gpus),
+                tuple(self._leftover_jobs.get((host.name, i)) for i in row.gpus),
+                tuple(self._shared.get((host.name, i)) for i in row.gpus))
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
@@ -338,7 +354,13 @@ class GpuGrid(LineList, can_focus=True):
             text.append(" " + (unknown if value is None else shown.format(value)), p.style(levels.metric_level(metric, g)))
         job = self._jobs.get((host.name, index))
         text.append(" ")
-        if job is not None:
+        left = self._leftover_jobs.get((host.name, index))
+        if left is not None and g.processes and all((host.name, gp.pid) in self._leftover_pids for gp in g.processes):
+            text.append(f"leftovers {left.name}", p.style("leftover", bold=True))
+        elif job is not None:
+            shared = self._shared.get((host.name, index))
+            if shared:  # each job there is judged by its own share of it (the job pane says which)
+                text.append(f"{shared} jobs ", p.style("gpu-shared", bold=True))
             text.append(job.name, p.style(levels.phase_variable(job.phase), bold=True))
         elif g.processes:
             text.append(f"{len(g.processes)} proc", p.style("muted"))
@@ -363,7 +385,7 @@ class GpuGrid(LineList, can_focus=True):
         column = 0
         if x is not None and len(row.gpus) > 1:
             column = min(len(row.gpus) - 1, x // (self._cell_width(self.size.width) + COLUMN_GAP))
-        ref = self._jobs.get((row.host, row.gpus[column]))
+        ref = self._jobs.get((row.host, row.gpus[column])) or self._leftover_jobs.get((row.host, row.gpus[column]))
         if ref is None:  # the other GPU on the line may belong to a job
             refs = [self._jobs.get((row.host, i)) for i in row.gpus]
             ref = next((r for r in refs if r is not None), None)

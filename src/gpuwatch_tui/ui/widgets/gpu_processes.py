@@ -56,7 +56,9 @@ class GpuProcessRow:
     job: str | None
     phase: str | None
     command: str
-    sm_pct: float | None = None  # the GPU's utilisation when this is its only process (NVML gives no share)
+    # its share of the GPU's SM time where the probe read it (a GPU more than one process holds), else the
+    # GPU's utilisation when it is the GPU's only process
+    sm_pct: float | None = None
     rss_bytes: int | None = None
     started: float | None = None  # unix seconds
     job_id: str | None = None
@@ -98,7 +100,8 @@ def gpu_process_rows(store: Store, jobs: list[JobView], host_filter: set[str] | 
                 rows.append(GpuProcessRow(host.name, index, proc.pid, info.user if info else None, proc.mem_used_mib,
                                           host.proc_cpu_pct.get(proc.pid), job.name if job else None,
                                           job.phase if job else None, command,
-                                          sm_pct=record.latest.util_pct if alone else None,
+                                          sm_pct=proc.sm_pct if proc.sm_pct is not None
+                                          else record.latest.util_pct if alone else None,
                                           rss_bytes=info.rss_bytes if info else None,
                                           started=info.start_time if info else None,
                                           job_id=job.id if job else None))

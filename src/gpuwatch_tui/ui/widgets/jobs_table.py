@@ -219,6 +219,8 @@ class JobsTable(LineList, can_focus=True):
         phase = job.phase or "unknown"
         phase_text = phase + (f" ({job.detail})" if job.detail else "")
         phase_cell = Text(phase_text, p.style(levels.phase_variable(phase), bold=True))
+        if job.leftovers is not None:  # processes it left running after its main process went
+            phase_cell.append(f" · {job.leftovers.count} left", p.style("leftover", bold=True))
         if running is not None:
             # First, so a narrow Phase column cuts the phase, not what gpuwatch is doing to the job.
             phase_cell = Text.assemble((running_words(running), "bold reverse"), " ", phase_cell)
