@@ -422,6 +422,9 @@ async def run_watch(config: Config, count: int | None) -> int:
     emitted = 0
     try:
         await monitor.wait_settled(min(config.settings.connect_timeout, 3 * interval))
+        # As `status`: the first line judges each job once its log was read and its CPU rate measured, so it
+        # never says `unknown (observing)` where `status` at that moment gives a verdict.
+        await _wait_jobs_observed(monitor, max(5.0, 4 * interval))
         next_at = time.monotonic()
         while not stop.is_set():
             snapshot = monitor.snapshot()

@@ -94,6 +94,8 @@ def render_report(monitor, view: JobView, now: float, log_lines: int = DEFAULT_L
     detail = f" ({_md(view.detail)})" if view.detail else ""
     out.append(f"**{view.phase}**{detail} for {fmt_duration(max(0.0, now - view.since))} "
                f"(since {fmt_utc(view.since)})" if view.since else f"**{view.phase}**{detail}")
+    if view.provisional:
+        out.append(f"\nProvisional: {_md(view.provisional)}")
     if view.exit_code is not None or view.exit_signal is not None:
         out.append(f"\nExit: code {view.exit_code}, signal {view.exit_signal}")
     if view.advice:

@@ -133,6 +133,40 @@ class ExitInfo:
     signal: int | None = None
 
 
+@dataclass(frozen=True)
+class ActionNote:
+    """A record a gpuwatch left on the host as it acted on processes there (probe/action_notes.py): read by
+    every gpuwatch watching them. `when` is the host's clock; targets are (pid, start ticks)."""
+
+    id: str
+    action: str  # kill, restart_unbuffered, run_started (the run a restart started)
+    user: str  # the local user who confirmed it (host-written text: hostile)
+    when: float
+    targets: tuple[tuple[int, int], ...]
+    status_file: str | None = None  # run_started: the wrapper's exit record
+    # dump_stack: what the stacks said (evidence line, and maybe the phase and detail they suggest)
+    finding: tuple[str, str | None, str | None] | None = None
+
+
+def parse_note(raw: dict) -> ActionNote | None:
+    """A probe's note as sent, or None where it is not one (a host may write anything there)."""
+    try:
+        targets = tuple((int(pid), int(ticks)) for pid, ticks in raw["targets"][:64])
+        status = raw.get("status_file")
+        f = raw.get("finding")
+        finding = None
+        if isinstance(f, dict) and isinstance(f.get("evidence"), str):
+            finding = (f["evidence"][:600], _word(f.get("phase")), _word(f.get("detail")))
+        return ActionNote(str(raw["id"])[:32], str(raw["action"])[:32], str(raw["user"])[:64], float(raw["time"]),
+                          targets, str(status)[:1024] if isinstance(status, str) else None, finding)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _word(value) -> str | None:
+    return value[:32] if isinstance(value, str) and value else None
+
+
 @quick_record
 @dataclass(frozen=True, slots=True)
 class TailChunk:
@@ -192,6 +226,7 @@ class HostSample:
     # Watched Python processes (not on a GPU) that have an ML runtime mapped (torch, JAX, TensorFlow, the
     # CUDA runtime): evidence that a parent trains rather than drives runs (jobs/boundary.py).
     ml_loaded: frozenset[int] = frozenset()
+    notes: list[ActionNote] = field(default_factory=list)  # actions of a gpuwatch on these processes (once each)
     # What grouping reads of `procs` and of the GPUs' process lists (grouping_reuse.frame_key), when
     # the frame parser already knows it (it reuses the last frame's keys for unchanged processes).
     procs_key: tuple | None = field(default=None, compare=False, repr=False)

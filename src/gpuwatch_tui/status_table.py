@@ -63,6 +63,8 @@ def render_status(snapshot: dict) -> str:
             if prog.get("step") is not None and prog.get("total") is not None:
                 step += f"/{prog['total']}"
             phase = j["phase"] + (f" ({j['detail']})" if j.get("detail") else "")
+            if j.get("provisional"):
+                phase += "?"  # too little history for the verdict to be final (why: below the table)
             since = fmt_age(snapshot["time"] - j["since"]) if j.get("since") else "-"
             hosts = j.get("hosts") or ()
             host = f"{j['host']} +{len(hosts) - 1}" if len(hosts) > 1 else j["host"]  # a job over several hosts
@@ -71,6 +73,8 @@ def render_status(snapshot: dict) -> str:
         lines.append("")
         lines += _table(rows)
         for j in jobs:
+            if j.get("provisional"):
+                lines.append(f"  {j['host']}/{j['name']}: ? provisional: {j.get('provisional_why') or 'too little history'}")
             if j.get("advice"):
                 lines.append(f"  {j['host']}/{_label(j)}: {j['advice']}")
             # A script reads commands, not keys: the CLI verb of each advised action, naming the job by

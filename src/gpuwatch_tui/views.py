@@ -294,6 +294,8 @@ class JobView:
     processes: tuple[ProcessRef, ...] = ()
     root: ProcessRef | None = None  # the top of the tree (a launcher when there is one)
     events: tuple[str, ...] = ()  # what gpuwatch did to the job, oldest first ("killed by ana via gpuwatch at ...")
+    # Why the verdict rests on too little history to be final (jobs/provisional.py), or None.
+    provisional: str | None = None
     # A job over several hosts (jobs/multinode.py): every host, every rank, the per-host jobs it joins
     # (their ids, for actions and logs) and what ties them together ("slurm job 42"). Empty otherwise.
     hosts: tuple[str, ...] = ()
@@ -369,6 +371,8 @@ class JobView:
             "root": None if self.root is None else {"pid": self.root.pid, "start_ticks": self.root.start_ticks},
             "events": list(self.events),
             "short_id": self.short_id,
+            "provisional": self.provisional is not None,
+            "provisional_why": self.provisional,
         }
 
     @classmethod
@@ -426,6 +430,7 @@ class JobView:
             processes=tuple(ref(p) for p in data.get("processes") or ()),
             root=ref(data["root"]) if data.get("root") else None,
             events=tuple(str(e) for e in data.get("events") or ()),
+            provisional=str(data["provisional_why"]) if data.get("provisional_why") else None,
             hosts=tuple(str(h) for h in data.get("hosts") or ()),
             ranks=tuple(RankView.from_json(r, what) for r in data.get("ranks") or ()),
             parts=tuple(str(p) for p in data.get("parts") or ()),

@@ -82,6 +82,10 @@ def test_a_real_probes_frames_carry_exactly_the_wires_keys(probe_ns, probe_mod, 
     probe = probe_ns["Probe"]({"interval": 1})  # no fact deltas: every key, every frame
     probe.gpu = probe_mod("gpu_nvml").NvmlSource(ScriptedNvml())
     probe.set_wants({"pids": [job.pid, short.pid], "tails": {"train": str(log)}, "dirs": {"out": str(tmp_path)}})
+    notes = probe_mod("action_notes")
+    probe.notes = notes.ActionNotes(str(tmp_path / "notes"))  # a kill's record on the short one
+    notes.write_record(notes.make_record({"action": "kill", "user": "ana", "id": "0123456789abcdef", "targets": [
+        {"pid": short.pid, "start_ticks": 1}]}, time.time()), str(tmp_path / "notes"))
     first = probe.sample()
     short.kill()
     short.wait()
@@ -89,7 +93,7 @@ def test_a_real_probes_frames_carry_exactly_the_wires_keys(probe_ns, probe_mod, 
     for frame in (first, second):
         frame["v"] = wire.PROTOCOL_VERSION  # (stamped as it is written)
         assert frame["type"] in wire.FRAME_TYPES
-        assert set(wire.SAMPLE_KEYS) - set(frame) <= {"load1"} and set(frame) <= set(wire.SAMPLE_KEYS)
+        assert set(wire.SAMPLE_KEYS) - set(frame) <= {"load1", "notes"} and set(frame) <= set(wire.SAMPLE_KEYS)
         (gpu,) = frame["gpus"]
         assert set(gpu) == set(wire.GPU_KEYS)
         assert all(set(p) == set(wire.GPU_PROCESS_KEYS) for p in gpu["processes"])
@@ -97,6 +101,8 @@ def test_a_real_probes_frames_carry_exactly_the_wires_keys(probe_ns, probe_mod, 
         assert set(tail) == set(wire.TAIL_KEYS)
         (folder,) = frame["dirs"]
         assert set(folder) == set(wire.DIR_KEYS)
+    (note,) = first["notes"]  # (sent once: not in the second frame)
+    assert set(wire.NOTE_KEYS) - {"status_file", "finding"} == set(note) and "notes" not in second
     proc = next(p for p in first["procs"] if p["pid"] == job.pid)
     assert set(proc) == set(wire.PROC_KEYS)
     assert proc["children"] and all(set(c) == set(wire.CHILD_KEYS) for c in proc["children"])

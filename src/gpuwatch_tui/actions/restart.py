@@ -85,9 +85,11 @@ class RestartPlan:
     stdout_id: tuple[int, int] | None = None
     stderr_id: tuple[int, int] | None = None
 
-    def spawn_args(self, status_dir: str | None = None, marker_noted: bool = False) -> dict[str, Any]:
+    def spawn_args(self, status_dir: str | None = None, marker_noted: bool = False,
+                   note: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The spawn op's arguments. `marker_noted`: the marker is in the log already (log_note, before the
-        kill): an appended log does not get it twice; a rotated one starts with it."""
+        kill): an appended log does not get it twice; a rotated one starts with it. `note` ({user, id}): the
+        probe leaves a record of the new run on the host, naming its wrapper's exit record for every watcher."""
         marker = "" if marker_noted and self.log_mode == "append" else self.marker
         args: dict[str, Any] = {"argv": list(self.argv), "cwd": self.cwd, "env": dict(self.env),
                                 "stdout": self.stdout, "stderr": self.stderr, "log_mode": self.log_mode,
@@ -98,6 +100,8 @@ class RestartPlan:
             args["stderr_id"] = list(self.stderr_id)
         if status_dir:
             args["status_dir"] = status_dir
+        if note:
+            args["note"] = dict(note)
         return args
 
     def command(self) -> str:
@@ -249,7 +253,7 @@ class LogSwapped(Exception):
 
 async def restart_job(request: Request, plan: RestartPlan, wait_gpu_free: GpuStillHeld | None = None,
                       timeout: float = 30.0, settings: ActionSettings = ActionSettings(), *,
-                      status_dir: str | None = None) -> RestartReport:
+                      status_dir: str | None = None, note: Mapping[str, str] | None = None) -> RestartReport:
     """Kill the old job (when the plan names its tree), wait for its GPU memory, then start the new one.
 
     The new job is not started when any old process survived or could not be signalled: two copies of a
@@ -278,7 +282,7 @@ async def restart_job(request: Request, plan: RestartPlan, wait_gpu_free: GpuSti
         if not released:
             warnings.append(f"the old job's GPU memory was still held after {waited:.0f} s: started anyway")
     try:
-        reply = await request("spawn", plan.spawn_args(status_dir, marker_noted=noted), timeout)
+        reply = await request("spawn", plan.spawn_args(status_dir, marker_noted=noted, note=note), timeout)
     except Exception as exc:
         failure = failure_of(exc)
         if failure is None:

@@ -11,6 +11,7 @@ refused. No Textual here.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from ..slurm.hosts import slurm_id_of
 from ..views import JobView
 from . import registry
 from .audit import AuditError, AuditLog
+from .host_record import new_ref, note_action
 from .dump import DEFAULT_DUMP_TIMEOUT_S, DumpFailed, DumpReport, DumpTarget, compare_with_saved, dump_job
 from .job_tree import JobTree
 from .kill import kill_job
@@ -254,10 +256,14 @@ class ActionService:
                      else f"scancel failed: {result.failure()}")
             outcome = ActionOutcome(plan, "done" if result.ok else "failed", None, words)
         elif plan.action == KILL:
-            tracker.record_action(plan.job_id, KILL, self.local_user, now)
+            ref = new_ref()
+            tracker.record_action(plan.job_id, KILL, self.local_user, now, ref=ref)
+            warning = await note_action(request, KILL, self.local_user, plan.targets, ref)
             report = await kill_job(request, plan.tree, self.settings.kill_grace_s,
                                     kill_wait_s=self.settings.kill_wait_s)
             outcome = self._killed(plan, report)
+            if warning:
+                outcome = dataclasses.replace(outcome, warnings=(*outcome.warnings, warning))
         elif plan.action == REAP:
             tracker.record_action(plan.job_id, REAP, self.local_user, now)
             report = await kill_job(request, plan.tree, self.settings.kill_grace_s,
@@ -299,7 +305,9 @@ class ActionService:
 
     async def _restart(self, plan: ActionPlan, now: float, request) -> ActionOutcome:
         tracker = self.monitor.tracker
-        record = tracker.record_action(plan.job_id, RESTART, self.local_user, now)
+        ref = new_ref()
+        record = tracker.record_action(plan.job_id, RESTART, self.local_user, now, ref=ref)
+        warning = await note_action(request, RESTART, self.local_user, plan.targets, ref)
         old_serial = record.run
         old_pids = {t.pid for t in plan.targets}
 
@@ -312,7 +320,8 @@ class ActionService:
             sample = self.monitor.last_samples.get(plan.host)
             return sample is not None and any(gp.pid in old_pids for g in sample.gpus for gp in g.processes)
 
-        report = await restart_job(request, plan.restart, still_held, settings=self.settings)
+        report = await restart_job(request, plan.restart, still_held, settings=self.settings,
+                                   note={"user": self.local_user, "id": new_ref()})
         if report.spawned and report.pid is not None:
             # A discovered job keeps its identity: the new process joins it, not a new job.
             tracker.expect_successor(plan.job_id, plan.host, report.pid, report.start_ticks or 0,
@@ -322,11 +331,12 @@ class ActionService:
             if self.monitor.job_facts is not None:
                 self.monitor.job_facts.refresh(plan.job_id)
         status = "done" if report.spawned else "failed"
-        return ActionOutcome(plan, status, report)
+        return ActionOutcome(plan, status, report, warnings=(warning,) if warning else ())
 
     async def _dump(self, plan: ActionPlan, now: float, request) -> ActionOutcome:
         tracker = self.monitor.tracker
-        tracker.record_action(plan.job_id, DUMP, self.local_user, now)
+        ref = new_ref()
+        tracker.record_action(plan.job_id, DUMP, self.local_user, now, ref=ref)
         targets = [DumpTarget(t.pid, t.start_ticks) for t in plan.targets]
         try:
             report = await dump_job(request, targets, plan.native, self.dump_timeout_s, self.settings.pyspy_sudo,
@@ -346,9 +356,12 @@ class ActionService:
         tracker.record_dump(plan.job_id, DumpFinding(report.taken_at, evidence, hint[0] if hint else None,
                                                      hint[1] if hint else None,
                                                      str(report.saved_to) if report.saved_to else None))
+        # The reading on the host too: every gpuwatch watching the job gives the same verdict with it.
+        warning = await note_action(request, DUMP, self.local_user, plan.targets, ref, finding={
+            "evidence": evidence, "phase": hint[0] if hint else None, "detail": hint[1] if hint else None})
         ok = sum(1 for p in report.processes if p.ok)
         status = "done" if ok == len(report.processes) and ok else ("partial" if ok else "failed")
-        return ActionOutcome(plan, status, report)
+        return ActionOutcome(plan, status, report, warnings=(warning,) if warning else ())
 
     def dumps_dir(self) -> Path:
         """Dumps are kept next to the audit log, in gpuwatch's state dir."""

@@ -16,6 +16,7 @@ from ..model import (
     HostSample,
     ProcInfo,
     TailChunk,
+    parse_note,
 )
 from ..probe import gpu_metrics
 from ..probe.wire import CHILD_FACTS, GPU_FACTS, ROOT_FACTS, TAIL_KEPT
@@ -468,6 +469,9 @@ def parse_sample(frame: dict, facts: FactCache | None = None) -> HostSample:
             procs_key=procs_key,
             gpus_key=gpus_key,
         )
+        notes = frame.get("notes")
+        if notes:
+            sample.notes = [n for n in (parse_note(raw) for raw in notes[:64] if isinstance(raw, dict)) if n]
     except BaseException:
         if facts is not None:
             facts.forget_parsed()

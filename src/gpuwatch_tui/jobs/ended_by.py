@@ -1,8 +1,9 @@
 """Which action of gpuwatch's own a job's end follows: a job gpuwatch killed ends `crashed/killed`
 "killed by USER via gpuwatch", never `finished` nor a guess at the cause.
 
-The tracker's `record_action(job_id, action, user, when)` keeps the records; the judging reads them
-here (job_actions.ActionRecord: `action`, `user`, `when`, `run`).
+The records come from this gpuwatch's own actions (the tracker's `record_action`) and from the host, where
+every action leaves one that every gpuwatch watching reads (host_actions.py); the judging reads them here
+(job_actions.ActionRecord: `action`, `user`, `when`, `run`).
 """
 
 from __future__ import annotations

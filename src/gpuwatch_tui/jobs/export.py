@@ -11,6 +11,7 @@ from ..model import ProcessRef
 from ..views import JobView, PhaseEntry, ProgressPointView, ProgressView
 from ..vocab import fmt_duration, fmt_duration_span
 from .job_actions import events_text
+from .provisional import provisional_why
 from .job_state import JobState
 from .activity import format_history
 from .progress import Progress, ProgressPoint, json_number
@@ -126,6 +127,7 @@ def job_view(job: JobState, now: float | None = None) -> JobView:
     fields["history"] = tuple(PhaseEntry(phase, since) for phase, since in job.history)
     fields["history_text"] = job.history_text(at)
     fields["events"] = events_text(job.actions)
+    fields["provisional"] = provisional_why(job)
     fields["leftovers"] = _leftovers(job)
     return JobView(**fields)
 
@@ -387,6 +389,10 @@ class KeptView:
         elif fields["history_text"]:
             changed = True
             fields["history_text"] = ""
+        provisional = provisional_why(job)  # (its samples or verdict moved with the revision)
+        if provisional != fields["provisional"]:
+            changed = True
+            fields["provisional"] = provisional
         self.revision = job.revision
         self.exit = job.exit
         self.at = at

@@ -137,6 +137,11 @@ class JobGrouping:
                 self._join_configured(job, root, main, procs)
             for root, main in fresh:
                 job = next((j for j in slots if j.id not in taken and (not j.members or j.exit is not None)), None)
+                if job is None and any(j.exit is None and j.members and not any(p in procs for p in j.members)
+                                       for j in slots if j.id not in taken):
+                    # A run whose processes are all gone from this frame is ending (its end is judged below):
+                    # the new run (a restart's) takes its place at the next frame, not a `#n` of its own.
+                    continue
                 if job is None:
                     used = {instance(j.id, key) for j in slots}
                     n = next(i for i in range(2, len(used) + 3) if i not in used)

@@ -3,6 +3,7 @@ progress, and failures (tracebacks, OOM, NCCL timeouts, dead workers, exit codes
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import signal as _signal
 from dataclasses import dataclass, field
@@ -84,6 +85,10 @@ class LogInterpreter:
     _last_live: str = ""
     _advances_after_failure: int = 0
     _finished_step: float | None = None  # the training step when the completion line came
+    shutdown_lines: int = 0  # complete lines a launcher wrote while tearing the job down (event "shutdown")
+    # The start of the run this interpreter reads for (host clock): a restart marker dated before it ends the
+    # old run's part of a shared log, whose lines then say nothing about this run.
+    run_started_at: float | None = None
 
     # -- feeding -------------------------------------------------------------------
     def feed_line(self, text: str, now: float) -> LineMatch:
@@ -101,7 +106,10 @@ class LogInterpreter:
         if ESCAPED_CR in text:
             text = last_frame(text)
         if text.startswith("=== gpuwatch: "):
-            self.restart_marker = parse_marker(text) or self.restart_marker
+            marker = parse_marker(text)
+            if marker is not None and self.run_started_at is not None and marker.when <= self.run_started_at:
+                self._forget_earlier_run()
+            self.restart_marker = marker or self.restart_marker
         # A line of a known shape with no event, outside a traceback (most lines of a training log),
         # is read from its shape's template: no search, no LineMatch.
         m = self.rules.template(text) if not self._open else None
@@ -110,6 +118,14 @@ class LogInterpreter:
             self._track_traceback(text, m, now)
         self._apply(m, text, now, complete=True)
         return m
+
+    def _forget_earlier_run(self) -> None:
+        """Everything read so far belongs to the run a restart ended: a restarted run starts with no phase,
+        progress or failure of its own (its model init reads as starting/loading, not the old run's training)."""
+        fresh = LogInterpreter(self.rules)
+        for f in dataclasses.fields(self):
+            if f.name not in ("rules", "seq", "run_started_at", "shutdown_lines"):
+                setattr(self, f.name, getattr(fresh, f.name))
 
     def feed_live(self, text: str, now: float) -> None:
         """The latest frame of an unterminated line (a progress bar): progress and phase only."""
@@ -163,6 +179,8 @@ class LogInterpreter:
                     self._finished_step = self.progress.current.step
                 elif event == "exit-code":
                     self._exit_code(m, text, now)
+                elif event == "shutdown":
+                    self.shutdown_lines += 1
                 elif event == "signal":
                     self.signal = m.fields.get("msg") or signal_name(m.fields.get("signal"))
                     self._add_failure(Failure(_signal_detail(m.fields.get("signal")), _summary(text), now, self.seq,

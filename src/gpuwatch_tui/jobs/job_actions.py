@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .phase import DUMP, KILL, RESTART, Verdict
 
+RUN_STARTED = "run_started"  # the run a restart started, as its host's record says (jobs/host_actions.py)
 REAP = "reap"  # ending the processes a job left behind (actions/reap.py)
 
 
@@ -24,6 +25,7 @@ class ActionRecord:
     when: float  # local unix time the action began
     run: int = 0  # the tracker's serial of the job record (one per run) the action was taken on
     status_file: str | None = None  # restart: the wrapper's exit record of the run it started
+    ref: str | None = None  # the id of the action's record on the host (probe/action_notes.py)
 
     def clock(self) -> str:
         return time.strftime("%H:%M:%S", time.localtime(self.when))
@@ -65,4 +67,4 @@ def annotate(verdict: Verdict, finding: DumpFinding | None, *, ended: bool) -> V
 
 def events_text(records: list[ActionRecord]) -> tuple[str, ...]:
     """Every action on the job, oldest first, in words (the job's action history)."""
-    return tuple(r.text() for r in records)
+    return tuple(r.text() for r in records if r.action != RUN_STARTED)  # (the restart itself is listed)

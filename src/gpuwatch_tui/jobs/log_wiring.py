@@ -48,6 +48,8 @@ class LogWiring:
                 self._by_job.setdefault(job.id, {})[key] = path
         if procs and job.started_at is None:
             job.started_at = min(p.start_time for p in procs)
+            if job.interp is not None:
+                job.interp.run_started_at = job.started_at
 
     def forget(self, job_id: str) -> None:
         for key in self._by_job.pop(job_id, {}):
@@ -66,9 +68,16 @@ class LogWiring:
             if job is None or ref[1] not in job.logs:
                 continue
             # (its mtime moved onto the local clock there: no chunk copied)
-            new, live = job.logs[ref[1]].feed_and_take(chunk, now, skew)
+            buf = job.logs[ref[1]]
+            grew_at = buf.last_growth
+            new, live = buf.feed_and_take(chunk, now, skew)
             if new:
+                shutdown = job.interp.shutdown_lines
                 job.interp.feed_lines(new, now)
+                if grew_at is not None and not live and job.interp.shutdown_lines - shutdown == len(new):
+                    # Only a launcher's shutdown lines ("Received 15 death signal", "closing signal SIGTERM"):
+                    # no sign of the job working, so the log's silence goes on.
+                    buf.last_growth = grew_at
             if live:
                 job.interp.feed_live(live, now)
 

@@ -28,7 +28,7 @@ else:  # pragma: no cover
 
 # Phases a rule may announce; "auto": decided from a progress bar's description (`desc`).
 HINT_PHASES = (*LOG_PHASES, "auto")
-EVENTS = ("error", "traceback", "finished", "exit-code", "signal")
+EVENTS = ("error", "traceback", "finished", "exit-code", "signal", "shutdown")
 PROGRESS_FIELDS = ("step", "total", "percent", "rate", "unit", "loss", "epoch", "epochs", "eta", "lr")
 _RULE_KEYS = {"name", "pattern", "phase", "detail", "event", "progress", "ignore_case", "unit"}
 

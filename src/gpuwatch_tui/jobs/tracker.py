@@ -27,7 +27,8 @@ from .grouping import JobGrouping, Successor
 from .grouping_reuse import frame_key, jobs_key
 from .gpu_share import gpu_owners
 from .interpret import LogInterpreter
-from .job_actions import ActionRecord, DumpFinding, RESTART
+from .host_actions import note_jobs
+from .job_actions import RUN_STARTED, ActionRecord, DumpFinding, RESTART
 from .job_state import JobState
 from .judging import judge, observe, track_members
 from .leftovers import follow as follow_leftovers, held_by_leftovers, note
@@ -76,6 +77,7 @@ class JobTracker:
         self._last_frame: dict[str, tuple] = {}  # host -> (frame_key, wants stamp) after its latest frame
         self._gpus: dict[str, tuple] = {}  # host -> its GPUs in the latest frame (ranks' GPUs, multinode.py)
         self.multinode = MultiNodeJobs()  # per-host jobs of one run on several hosts read as one job
+        self._notes: dict[str, list] = {}  # host -> its action records still waiting for their job
         self._grouping = JobGrouping(self._jobs, self._specs, self._wiring, self._new_job, self._drop,
                                      on_host=self.states)
         for key, spec in self._specs.items():
@@ -174,16 +176,17 @@ class JobTracker:
 
     # ------------------------------------------------------------------ what gpuwatch did to a job
     def record_action(self, job_id: str, action: str, user: str, when: float,
-                      status_file: str | None = None) -> ActionRecord:
+                      status_file: str | None = None, ref: str | None = None) -> ActionRecord:
         """Note on the job that `user` took `action` at `when` (local time): a kill makes the run end as
-        crashed/killed with who and when; a restart's `status_file` gives the next run its exit status."""
+        crashed/killed with who and when; a restart's `status_file` gives the next run its exit status.
+        `ref`: the id of the record the action left on the host (read back from there, it is this one)."""
         parts = self.multinode.parts_of(job_id)
         if parts and job_id not in self._jobs:  # a multi-node job: the action is on every part
-            return [self.record_action(part, action, user, when, status_file) for part in parts][0]
+            return [self.record_action(part, action, user, when, status_file, ref) for part in parts][0]
         job = self._jobs.get(job_id)
         if job is None:
             raise KeyError(f"no job {job_id!r}")
-        record = ActionRecord(action, user, when, job.serial, status_file)
+        record = ActionRecord(action, user, when, job.serial, status_file, ref)
         job.actions.append(record)
         job.revision += 1  # its view (events) changes now, not at the host's next frame
         return record
@@ -232,8 +235,10 @@ class JobTracker:
         for job in self.states(host):
             if job.exit is None or job.exit_status_known:
                 continue
-            started_by = next((r for r in reversed(job.actions)
-                               if r.action == RESTART and r.status_file and r.run < job.serial), None)
+            # This gpuwatch's restart (recorded on the run it replaced), or the host's record of the run.
+            started_by = next((r for r in reversed(job.actions) if r.status_file and (
+                (r.action == RESTART and r.run < job.serial) or (r.action == RUN_STARTED and r.run == job.serial))),
+                None)
             if started_by is not None:
                 out.append((job.id, started_by.status_file))
         return out
@@ -339,6 +344,9 @@ class JobTracker:
         # times, zombies) and the same job records, has them all still: checking each again changes nothing.
         steady = not gone and self._last_frame.get(host) == (frame, self._wants_stamp.get(host, 0))
         jobs = self.states(host)  # (grouping may have added or dropped some)
+        if sample.notes or self._notes.get(host):  # what a gpuwatch did to these processes, from the host
+            waiting = [*self._notes.get(host, ()), *((n, now) for n in sample.notes)]
+            self._notes[host] = note_jobs(jobs, waiting, skew, now)
         owners = gpu_owners(sample.gpus, jobs)  # (None unless some GPU holds more than one process)
         for job in jobs:
             if job.exit is None and job.members and not (steady and not job.missing):

@@ -56,7 +56,8 @@ BUNDLE_MODULES = BUNDLE.get("modules", {})
 if not any(getattr(f, "sources", None) is BUNDLE_MODULES for f in sys.meta_path):
     sys.meta_path.insert(0, ShippedModules(BUNDLE_MODULES))
 
-from candidates import JobCandidates  # noqa: E402 - shipped: found through the finder above
+from action_notes import ActionNotes  # noqa: E402 - shipped: found through the finder above
+from candidates import JobCandidates  # noqa: E402
 from compiler_watch import CompilerWatch  # noqa: E402
 from ml_libs import MlLibs  # noqa: E402
 from frame_deltas import FrameDeltas  # noqa: E402
@@ -102,6 +103,7 @@ class Probe(object):
         self.lean = LeanPath(options, self.walk, self.wants, self.deltas, self.files, self.cache, self.candidates,
                              self.compiler_watch, self.slow_refresh)
         self.watched_keys = {}  # pid -> start of processes reported last frame
+        self.notes = ActionNotes()  # what a gpuwatch did to processes here (kill, restart), for every watcher
 
     def set_wants(self, req):
         self.wants.set_wants(req)
@@ -209,6 +211,10 @@ class Probe(object):
         frame["cpu_count"] = host.cpu_count
         frame["mem_total_kib"], frame["mem_avail_kib"] = host.memory.get(now)
         frame["driver"] = getattr(self.gpu, "driver", None)
+        # The records of actions on the processes of this frame, and on those it found gone (a kill's target).
+        notes = self.notes.poll([p["pid"] for p in frame.get("procs", ())] + [g["pid"] for g in frame.get("gone", ())])
+        if notes:
+            frame["notes"] = notes
         if self.deltas is not None:
             self.deltas.apply(frame, now, procs_done=True)
         return frame

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 
+from action_notes import make_record, write_record
 from ops_base import OpError, check_ref, fd_target, start_ticks
 
 WRAPPER_NAME = "gpuwatch-run"  # the wrapper's comm: discovery stops its walk up the tree there
@@ -364,6 +365,15 @@ def op_spawn(args):
     record.update({"status_file": status_file, "stdout": stdout,
                    "stderr": stdout if stderr == "stdout" else stderr,
                    "rotated_to": [r for r in rotated if r]})
+    note = args.get("note")
+    if isinstance(note, dict) and record.get("pid") and record.get("start_ticks") is not None:
+        # The run is a restart's: every gpuwatch watching it reads its exit status from the wrapper's record.
+        try:
+            write_record(make_record({"action": "run_started", "user": note.get("user"), "id": note.get("id"),
+                                      "targets": [{"pid": record["pid"], "start_ticks": record["start_ticks"]}],
+                                      "status_file": status_file}, time.time()))
+        except OpError as exc:
+            record["note_error"] = exc.message
     return record
 
 

@@ -21,6 +21,9 @@ SMALL_THREAD_COUNT = 16  # processes with at most this many threads have every t
 # another (trees follow adoption themselves: TREE_WALK_AT_LEAST_S), and the host's process count. A full
 # walk reads ~200 stats on an idle VM, 3.5 ms of CPU on the H200 host; a busy node has thousands of processes.
 WALK_AT_LEAST_S = 300.0
+# The comm of the wrapper a restart starts a job under (ops_spawn.WRAPPER_NAME). Its child carries it from the fork
+# to the exec of the job: a process seen by that name may still become the job (its cmdline, environment change).
+RESTART_WRAPPER = "gpuwatch-run"
 # A descendant of a watched process (never a watched process itself) that was asleep (state S) with the same
 # CPU time at its last two reads is read again this often, and at once at the sample after a process started
 # or was reaped anywhere on the host (loadavg's tasks total and last pid, PidCursor(tasks=True)): in between, its entry
@@ -91,6 +94,7 @@ class TreeWalk(object):
         self.last_walk = 0.0  # when every process's stat was last read (a full walk)
         self.walk_pids = PidCursor()
         self.match_pids = {}
+        self.pre_exec = set()  # (pid, start) of processes whose facts were read while they had the wrapper's name
         self.candidate_pids = {}  # pid -> why it is a job before it uses a GPU (last look)
         self.looked = False  # whether the sample's look at the new pids ran (look_at_new_pids)
 
@@ -145,10 +149,20 @@ class TreeWalk(object):
         seen = {}
         listed = all_pids()
         for pid in listed:
-            parent = known.get(pid) or read_parent(pid)
+            parent = known.get(pid)
+            if parent is None or parent[2] == RESTART_WRAPPER:
+                was = parent
+                parent = read_parent(pid)  # (the wrapper's child may have exec'd the job since)
+                if was is not None and parent is not None and parent[2] != was[2]:
+                    self.pre_exec.add((pid, parent[1]))
             if parent is None:
                 continue
             ppid, start, comm = parent
+            if comm == RESTART_WRAPPER:
+                self.pre_exec.add((pid, start))
+            elif (pid, start) in self.pre_exec:  # exec'd since its facts were read: read them again
+                self.pre_exec.discard((pid, start))
+                self.cache.static.pop((pid, start), None)
             live[pid] = start
             if pid != me:
                 seen[pid] = (ppid, start, comm)
@@ -179,7 +193,9 @@ class TreeWalk(object):
             self.last_walk = now
             self.host.count_cpus()
         self.scanned_procs = len(live)
-        self.cache.forget_except(set(live.items()))
+        live_keys = set(live.items())
+        self.cache.forget_except(live_keys)
+        self.pre_exec &= live_keys
 
     def live_children(self, s, fresh=False):
         """Children of one process right now, from /proc/PID/task/TID/children.

@@ -51,7 +51,7 @@ HELLO_KEYS = ("type", "v", "pid", "python", "hostname", "gpu_source", "gpu_error
               "clk_tck", "ops", "op_errors", "fact_deltas")
 SAMPLE_KEYS = ("type", "v", "t", "gpu_source", "gpu_error", "gpus", "procs", "gone", "matches", "candidates", "ml",
                "tails", "dirs", "probe_cpu_s", "scanned_procs", "load1", "cpu_pct", "cpu_count", "mem_total_kib",
-               "mem_avail_kib", "driver")
+               "mem_avail_kib", "driver", "notes")
 PROC_KEYS = ("pid", "start_ticks", "state", "cpu_s", "cpu_children_s", "rss_bytes", "threads", "children",
              "compilers_seen") + ROOT_FACTS
 CHILD_KEYS = ("pid", "state", "cpu_s", "start_ticks") + CHILD_FACTS
@@ -62,6 +62,9 @@ GPU_KEYS = ("index",) + gpu_metrics.READINGS + GPU_FACTS  # every reading of the
 # process; None where not read
 GPU_PROCESS_KEYS = ("pid", "mem_used_mib", "sm_pct")
 TAIL_KEYS = ("key", "data", "reset", "skipped", "size", "cut") + TAIL_FACTS
+# A record of what a gpuwatch did to processes here (action_notes.py), sent once per probe, only in frames
+# that have one: targets are [pid, start_ticks] pairs, time is the host's.
+NOTE_KEYS = ("id", "action", "user", "time", "targets", "host_uid", "status_file", "finding")
 DIR_KEYS = ("key", "path", "exists", "files", "total_bytes", "newest_mtime", "newest_name", "error")
 
 

@@ -25,6 +25,8 @@ class VerdictPanel(ThemedStatic):
         text.append(f"  confidence {job.confidence:.0%}", p.style("muted"))
         if job.exit_code is not None:
             text.append(f"  exit code {job.exit_code}", p.style("phase-crashed", bold=True))
+        if job.provisional:  # the same words `status` prints: too little history for a final verdict
+            text.append(f"\n ? provisional: {job.provisional}", p.style("muted"))
         for fact in job.evidence:
             text.append("\n • ", p.style("muted"))
             text.append(fact)
