@@ -52,6 +52,14 @@ def small_fleet(path):
     return path
 
 
+async def until(pilot, test, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not test():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.1)
+
+
 def test_a_fingerprint_and_a_command_stay_whole_when_wrapped():
     text = f"unknown host key for [127.0.0.2]:40222: ssh-ed25519 {FINGERPRINT}"
     lines = wrap_note(text, 80)
@@ -73,30 +81,24 @@ def test_an_error_that_moved_under_the_header_comes_back_only_with_room_to_spare
 async def test_gpu_error_and_fingerprint_are_readable_at_80x24(tmp_path):
     app = GpuwatchApp(RecordedSource(small_fleet(tmp_path / "fleet.json")))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: any("▌lab-d" in line for line in screen_lines(app)), 30, "the first frame")
         lines = screen_lines(app)
-        assert note_text(lines, "GPU:") == f"GPU: {GPU_ERROR}"
+        assert note_text(lines, "GPU:") == f"GPU: {GPU_ERROR}", "\n".join(lines)
         assert any(FINGERPRINT in line for line in lines), "\n".join(lines)
         assert note_text(lines, "verify the fingerprint").endswith("/home/oncall/.ssh/known_hosts")
         header = next(line for line in lines if "▌trainer-b" in line)
         assert "GPU:" not in header  # not cut at the edge: under the header, whole
+
         # Wide enough, the error stays on the header line, as before.
+        def header_holds_the_error():
+            return any("▌trainer-b" in line and f"GPU: {GPU_ERROR}" in line for line in screen_lines(app))
+
         await pilot.resize_terminal(400, 50)
-        await pilot.pause()
-        header = next(line for line in screen_lines(app) if "▌trainer-b" in line)
-        assert f"GPU: {GPU_ERROR}" in header
+        await until(pilot, header_holds_the_error, 30, "the error back on the header at 400 columns")
 
 
 def test_gpu_error_at_80x24(snap_compare, tmp_path):
     assert snap_compare(GpuwatchApp(RecordedSource(small_fleet(tmp_path / "fleet.json"))), terminal_size=(80, 24))
-
-
-async def until(pilot, test, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not test():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.1)
 
 
 async def test_over_ssh_the_unknown_key_and_the_failed_nvidia_smi_read_whole_at_80x24(

@@ -50,6 +50,8 @@ def _by_summary(metric: str) -> Callable[[list[float | None]], float | None]:
 
 def _columns(history: list[list[float | None]], combine) -> tuple[float | None, ...]:
     """One value per time step across GPUs (histories are aligned at their newest sample)."""
+    if len(history) == 1:  # one GPU: every summary rule gives each value back
+        return tuple(history[0])
     length = max((len(h) for h in history), default=0)
     out = []
     for back in range(length, 0, -1):
@@ -125,20 +127,19 @@ def chart_runs(series: Series, width: int, height: int, window: int, newest: int
     and everything older keeps its column. A slot whose sample is missing or older than the window is a gap
     (a dim dot on the base line), not a zero.
 
-    Built a column at a time (one string per column, the rows read across them) and without rich.Text:
-    this runs every second for thousands of cells, and only bar glyphs and numbers are drawn here."""
+    Built a slot at a time (one string of glyphs per column, the rows read across them) and without
+    rich.Text: this runs every second for thousands of cells, and only bar glyphs and numbers are drawn here."""
     values = series.values[-window:]
     each, slots = sweep_slots(width, window)
     head = newest % slots
     gap_style = palette.style("muted", dim=True)
     gap_column = " " * (height - 1) + "·"
     columns: dict[int, str] = {}  # eighths filled -> the column's glyphs, top first
-    glyphs: list[str] = []
+    glyphs: list[str] = []  # one per slot
     styles: list[Style | None] = []
-    for column in range(width):
-        slot = column // each
+    for slot in range(slots):
         age = (head - slot) % slots  # 0: the newest sample
-        value = values[len(values) - 1 - age] if slot < slots and age < len(values) else None
+        value = values[len(values) - 1 - age] if age < len(values) else None
         if value is None:
             glyphs.append(gap_column)
             styles.append(gap_style)
@@ -150,18 +151,27 @@ def chart_runs(series: Series, width: int, height: int, window: int, newest: int
             glyph = columns[eighths] = "".join(
                 BLOCKS[max(0, min(8, eighths - (height - 1 - row) * 8))] for row in range(height))
         glyphs.append(glyph)
-        styles.append(palette.style(series.level(value)))
+        styles.append(palette.style(series.level(value)))  # cached by the palette: equal styles are one object
+    # Columns left over at the right are gaps.
+    spare = width - slots * each
+    if spare > 0:
+        glyphs.append(gap_column)
+        styles.append(gap_style)
+    widths = [each] * slots + ([spare] if spare > 0 else [])
     # One run per stretch of equal style, not per cell: each run costs in every repaint.
     spans: list[tuple[int, int, Style | None]] = []
-    start = 0
-    for column in range(1, width + 1):
-        if column == width or styles[column] != styles[start]:
-            spans.append((start, column, styles[start]))
-            start = column
+    start = at = 0
+    for n, style in enumerate(styles):
+        if n and style is not styles[n - 1] and style != styles[n - 1]:
+            spans.append((start, at, styles[n - 1]))
+            start = at
+        at += widths[n]
+    spans.append((start, at, styles[-1]))
+    cells = [glyph for glyph, wide in zip(glyphs, widths) for _ in range(wide)]
     muted = palette.style("muted")
     on_muted = {style: muted + style for _, _, style in spans}  # the line's base style is muted
     rows = []
-    for row, chars in enumerate(zip(*glyphs) if glyphs else [()] * height):  # top row first
+    for row, chars in enumerate(zip(*cells)):  # top row first
         if row == 0:
             label = f"{series.top:.0f}{series.unit}" if series.unit == "W" else "100%"
         elif row == height - 1:
@@ -258,6 +268,9 @@ class HistoryView(Themed, Widget):
         self._shown: tuple = ()
         self._lines: list[Strip] | None = None
         self._built_for: tuple = ()
+        # Line number -> (its runs, its strip): a line whose runs did not change keeps its strip (in steady
+        # state most chart rows are the same full or empty blocks every second).
+        self._drawn: dict[int, tuple[list, Strip]] = {}
 
     def select(self, host: str | None, gpu: int | None) -> None:
         if (host, gpu) != (self.host, self.gpu):
@@ -280,12 +293,13 @@ class HistoryView(Themed, Widget):
         self._lines = new = self._strips()
         width = self.size.width
         for y, (before, after) in enumerate(zip(old, new)):
-            if before != after:
+            if before is not after and before != after:
                 self.refresh(Region(0, y, width, 1))
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
         self._lines = None
+        self._drawn = {}
         self.refresh()
 
     def on_resize(self) -> None:
@@ -299,7 +313,11 @@ class HistoryView(Themed, Widget):
         carry host names and GPU models) are sanitised; chart rows are bar glyphs and numbers, drawn as is."""
         width, height = self.content_size.width, self.content_size.height
         base = self.rich_style
-        self._built_for = self._geometry()
+        geometry = self._geometry()
+        if geometry != self._built_for:
+            self._drawn = {}
+        self._built_for = geometry
+        drawn = self._drawn
         console = self.app.console
         combined: dict = {}
 
@@ -312,13 +330,16 @@ class HistoryView(Themed, Widget):
             return result
 
         strips = []
-        for line in self._build(width, height)[:height]:
-            if isinstance(line, Text):
-                runs = text_runs(safe_rich(line), console)
-            else:
-                runs = line
+        for y, line in enumerate(self._build(width, height)[:height]):
+            runs = text_runs(safe_rich(line), console) if isinstance(line, Text) else line
+            kept = drawn.get(y)
+            if kept is not None and kept[0] == runs:
+                strips.append(kept[1])
+                continue
             segments = [Segment(piece, on_base(style)) for piece, style in runs if piece]
-            strips.append(Strip(segments).extend_cell_length(width, base).crop(0, width))
+            strip = Strip(segments).extend_cell_length(width, base).crop(0, width)
+            drawn[y] = (runs, strip)
+            strips.append(strip)
         return strips
 
     def render_line(self, y: int) -> Strip:
