@@ -537,10 +537,14 @@ async def run_report(config: Config, host: str, job: str, directory: str | None,
 
 
 async def run_doctor_verb(config: Config, as_json: bool) -> int:
+    import shutil
+
     from .verbs.doctor import doctor_failed, doctor_json, render_doctor, run_doctor
 
     reports = await run_doctor(config)
-    print(json.dumps(doctor_json(reports)) if as_json else render_doctor(reports))
+    # On a terminal, long lines wrap at words (a fingerprint stays whole); piped, one line per check.
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    print(json.dumps(doctor_json(reports)) if as_json else render_doctor(reports, width))
     return EXIT_DOCTOR_FAILED if doctor_failed(reports) else EXIT_OK
 
 

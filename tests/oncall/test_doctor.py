@@ -10,7 +10,7 @@ import pytest
 
 from gpuwatch_tui.cli import EXIT_DOCTOR_FAILED, EXIT_OK, main
 from gpuwatch_tui.doctor import CHECK_NAMES
-from gpuwatch_tui.verbs.doctor import run_doctor
+from gpuwatch_tui.verbs.doctor import render_doctor, run_doctor
 from gpuwatch_tui.doctor.host_checks import clock_check, ptrace_check
 from tests.core.helpers import host_entry, make_config, probes_on, settings_for, write_toml
 
@@ -73,7 +73,14 @@ async def test_wrong_key_unknown_host_key_changed_key_and_dead_host(sshd_factory
         {"name": "badkey", "ssh": f"{c.user}@{c.address}:{c.port}", "identity_file": str(ssh_keys.wrong_private_key)},
         {"name": "dead", "ssh": f"{c.user}@127.0.0.9:{dead_port}", "identity_file": ident},
     ]
-    reports = {r.host: by_name(r) for r in await run_doctor(make_config(ssh_env, hosts, known_hosts=str(kh)))}
+    raw = await run_doctor(make_config(ssh_env, hosts, known_hosts=str(kh)))
+    reports = {r.host: by_name(r) for r in raw}
+    # On an 80-column terminal each fingerprint is on one line, whole, and so is the command that trusts it.
+    lines = render_doctor(raw, width=80).splitlines()
+    for key in (a.host_key_fingerprint, b.host_key_fingerprint):
+        assert any(key in line and len(line) <= 80 for line in lines), "\n".join(lines)
+    assert any("ssh-keyscan" in line for line in lines)
+    assert all(len(line) <= 80 for line in lines if " " in line.strip()), "\n".join(lines)
     unknown = reports["unknown"]["host-key"]
     assert unknown.status == "fail" and unknown.facts["state"] == "unknown"
     assert a.host_key_fingerprint in unknown.summary and "ssh-keyscan" in unknown.fix

@@ -31,7 +31,7 @@ def _gpu_sample(gpu: dict, values: list[float | None] | dict[str, float | None])
     return parse_gpu(frame)
 
 
-HOST_FACTS = ("driver", "cpu_count", "cpu_pct", "load1", "mem_total_kib", "mem_avail_kib")
+HOST_FACTS = ("driver", "cpu_count", "cpu_pct", "load1", "mem_total_kib", "mem_avail_kib", "gpu_error")
 
 
 def _host_facts(host: dict) -> dict:

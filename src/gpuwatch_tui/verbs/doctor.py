@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import textwrap
 
 from ..config import Config
 from ..jobs.logtail import sanitize_line
@@ -36,15 +37,28 @@ def doctor_json(reports: list[HostReport]) -> dict:
             "hosts": [r.to_json() for r in reports]}
 
 
-def render_doctor(reports: list[HostReport]) -> str:
+MIN_WRAP_ROOM = 30  # narrower than this after the check's name, lines are left to the terminal
+
+
+def wrapped(lead: str, text: str, width: int | None) -> list[str]:
+    """`lead` + `text`, continued under the text's first column when it is wider than `width`: a fingerprint
+    or a command moves whole to the next line instead of being split by the terminal's own wrap."""
+    if width is None or len(lead) + len(text) <= width or width - len(lead) < MIN_WRAP_ROOM:
+        return [lead + text]
+    return textwrap.wrap(text, width, initial_indent=lead, subsequent_indent=" " * len(lead),
+                         break_long_words=False, break_on_hyphens=False) or [lead]
+
+
+def render_doctor(reports: list[HostReport], width: int | None = None) -> str:
+    """The reports as text; with `width` (a terminal's), long summaries and fixes wrap at word boundaries."""
     lines: list[str] = []
     for report in reports:
         lines.append(f"{report.host}: {report.status}")
         for check in report.checks:
             # Summaries carry words from the host (banner, errors): no control bytes reach the terminal.
-            lines.append(f"  [{MARKS[check.status]}] {check.name:<17} {sanitize_line(check.summary)}")
+            lines.extend(wrapped(f"  [{MARKS[check.status]}] {check.name:<17} ", sanitize_line(check.summary), width))
             if check.fix and check.status in (WARN, FAIL):
-                lines.append(f"  {'':6} {'':<17} -> {sanitize_line(check.fix)}")
+                lines.extend(wrapped(f"  {'':6} {'':<17} -> ", sanitize_line(check.fix), width))
         lines.append("")
     bad = [r.host for r in reports if r.status == FAIL]
     lines.append(f"{len(reports)} host(s) checked; " + (f"failing: {', '.join(bad)}" if bad else "no failures"))

@@ -125,7 +125,10 @@ class DashboardScreen(Screen):
     # -- data ------------------------------------------------------------------------------
 
     def _slurm_queue(self):
-        """The Slurm queue table, or None on a dashboard without [slurm]."""
+        """The Slurm queue table, or None on a dashboard without [slurm] (asked twice a frame: a DOM
+        query each time cost more than the host bar's whole update)."""
+        if not getattr(self.app.source, "has_slurm", False):
+            return None
         found = self.query("#slurm-queue")
         return found.first() if found else None
 

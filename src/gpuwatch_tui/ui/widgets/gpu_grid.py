@@ -22,6 +22,7 @@ from ...vocab import KIB_PER_GIB, MIB_PER_GIB
 from .. import formatting, levels
 from ..palette import Palette
 from ..sparkline import sparkline
+from .host_notes import NOTE_INDENT, error_parts, errors_stay_below, host_notes
 from .line_list import CURSOR_BINDINGS, LineList
 
 if TYPE_CHECKING:  # annotations only: the first frame comes before the frame model is imported
@@ -62,6 +63,8 @@ class Row:
     host: str
     gpus: tuple[int, ...] = ()
     text: str = ""
+    level: str = "muted"  # a note's theme variable
+    errors_below: bool = False  # a host's errors are on the note lines under its header
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,7 @@ class GpuGrid(LineList, can_focus=True):
         # Processes jobs left running after their main process went: a GPU held only by them is marked.
         self._leftover_pids: set[tuple[str, int]] = set()
         self._leftover_jobs: dict[tuple[str, int], JobRef] = {}
+        self._errors_below: set[str] = set()  # hosts whose errors do not fit on their header
 
     # -- data in ---------------------------------------------------------------------------
 
@@ -170,16 +174,20 @@ class GpuGrid(LineList, can_focus=True):
         if store is None:
             return False
         hosts = [h for h in store.hosts.values() if self._host_filter is None or h.name in self._host_filter]
-        key = (self.columns, tuple((h.name, len(h.gpus), bool(h.hint)) for h in hosts))
+        # As if the scrollbar were shown: it comes and goes without a resize, and a note wrapped for the
+        # wider width would be cut when it appears.
+        width = self.content_region.width - self.styles.scrollbar_size_vertical
+        notes = {h.name: self._notes(h, width) for h in hosts if h.hint or h.error or h.gpu_error}
+        key = (self.columns, tuple((h.name, len(h.gpus), notes.get(h.name)) for h in hosts))
         if key == self._layout_key and not force:
             return False
         self._layout_key = key
         columns = self.columns
         rows: list[Row] = []
         for host in hosts:
-            rows.append(Row("host", host.name))
-            if host.hint:
-                rows.append(Row("note", host.name, text=host.hint))
+            rows.append(Row("host", host.name, errors_below=host.name in self._errors_below))
+            for note in notes.get(host.name, ()):
+                rows.append(Row("note", host.name, text=note.text, level=note.level))
             indices = sorted(host.gpus)
             for start in range(0, len(indices), columns):
                 rows.append(Row("gpus", host.name, tuple(indices[start : start + columns])))
@@ -188,6 +196,14 @@ class GpuGrid(LineList, can_focus=True):
         self.cursor = min(self.cursor, max(0, len(rows) - 1))
         self.virtual_size = Size(self.size.width, len(rows) + self.HEADER_LINES)
         return True
+
+    def _notes(self, host: HostRecord, width: int) -> tuple:
+        """The host's note lines at this width; decides whether its errors fit on its header."""
+        below = False
+        if error_parts(host) and width > 0:
+            below = errors_stay_below(self._host_line(host).cell_len, width, host.name in self._errors_below)
+        (self._errors_below.add if below else self._errors_below.discard)(host.name)
+        return host_notes(host, width, below)
 
     @property
     def rows_needed(self) -> int:
@@ -212,7 +228,7 @@ class GpuGrid(LineList, can_focus=True):
                     None if age is None else formatting.coarse_age(age), len(host.gpus), host.reconnects,
                     host.driver, host.cpu_pct, host.load1, host.mem_avail_kib)
         if row.kind == "note":
-            return ("n", row.text)
+            return ("n", row.text, row.level)
         return ("g", host.last_sample_time, host.state, tuple(self._jobs.get((host.name, i)) for i in row.gpus),
                 tuple(self._leftover_jobs.get((host.name, i)) for i in row.gpus),
                 tuple(self._shared.get((host.name, i)) for i in row.gpus))
@@ -241,9 +257,9 @@ class GpuGrid(LineList, can_focus=True):
 
     def _render_row(self, row: Row, host: HostRecord, width: int, cursor: bool, base: Style) -> Strip:
         if row.kind == "host":
-            text = self._host_line(host)
+            text = self._host_line(host, errors=not row.errors_below)
         elif row.kind == "note":
-            text = Text("   " + row.text, self.palette.style("muted"))
+            text = Text(NOTE_INDENT + row.text, self.palette.style(row.level))
         else:
             text = self._gpu_line(host, row.gpus, width)
         text.truncate(width, overflow="ellipsis")
@@ -252,7 +268,7 @@ class GpuGrid(LineList, can_focus=True):
             style = base + self.get_component_rich_style("gpu-grid--cursor")
         return self._render_text(text, width, style)
 
-    def _host_line(self, host: HostRecord) -> Text:
+    def _host_line(self, host: HostRecord, errors: bool = True) -> Text:
         p = self.palette
         level = levels.host_level(host.state)
         text = Text()
@@ -287,11 +303,12 @@ class GpuGrid(LineList, can_focus=True):
         age = host.sample_age(self._now)
         if age is not None:
             text.append(f" · {formatting.coarse_age(age)} ago", muted)
-        if host.error:
-            text.append("  ")
-            text.append(host.error, p.style(level))
-        if host.gpu_error:
-            text.append(f"  GPU: {host.gpu_error}", p.style("host-warn"))
+        if errors:  # otherwise on the note lines under the header (host_notes)
+            if host.error:
+                text.append("  ")
+                text.append(host.error, p.style(level))
+            if host.gpu_error:
+                text.append(f"  GPU: {host.gpu_error}", p.style("host-warn"))
         return text
 
     def _header_line(self, width: int) -> Text:

@@ -50,6 +50,8 @@ def _by_summary(metric: str) -> Callable[[list[float | None]], float | None]:
 
 def _columns(history: list[list[float | None]], combine) -> tuple[float | None, ...]:
     """One value per time step across GPUs (histories are aligned at their newest sample)."""
+    if len(history) == 1:  # one GPU: every summary rule gives each value back
+        return tuple(history[0])
     length = max((len(h) for h in history), default=0)
     out = []
     for back in range(length, 0, -1):
@@ -115,53 +117,89 @@ def sweep_slots(width: int, window: int) -> tuple[int, int]:
     return each, max(1, min(window, width // each))
 
 
-def chart_rows(series: Series, width: int, height: int, window: int, newest: int, palette: Palette) -> list[Text]:
-    """`height` lines of bars for a sweep chart: sample number i (counted since the host was first seen)
-    sits in slot i mod slots, so the newest, number `newest`, is at the head and everything older keeps
-    its column. A slot whose sample is missing or older than the window is a gap (a dim dot on the base
-    line), not a zero."""
+Run = tuple[str, "Style | None"]  # a piece of a line in one style
+
+
+def chart_runs(series: Series, width: int, height: int, window: int, newest: int,
+               palette: Palette) -> list[list[Run]]:
+    """`height` lines of bars for a sweep chart, as runs of text in one style: sample number i (counted
+    since the host was first seen) sits in slot i mod slots, so the newest, number `newest`, is at the head
+    and everything older keeps its column. A slot whose sample is missing or older than the window is a gap
+    (a dim dot on the base line), not a zero.
+
+    Built a slot at a time (one string of glyphs per column, the rows read across them) and without
+    rich.Text: this runs every second for thousands of cells, and only bar glyphs and numbers are drawn here."""
     values = series.values[-window:]
     each, slots = sweep_slots(width, window)
     head = newest % slots
-    cells: list[tuple[int, Style | None]] = []  # eighths filled, style; -1: no data
-    for column in range(width):
-        slot = column // each
+    gap_style = palette.style("muted", dim=True)
+    gap_column = " " * (height - 1) + "·"
+    columns: dict[int, str] = {}  # eighths filled -> the column's glyphs, top first
+    glyphs: list[str] = []  # one per slot
+    styles: list[Style | None] = []
+    for slot in range(slots):
         age = (head - slot) % slots  # 0: the newest sample
-        value = values[len(values) - 1 - age] if slot < slots and age < len(values) else None
+        value = values[len(values) - 1 - age] if age < len(values) else None
         if value is None:
-            cells.append((-1, palette.style("muted", dim=True)))
+            glyphs.append(gap_column)
+            styles.append(gap_style)
             continue
         fraction = max(0.0, min(1.0, value / series.top)) if series.top > 0 else 0.0
         eighths = max(1, round(fraction * height * 8))  # a measured zero still shows
-        cells.append((eighths, palette.style(series.level(value))))
+        glyph = columns.get(eighths)
+        if glyph is None:
+            glyph = columns[eighths] = "".join(
+                BLOCKS[max(0, min(8, eighths - (height - 1 - row) * 8))] for row in range(height))
+        glyphs.append(glyph)
+        styles.append(palette.style(series.level(value)))  # cached by the palette: equal styles are one object
+    # Columns left over at the right are gaps.
+    spare = width - slots * each
+    if spare > 0:
+        glyphs.append(gap_column)
+        styles.append(gap_style)
+    widths = [each] * slots + ([spare] if spare > 0 else [])
+    # One run per stretch of equal style, not per cell: each run costs in every repaint.
+    spans: list[tuple[int, int, Style | None]] = []
+    start = at = 0
+    for n, style in enumerate(styles):
+        if n and style is not styles[n - 1] and style != styles[n - 1]:
+            spans.append((start, at, styles[n - 1]))
+            start = at
+        at += widths[n]
+    spans.append((start, at, styles[-1]))
+    cells = [glyph for glyph, wide in zip(glyphs, widths) for _ in range(wide)]
     muted = palette.style("muted")
+    on_muted = {style: muted + style for _, _, style in spans}  # the line's base style is muted
     rows = []
-    for row in range(height):  # top row first
-        floor = (height - 1 - row) * 8
+    for row, chars in enumerate(zip(*cells)):  # top row first
         if row == 0:
             label = f"{series.top:.0f}{series.unit}" if series.unit == "W" else "100%"
         elif row == height - 1:
             label = f"0{series.unit}"
         else:
             label = ""
-        text = Text(label.rjust(AXIS - 1)[-(AXIS - 1):] + "│", muted)
-        # One span per run of equal style, not per cell: a chart is thousands of cells, and each
-        # span costs in every repaint.
-        run: list[str] = []
-        run_style: Style | None = None
-        for eighths, style in cells:
-            if style != run_style and run:
-                text.append("".join(run), run_style)
-                run = []
-            run_style = style
-            if eighths < 0:
-                run.append("·" if row == height - 1 else " ")
-            else:
-                run.append(BLOCKS[max(0, min(8, eighths - floor))])
-        if run:
-            text.append("".join(run), run_style)
+        line = "".join(chars)
+        rows.append([(label.rjust(AXIS - 1)[-(AXIS - 1):] + "│", muted),
+                     *((line[a:b], on_muted[style]) for a, b, style in spans)])
+    return rows
+
+
+def chart_rows(series: Series, width: int, height: int, window: int, newest: int, palette: Palette) -> list[Text]:
+    """chart_runs as rich Text lines."""
+    rows = []
+    for runs in chart_runs(series, width, height, window, newest, palette):
+        text = Text()
+        for piece, style in runs:
+            text.append(piece, style)
         rows.append(text)
     return rows
+
+
+def text_runs(text: Text, console) -> list[Run]:
+    """A one-line Text as runs, its own style under each span's (Text.render leaves that to the caller)."""
+    base = console.get_style(text.style) if isinstance(text.style, str) else text.style
+    return [(seg.text, base + seg.style if seg.style else base)
+            for seg in text.render(console) if seg.text != "\n"]
 
 
 def head_axis(width: int, window: int, newest: int, interval_note: str) -> Text:
@@ -230,6 +268,9 @@ class HistoryView(Themed, Widget):
         self._shown: tuple = ()
         self._lines: list[Strip] | None = None
         self._built_for: tuple = ()
+        # Line number -> (its runs, its strip): a line whose runs did not change keeps its strip (in steady
+        # state most chart rows are the same full or empty blocks every second).
+        self._drawn: dict[int, tuple[list, Strip]] = {}
 
     def select(self, host: str | None, gpu: int | None) -> None:
         if (host, gpu) != (self.host, self.gpu):
@@ -252,12 +293,13 @@ class HistoryView(Themed, Widget):
         self._lines = new = self._strips()
         width = self.size.width
         for y, (before, after) in enumerate(zip(old, new)):
-            if before != after:
+            if before is not after and before != after:
                 self.refresh(Region(0, y, width, 1))
 
     def theme_changed(self, palette: Palette) -> None:
         self._palette = palette
         self._lines = None
+        self._drawn = {}
         self.refresh()
 
     def on_resize(self) -> None:
@@ -267,11 +309,15 @@ class HistoryView(Themed, Widget):
         return (self.content_size.width, self.content_size.height, self.rich_style)
 
     def _strips(self) -> list[Strip]:
-        """The widget's lines: the charts, sanitised, on the widget's background, each `width` cells."""
+        """The widget's lines, on the widget's background, each `width` cells. Text lines (titles and labels
+        carry host names and GPU models) are sanitised; chart rows are bar glyphs and numbers, drawn as is."""
         width, height = self.content_size.width, self.content_size.height
         base = self.rich_style
-        self._built_for = self._geometry()
-        text = safe_rich(self._build(width, height))
+        geometry = self._geometry()
+        if geometry != self._built_for:
+            self._drawn = {}
+        self._built_for = geometry
+        drawn = self._drawn
         console = self.app.console
         combined: dict = {}
 
@@ -284,9 +330,16 @@ class HistoryView(Themed, Widget):
             return result
 
         strips = []
-        for line in text.split("\n")[:height]:
-            segments = [Segment(seg.text, on_base(seg.style)) for seg in line.render(console) if seg.text != "\n"]
-            strips.append(Strip(segments).extend_cell_length(width, base).crop(0, width))
+        for y, line in enumerate(self._build(width, height)[:height]):
+            runs = text_runs(safe_rich(line), console) if isinstance(line, Text) else line
+            kept = drawn.get(y)
+            if kept is not None and kept[0] == runs:
+                strips.append(kept[1])
+                continue
+            segments = [Segment(piece, on_base(style)) for piece, style in runs if piece]
+            strip = Strip(segments).extend_cell_length(width, base).crop(0, width)
+            drawn[y] = (runs, strip)
+            strips.append(strip)
         return strips
 
     def render_line(self, y: int) -> Strip:
@@ -296,12 +349,12 @@ class HistoryView(Themed, Widget):
             return self._lines[y]
         return Strip.blank(self.content_size.width, self.rich_style)
 
-    def _build(self, width: int, height: int) -> Text:
+    def _build(self, width: int, height: int) -> list[Text | list[Run]]:
         p = self.palette
         store = self._store
         host = store.hosts.get(self.host) if store is not None and self.host else None
         if host is None:
-            return Text("history: select a host or GPU in the grid", p.style("muted"))
+            return [Text("history: select a host or GPU in the grid", p.style("muted"))]
         window = store.history
         newest = max(0, host.samples_seen - 1)
         title = Text()
@@ -323,7 +376,7 @@ class HistoryView(Themed, Widget):
         title.append(about, p.style("muted"))
         if not charts:
             title.append("  (no samples yet)", p.style("muted"))
-            return title
+            return [title]
         # title + per chart (label + rows) + the head's line
         count = len(charts)
         while count > 1 and (height - 2 - count) // count < MIN_CHART_ROWS:
@@ -331,16 +384,16 @@ class HistoryView(Themed, Widget):
         rows_each = max(1, (height - 2 - count) // count)
         spare = max(0, height - 2 - count * (rows_each + 1))
         plot_width = max(1, width - AXIS)
-        lines = [title]
+        lines: list[Text | list[Run]] = [title]
         for n, series in enumerate(charts[:count]):
             extra = 1 if n < spare else 0  # spread leftover rows so none stay blank
             lines.append(Text(" " * AXIS + series.label, p.style("muted", bold=True)))
-            lines.extend(chart_rows(series, plot_width, rows_each + extra, window, newest, p))
+            lines.extend(chart_runs(series, plot_width, rows_each + extra, window, newest, p))
         lines.append(head_axis(plot_width, window, newest, "sweeps left to right, the oldest after ▲"))
-        return self._finish(lines)
+        return lines
 
     def _small_multiples(self, title: Text, host: HostRecord, width: int, height: int, window: int,
-                         newest: int) -> Text:
+                         newest: int) -> list[Text | list[Run]]:
         """One utilisation chart per GPU, in as many side-by-side columns as give each two rows of bars."""
         p = self.palette
         indices = sorted(host.gpus)
@@ -351,23 +404,24 @@ class HistoryView(Themed, Widget):
         panel_width = max(AXIS + 2, (width - (columns - 1)) // columns)
         plot_width = panel_width - AXIS
         spare = max(0, rows_left - per_column * (rows_each + 1))  # spread so no row stays blank
-        lines = [title]
+        lines: list[Text | list[Run]] = [title]
+        console = self.app.console
         for top in range(per_column):  # GPUs in reading order: 0 1 2 3 on the first row of panels
             tall = rows_each + (1 if top < spare else 0)
             group = []
             for index in indices[top * columns:(top + 1) * columns]:
                 record = host.gpus[index]
                 series = Series("", tuple(record.util_history), 100.0, "%", levels.util_level)
-                label = Text(_gpu_label(index, record), p.style("muted", bold=True))
-                group.append([label, *chart_rows(series, plot_width, tall, window, newest, p)])
+                label = Text(_gpu_label(index, record), p.style("muted", bold=True))  # numbers only
+                label.truncate(panel_width, overflow="ellipsis", pad=True)
+                label_runs = text_runs(label, console)
+                group.append([label_runs, *chart_runs(series, plot_width, tall, window, newest, p)])
             for line_no in range(tall + 1):
-                line = Text()
+                line: list[Run] = []
                 for n, panel in enumerate(group):
-                    piece = panel[line_no].copy()
-                    piece.truncate(panel_width, overflow="ellipsis", pad=True)
                     if n:
-                        line.append(" ")
-                    line.append_text(piece)
+                        line.append((" ", None))
+                    line.extend(panel[line_no])
                 lines.append(line)
         axis = Text()
         for column in range(min(columns, len(indices))):
@@ -377,11 +431,4 @@ class HistoryView(Themed, Widget):
                 axis.append(" ")
             axis.append_text(piece)
         lines.append(axis)
-        return self._finish(lines)
-
-    @staticmethod
-    def _finish(lines: list[Text]) -> Text:
-        text = Text("\n").join(lines)
-        text.no_wrap = True
-        text.overflow = "crop"
-        return text
+        return lines

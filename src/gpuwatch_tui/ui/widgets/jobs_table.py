@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, TYPE_CHECKING
 
+from rich.segment import Segment
 from rich.text import Text
 from textual.binding import Binding
 from textual.events import Click
@@ -22,6 +23,7 @@ from textual.message import Message
 from textual.strip import Strip
 
 from ...actions.registry import by_name, running_words
+from ...safe_text import safe_text
 from .. import formatting, levels
 from ..palette import Palette
 from .line_list import CURSOR_BINDINGS, LineList
@@ -47,6 +49,7 @@ GAP = 2  # spaces between columns
 # Widest a column may get (its header or content decides below that); None: takes what is left.
 MAX_WIDTH = {"host": 16, "id": 12, "job": None, "gpus": 7, "phase": 40, "since": 6, "progress": 16, "rate": 14,
              "loss": 7, "eta": 7}
+CELL_CACHE_LIMIT = 4096  # drawn cells kept (a few per job and width); emptied when it is exceeded
 MIN_JOB = 14  # below this a job name is cut; drop a less useful column first
 MIN_PHASE = 20  # "stalled (nccl-spin)", "silent (buffered-st…": the detail is what matters
 # Tried in order until the row fits: (columns dropped, progress shortened to a percentage).
@@ -174,6 +177,7 @@ class JobsTable(LineList, can_focus=True):
         self._layout: Layout | None = None
         self._layout_key: tuple = ()
         self._strips: dict[str, tuple[tuple, Strip]] = {}  # job id -> (signature, strip)
+        self._drawn_cells: dict[tuple, list[Segment]] = {}  # (cell, width, padded, row style) -> segments
         self.cursor = 0
         self.sort_column: str | None = None
         self.sort_reverse = False
@@ -347,6 +351,35 @@ class JobsTable(LineList, can_focus=True):
             text.append_text(cell)
         return text
 
+    def _row_strip(self, values: list[tuple[str, Text | str]], width: int, style) -> Strip:
+        """What `_render_text(_line(values))` draws, built a cell at a time from drawn cells: when a row
+        changes it is mostly one cell (its "since" ticks every second), and only that one is drawn again."""
+        layout = self._layout
+        last = len(layout.columns) - 1
+        drawn = self._drawn_cells
+        if len(drawn) > CELL_CACHE_LIMIT:
+            drawn.clear()
+        console = self.app.console
+        segments: list[Segment] = []
+        for n, ((key, column_width), (_, value)) in enumerate(zip(layout.columns, values)):
+            ident = (value if isinstance(value, str) else (value.plain, tuple(value.spans), value.style),
+                     column_width, n < last, style)
+            cell_segments = drawn.get(ident)
+            if cell_segments is None:
+                cell = value.copy() if isinstance(value, Text) else Text(value)
+                if cell.cell_len > column_width:
+                    cell.truncate(column_width, overflow="ellipsis")
+                if n < last:
+                    cell.pad_right(column_width - cell.cell_len + GAP)
+                text = Text(no_wrap=True, overflow="ellipsis")
+                text.append_text(cell)
+                # As _render_text: every cell passes the sanitiser, on the row's style.
+                cell_segments = drawn[ident] = [
+                    Segment(safe_text(seg.text), style + seg.style if seg.style else style)
+                    for seg in text.render(console)]
+            segments.extend(cell_segments)
+        return Strip(segments).extend_cell_length(width, style).crop(0, width)
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         base = self.base_style
@@ -379,7 +412,7 @@ class JobsTable(LineList, can_focus=True):
                 "jobs-table--cursor" if focused else "jobs-table--cursor-blurred")
         values = [(key, cells["progress:short" if key == "progress" and layout.short_progress else key])
                   for key in layout.keys]
-        strip = self._render_text(self._line(values, width), width, style)
+        strip = self._row_strip(values, width, style)
         self._strips[job_id] = (signature, strip)
         return strip
 
