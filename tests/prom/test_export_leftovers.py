@@ -29,11 +29,14 @@ def test_leftover_gauges_per_job():
     for t in (0.0, 1.0):
         feed(tr, t, {200: main}, gpus)
     text = scrape(tr, 1.0)
-    assert f'gpuwatch_job_leftover_processes{{host="{HOST}",job="train.py"}} 0.0' in text
+    sid = tr.views()[0].short_id
+    assert sid
+    labels = f'host="{HOST}",job="train.py",job_id="{sid}"'
+    assert f'gpuwatch_job_leftover_processes{{{labels}}} 0.0' in text
     orphan = worker(201, 1, 2010)
     feed(tr, 2.0, {201: orphan}, [holding(0, {201: 12_000.0})], gone=[ExitInfo(200, main.start_time, 2.0)])
     for t in (3.0, 4.0):
         feed(tr, t, {201: orphan}, [holding(0, {201: 12_000.0})])
     text = scrape(tr, 500.0)  # long after the job ended: kept while its leftovers live
-    assert f'gpuwatch_job_leftover_processes{{host="{HOST}",job="train.py"}} 1.0' in text
-    assert f'gpuwatch_job_leftover_gpu_memory_bytes{{host="{HOST}",job="train.py"}} 1.2582912e+10' in text  # 12000 MiB
+    assert f'gpuwatch_job_leftover_processes{{{labels}}} 1.0' in text
+    assert f'gpuwatch_job_leftover_gpu_memory_bytes{{{labels}}} 1.2582912e+10' in text  # 12000 MiB

@@ -59,6 +59,6 @@ async def test_a_shared_gpus_processes_show_their_own_sm_share(tmp_path):
         await pilot.press("g")
         await pilot.pause()
         table = app.screen.query_one(GpuProcessTable)
-        shared = {r.job: r.sm_pct for r in table.rows if r.host == "trainer-e" and r.gpu == 1}
-        # each process its own share (the GPU reads 99 %), not the GPU's utilisation nor "-"
+        shared = {r.job.split()[-1]: r.sm_pct for r in table.rows if r.host == "trainer-e" and r.gpu == 1}
+        # each process its own share (the GPU reads 99 %), not the GPU's utilisation nor "-"; jobs as "id name"
         assert shared == {"sft-nohup": 96.0, "vit-flex": 0.0}, shared
