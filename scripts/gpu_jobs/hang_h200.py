@@ -28,6 +28,8 @@ import threading
 import time
 from pathlib import Path
 
+from job_runner import has_cuda, start_job, stop, write_config  # beside this script
+
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 SPIN_S, MATMUL_S, LOADER_S = 150.0, 75.0, 75.0
@@ -143,14 +145,6 @@ print(json.dumps({"samples": len(on), "gpm_supported": None if gpm is None else 
 '''
 
 
-def has_cuda() -> tuple[bool, str]:
-    out = subprocess.run([PY, "-c", "import torch; print(torch.__version__, torch.cuda.is_available())"],
-                         capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        return False, "torch not importable: " + out.stderr.strip().splitlines()[-1:][0] if out.stderr.strip() else "torch"
-    return out.stdout.split()[-1] == "True", out.stdout.strip()
-
-
 class Watch:
     """`gpuwatch watch --json`, each line stamped with the time it was read."""
 
@@ -185,42 +179,6 @@ class Watch:
                 self.proc.wait(5)
         self.thread.join(5)
         self.err.close()
-
-
-def start_job(name: str, out: Path, env: dict) -> subprocess.Popen:
-    run = out / "jobs" / name
-    run.mkdir(parents=True, exist_ok=True)
-    script = run / f"{name}_train.py"
-    script.write_text(JOBS[name])
-    log = open(run / "train.log", "wb")
-    # as people start them: `nohup python train.py > train.log 2>&1 &` (no -u; the jobs flush their lines)
-    p = subprocess.Popen([PY, str(script)], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                         env=dict(env, HANG_NAME=name), cwd=str(run), start_new_session=True)
-    log.close()
-    return p
-
-
-def stop(p: subprocess.Popen | None) -> None:
-    if p is None or p.poll() is not None:
-        return
-    try:
-        os.kill(p.pid, signal.SIGKILL)  # by its pid only
-    except ProcessLookupError:
-        pass
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-def write_config(out: Path, names) -> Path:
-    lines = ["# defaults everywhere: no [settings]", "[[hosts]]", 'name = "local"', "local = true", ""]
-    for name in names:
-        lines += ["[[jobs]]", f'name = "{name}"', 'host = "local"', f'match = "{name}_train\\\\.py"',
-                  f'logs = ["{out / "jobs" / name / "train.log"}"]', ""]
-    path = out / "gpuwatch.toml"
-    path.write_text("\n".join(lines))
-    return path
 
 
 def summarise(out: Path, names, windows: dict, cost: dict | None, cuda_note: str) -> dict:
@@ -318,7 +276,7 @@ def main() -> int:
     env["HANG_EVENTS"] = str(out / "events")
     cuda, note = has_cuda()
     names = ["fast_hang", "slow_step", "silent"] + (list(GPU_JOBS) if cuda else [])
-    config = write_config(out, names)
+    config = write_config(out, names, ["# defaults everywhere: no [settings]"])
     procs: dict[str, subprocess.Popen] = {}
     windows: dict[str, tuple[float, float]] = {}
     cost = None
@@ -326,12 +284,12 @@ def main() -> int:
     t0 = time.time()
     try:
         for name in ("fast_hang", "slow_step", "silent"):
-            procs[name] = start_job(name, out, env)
+            procs[name] = start_job(name, JOBS[name], out, dict(env, HANG_NAME=name))
         if cuda:
             plan = [("spin", SPIN_S), ("matmul", MATMUL_S), ("dataloader", LOADER_S)]
             for name, seconds in plan:
                 start = time.time()
-                procs[name] = start_job(name, out, env)
+                procs[name] = start_job(name, JOBS[name], out, dict(env, HANG_NAME=name))
                 if name == "spin":  # the probe's cost, GPM on and off, while the GPU spins (GPM read most)
                     time.sleep(45)
                     c = subprocess.run([PY, "-c", COST, str(COST_SAMPLES)], capture_output=True, text=True,

@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from job_runner import has_cuda, start_job, stop, write_config  # beside this script
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PY = sys.executable
@@ -187,29 +189,6 @@ print(json.dumps({"samples": len(on_ms), "call_ms": [round(x * 1000, 4) for x in
 '''
 
 
-def has_cuda() -> tuple[bool, str]:
-    try:
-        out = subprocess.run([PY, "-c", "import torch; print(torch.__version__, torch.cuda.is_available())"],
-                             capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"torch check failed: {exc}"
-    if out.returncode != 0:
-        lines = out.stderr.strip().splitlines()
-        return False, "torch not importable" + (": " + lines[-1] if lines else "")
-    return out.stdout.split()[-1] == "True", out.stdout.strip()
-
-
-def write_config(out: Path, names) -> Path:
-    lines = ["[settings]", "sample_interval = 1.0", 'stall_after = "30s"', "",
-             "[[hosts]]", 'name = "local"', "local = true", ""]
-    for name in names:
-        lines += ["[[jobs]]", f'name = "{name}"', 'host = "local"', f'match = "{name}_train\\\\.py"',
-                  f'logs = ["{out / "jobs" / name / "train.log"}"]', ""]
-    path = out / "gpuwatch.toml"
-    path.write_text("\n".join(lines))
-    return path
-
-
 class Watch:
     """`gpuwatch watch --json`, its lines written as they come (the format score_timeline.py reads)."""
 
@@ -230,32 +209,6 @@ class Watch:
                 self.proc.wait(5)
         self.out.close()
         self.err.close()
-
-
-def start_job(name: str, out: Path, env: dict) -> subprocess.Popen:
-    run = out / "jobs" / name
-    run.mkdir(parents=True, exist_ok=True)
-    script = run / f"{name}_train.py"
-    script.write_text(JOBS[name])
-    log = open(run / "train.log", "wb")
-    # as people start them: `nohup python train.py > train.log 2>&1 &`, no -u, PYTHONUNBUFFERED unset
-    p = subprocess.Popen([PY, str(script)], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                         env=env, cwd=str(run), start_new_session=True)
-    log.close()
-    return p
-
-
-def stop(p: subprocess.Popen | None) -> None:
-    if p is None or p.poll() is not None:
-        return
-    try:
-        os.kill(p.pid, signal.SIGKILL)  # by its pid only
-    except ProcessLookupError:
-        pass
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def score(out: Path) -> dict:
@@ -335,7 +288,7 @@ def main() -> int:
     if cuda:
         env["CUDA_VISIBLE_DEVICES"] = env.get("SHARED_GPU_INDEX", "0")
     names = ["train", "hang", "buffered"] + (["compile"] if cuda else [])
-    config = write_config(out, names)
+    config = write_config(out, names, ["[settings]", "sample_interval = 1.0", 'stall_after = "30s"', ""])
     procs: dict[str, subprocess.Popen] = {}
     cost = None
     watch = Watch(config, out, env)
@@ -343,10 +296,10 @@ def main() -> int:
     try:
         time.sleep(3)
         for name in ("train", "hang", "buffered"):
-            procs[name] = start_job(name, out, env)
+            procs[name] = start_job(name, JOBS[name], out, env)
         if cuda:
             time.sleep(max(0.0, t0 + COMPILE_AT_S - time.time()))
-            procs["compile"] = start_job("compile", out, env)
+            procs["compile"] = start_job("compile", JOBS["compile"], out, env)
         if cuda:
             time.sleep(max(0.0, t0 + COST_AT_S - time.time()))
             c = subprocess.run([PY, "-c", COST, str(COST_SAMPLES)], capture_output=True, text=True, env=env,

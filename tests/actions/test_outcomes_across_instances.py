@@ -86,7 +86,15 @@ async def test_a_restart_by_one_instance_ends_with_the_wrappers_exit_status_in_t
         (work / "stop").write_text("")
         for monitor in (acting, watching):
             who = "the instance that restarted" if monitor is acting else "the one that watched"
-            await wait_for(lambda: view(monitor, "cfg0").exit_code == 3, 20, what=f"the wrapper's exit code in {who}")
+            try:
+                await wait_for(lambda: view(monitor, "cfg0").exit_code == 3, 45, what=f"the wrapper's exit code in {who}")
+            except AssertionError as exc:
+                v = view(monitor, "cfg0")
+                sample = monitor.last_samples.get(host.name)
+                seen = sample.procs.get(new_pid) if sample is not None else None
+                raise AssertionError(f"{exc}: new={new_pid} seen={seen!r} matches={getattr(sample, 'matches', None)} "
+                                     f"{v.phase} {v.detail} exit={v.exit_code} pids={v.pids} "
+                                     f"evidence={v.evidence} jobs={[(j.id, j.phase) for j in monitor.tracker.views()]}")
             assert view(monitor, "cfg0").pids == (new_pid,), [(v.id, v.pids) for v in monitor.tracker.views()]
             final = view(monitor, "cfg0").to_json()
             assert final["exit_code"] == 3 and final["phase"] == "crashed", final

@@ -15,6 +15,7 @@ import pytest
 
 from gpuwatch_tui.actions.job_tree import JobTree
 from gpuwatch_tui.actions.kill import KillReport, kill_job
+from gpuwatch_tui.jobs.job_actions import KILL
 from gpuwatch_tui.jobs.tracker import JobTracker
 
 from tests.actions.conftest import local_request
@@ -97,9 +98,11 @@ def wait_jobs(loop: ProbeLoop, roots: list[int], timeout: float = 90.0) -> dict:
 
 
 def kill(loop: ProbeLoop, view) -> tuple[JobTree, KillReport]:
-    """The job's kill plan as the monitor would make it (its processes as last seen), carried out by the
-    probe's kill op."""
+    """The job's kill plan as the monitor would make it (its processes as last seen), noted on the job as the
+    action service does (the run then ends as killed, not as a guess from its log), carried out by the probe's
+    kill op."""
     tree = JobTree(loop.host, view.name, tuple(loop.tracker.procs(view.id)))
+    loop.tracker.record_action(view.id, KILL, "tester", time.time())
     report = asyncio.run(kill_job(local_request, tree, grace_s=2.0, kill_wait_s=2.0))
     return tree, report
 

@@ -96,21 +96,12 @@ def script_name(cmdline: Iterable[str]) -> str:
         return "?"
     exe = _base(args[0])
     if exe.startswith("python") or exe in ("pypy", "pypy3"):
-        i = 1
-        while i < len(args):
-            arg = args[i]
-            if arg == "-m" and i + 1 < len(args):
-                return args[i + 1]
-            if arg == "-c":
-                return "python -c"
-            if arg in _PY_FLAGS_WITH_ARG:
-                i += 2
-                continue
-            if arg.startswith("-"):
-                i += 1
-                continue
-            return _base(arg)
-        return exe
+        what = _python_operand(args)
+        if what is None or (what[0] == "-m" and not what[1]):
+            return exe
+        if what[0] == "-m":
+            return what[1]
+        return "python -c" if what[0] == "-c" else _base(what[1])
     # Launchers and entry points: the first argument that looks like a script.
     for arg in args[1:]:
         if arg.endswith(".py"):
@@ -177,18 +168,27 @@ def runs_own_script(cmdline: Iterable[str], parent_cmdline: Iterable[str]) -> bo
 
 def _script_arg(args: list[str]) -> str | None:
     """The script path a Python command line runs; None for -m, -c or none."""
+    what = _python_operand(args)
+    return what[1] if what is not None and what[0] == "file" and what[1].endswith(".py") else None
+
+
+def _python_operand(args: list[str]) -> tuple[str, str] | None:
+    """What a Python command line runs, past the interpreter's own options: ("-m", module), ("-c", ""),
+    ("file", path), or None when nothing follows them."""
     i = 1
     while i < len(args):
         arg = args[i]
-        if arg in ("-m", "-c"):
-            return None
+        if arg == "-m":
+            return ("-m", args[i + 1] if i + 1 < len(args) else "")
+        if arg == "-c":
+            return ("-c", "")
         if arg in _PY_FLAGS_WITH_ARG:
             i += 2
             continue
         if arg.startswith("-"):
             i += 1
             continue
-        return arg if arg.endswith(".py") else None
+        return ("file", arg)
     return None
 
 

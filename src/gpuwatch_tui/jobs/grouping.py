@@ -114,6 +114,7 @@ class JobGrouping:
                 continue
             # A zombie (exited, parent not reaping) is a run that is over, never a new one.
             live = [p for p in sample.matches.get(key, []) if p in procs and procs[p].state != "Z"]
+            live += self._successors_of(host, spec, procs, live)
             trees = [t for t in configured_groups(live, procs)
                      if (host, t[0], procs[t[0]].start_time) not in self.dismissed]
             if not trees:
@@ -158,7 +159,23 @@ class JobGrouping:
                     slots.append(job)
                 taken.add(job.id)
                 self._join_configured(job, root, main, procs)
+        pending = self.successors.get(host)
+        if pending:  # a restarted configured run that joined its job is no longer awaited
+            joined = {pid for j in self._on(host) if j.spec is not None and j.exit is None for pid in j.members}
+            pending[:] = [s for s in pending if s.pid not in joined]
         return claimed
+
+    def _successors_of(self, host: str, spec, procs: dict[int, ProcInfo], live: list[int]) -> list[int]:
+        """The runs this gpuwatch's restarts of `spec`'s jobs started, seen here but not (yet) among the
+        matches: the probe may have read the new run's command line between the wrapper's fork and its exec."""
+        out = []
+        for succ in self.successors.get(host, ()):
+            owner = self._jobs.get(succ.job_id)
+            proc = procs.get(succ.pid)
+            if (owner is not None and owner.spec is spec and proc is not None and proc.state != "Z"
+                    and proc.start_ticks in (0, succ.start_ticks) and succ.pid not in live):
+                out.append(succ.pid)
+        return out
 
     def _join_configured(self, job: JobState, root: int, main: list[int], procs: dict[int, ProcInfo]) -> None:
         if job.root is None:

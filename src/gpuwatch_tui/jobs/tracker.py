@@ -204,9 +204,10 @@ class JobTracker:
                          now: float, within_s: float = SUCCESSOR_WAIT_S) -> None:
         """A restart of `job_id` started pid (start ticks, under the wrapper `wrapper_pid`): when that
         process shows up it is the same job (id, name, history kept, the restart in its events), not a new
-        discovered job. Configured jobs need no hint (their match finds the new run)."""
+        discovered job; for a configured job it stands in for a match the probe may have missed (a command
+        line read between the wrapper's fork and the run's exec)."""
         job = self._jobs.get(job_id)
-        if job is None or job.spec is not None:
+        if job is None:
             return
         pending = self._grouping.successors.setdefault(host, [])
         pending[:] = [s for s in pending if s.job_id != job_id]

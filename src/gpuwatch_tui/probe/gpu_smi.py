@@ -52,6 +52,17 @@ def die_with_parent():
             os._exit(1)  # the probe died before prctl took effect
 
 
+def end_child(proc):
+    """Kill and reap an nvidia-smi child, and stop counting it among the probe's children."""
+    try:
+        proc.kill()
+        proc.wait()
+    except Exception:
+        pass
+    if proc in CHILDREN:
+        CHILDREN.remove(proc)
+
+
 class SmiStream(object):
     """One long-running `nvidia-smi ... -lms N` whose latest lines are kept by a thread."""
 
@@ -103,11 +114,7 @@ class SmiStream(object):
         return lines
 
     def close(self):
-        try:
-            self.proc.kill()
-            self.proc.wait()
-        except Exception:
-            pass
+        end_child(self.proc)
 
 
 class Pmon(object):
@@ -139,13 +146,7 @@ class Pmon(object):
         return self.out
 
     def close(self):
-        try:
-            self.proc.kill()
-            self.proc.wait()
-        except Exception:
-            pass
-        if self.proc in CHILDREN:
-            CHILDREN.remove(self.proc)
+        end_child(self.proc)
 
 
 class SmiSource(object):
