@@ -72,9 +72,15 @@ def render_status(snapshot: dict) -> str:
                          since, step, "; ".join(j.get("evidence", []))[:120]])
         lines.append("")
         lines += _table(rows)
+        # One line per reason (a fresh `status` gives most jobs the same one), naming the jobs by id
+        provisional: dict[str, list[str]] = {}
         for j in jobs:
             if j.get("provisional"):
-                lines.append(f"  {j['host']}/{j['name']}: ? provisional: {j.get('provisional_why') or 'too little history'}")
+                why = j.get("provisional_why") or "too little history"
+                provisional.setdefault(why, []).append(f"{j['host']}/{_label(j)}")
+        for why, named in provisional.items():
+            lines.append(f"  ? provisional: {why}: {', '.join(named)}")
+        for j in jobs:
             if j.get("advice"):
                 lines.append(f"  {j['host']}/{_label(j)}: {j['advice']}")
             # A script reads commands, not keys: the CLI verb of each advised action, naming the job by
@@ -84,8 +90,8 @@ def render_status(snapshot: dict) -> str:
                 if command is not None:
                     lines.append(f"    {command}")
             if j.get("leftovers"):
-                lines.append(f"  {j['host']}/{j['name']}: {leftovers_line(j['leftovers'], snapshot['time'])}")
-                lines.append(f"    {cli_hint('reap', j['host'], j['name'])}")
+                lines.append(f"  {j['host']}/{_label(j)}: {leftovers_line(j['leftovers'], snapshot['time'])}")
+                lines.append(f"    {cli_hint('reap', j['host'], j.get('short_id') or j['name'])}")
     return "\n".join(safe_text(line) for line in lines)  # the hints and advice lines carry host text too
 
 
