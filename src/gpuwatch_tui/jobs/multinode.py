@@ -20,7 +20,7 @@ from ..views import JobView, PhaseEntry, RankView
 from ..vocab import PHASE_URGENCY
 from .culprit import Culprit, find_culprit
 from .discovery import is_python, launcher_kind
-from .job_actions import DUMP, KILL
+from .job_actions import KILL
 from .activity import format_history
 from ..short_id import multi_parts, short_id
 
