@@ -14,11 +14,13 @@ Hosts (say which in the report):
                        nvidia-smi stand-in replaying H200 recordings, one "training" process per host
   --this-machine       no config at all: the dashboard watches this machine (a GPU host's real GPUs)
 With --nvitop, `nvitop --interval 1` is measured the same way (on this machine's NVML; with --fake-nvml the
-NVML stand-in from tests/support is put on LD_LIBRARY_PATH for it).
+NVML stand-in from tests/support is put on LD_LIBRARY_PATH for it); with --together both run in the same
+minute, each under its own pty, so a busy machine weighs on both alike. --reps repeats every size.
 
     python benchmarks/bench_dash_pty.py --hosts 1 --gpus 1 --sizes 80x24,200x50,300x80 --seconds 60
     python benchmarks/bench_dash_pty.py --hosts 16 --gpus 8 --sizes 200x50
     python benchmarks/bench_dash_pty.py --this-machine --nvitop --seconds 60      # on a GPU host
+    python benchmarks/bench_dash_pty.py --this-machine --nvitop --together --reps 2 --settle 65 --seconds 30
 """
 
 from __future__ import annotations
@@ -241,6 +243,8 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=10, help="g presses each way for key->frame")
     parser.add_argument("--nvitop", action="store_true", help="measure `nvitop --interval 1` too")
     parser.add_argument("--fake-nvml", action="store_true", help="nvitop on the NVML stand-in")
+    parser.add_argument("--together", action="store_true", help="measure nvitop in the same minute, not after")
+    parser.add_argument("--reps", type=int, default=1, help="measure every size this many times")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds after the first frame before measuring")
     parser.add_argument("--show", action="store_true", help="print each run's last screen")
     parser.add_argument("--out", help="write the results as JSON here")
@@ -264,28 +268,44 @@ def main() -> None:
         if not args.this_machine:
             config, procs = write_hosts(base, args.hosts, args.gpus)
             argv += ["--config", str(config)]
-        try:
-            for size in args.sizes.split(","):
-                cols, rows = (int(v) for v in size.split("x"))
-                result = measure(argv, env, cols, rows, args.seconds, args.keys, GPUWATCH_READY,
-                                 (b"g", PROCESS_VIEW))
-                result["tool"] = "gpuwatch"
-                results["runs"].append(result)
-                print(json.dumps({k: v for k, v in result.items() if k != "screen"}), flush=True)
-                if args.show:
-                    print(result.get("screen", ""))
-                if args.nvitop:
-                    nv_env = dict(env)
-                    if args.fake_nvml:
-                        from tests.support.fake_nvml import build_fake_nvml, fake_nvml_env
+        nv_env = dict(env)
+        if args.nvitop and args.fake_nvml:
+            from tests.support.fake_nvml import build_fake_nvml, fake_nvml_env
 
-                        nv_env = fake_nvml_env(build_fake_nvml(base / "nvml"), args.gpus, [p.pid for p in procs],
-                                               nv_env)
-                    result = measure([sys.executable, "-m", "nvitop", "--interval", "1"], nv_env, cols, rows,
-                                     args.seconds, 0, NVITOP_READY)
-                    result["tool"] = "nvitop --interval 1"
-                    results["runs"].append(result)
-                    print(json.dumps(result), flush=True)
+            nv_env = fake_nvml_env(build_fake_nvml(base / "nvml"), args.gpus, [p.pid for p in procs], nv_env)
+        nvitop = [sys.executable, "-m", "nvitop", "--interval", "1"]
+
+        def run_one(tool: str, cols: int, rows: int, rep: int) -> dict:
+            if tool == "gpuwatch":
+                result = measure(argv, env, cols, rows, args.seconds, args.keys, GPUWATCH_READY, (b"g", PROCESS_VIEW))
+            else:
+                result = measure(nvitop, nv_env, cols, rows, args.seconds, 0, NVITOP_READY)
+            return {"tool": tool if tool == "gpuwatch" else "nvitop --interval 1", "rep": rep, **result}
+
+        def report(result: dict) -> None:
+            results["runs"].append(result)
+            print(json.dumps({k: v for k, v in result.items() if k != "screen"}), flush=True)
+            if args.show:
+                print(result.get("screen", ""))
+
+        try:
+            for rep in range(args.reps):
+                for size in args.sizes.split(","):
+                    cols, rows = (int(v) for v in size.split("x"))
+                    tools = ["gpuwatch", "nvitop"] if args.nvitop else ["gpuwatch"]
+                    if args.together and len(tools) > 1:
+                        done: dict[str, dict] = {}
+                        threads = [threading.Thread(target=lambda t=t: done.__setitem__(t, run_one(t, cols, rows, rep)))
+                                   for t in tools]
+                        for thread in threads:
+                            thread.start()
+                        for thread in threads:
+                            thread.join()
+                        for tool in tools:
+                            report(done[tool])
+                    else:
+                        for tool in tools:
+                            report(run_one(tool, cols, rows, rep))
         finally:
             for proc in procs:
                 proc.terminate()

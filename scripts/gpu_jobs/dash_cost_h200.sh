@@ -1,8 +1,9 @@
 #!/bin/bash
 # On a GPU host (python3 with torch and CUDA, nvidia-ml-py, the project's dependencies; nvitop if installed), in
-# about 7 minutes: what the dashboard costs through a real pty with this machine as its only host (local
+# about 6 minutes: what the dashboard costs through a real pty with this machine as its only host (local
 # transport, real NVML) while one GPU trains (a bf16 matmul loop), beside `nvitop --interval 1` on the same
-# GPUs: CPU, bytes a minute, RSS, key->frame, at 200x50 and 80x24, each after the 60-sample history has filled.
+# GPUs in the same minute: CPU, bytes a minute, RSS, first frame, key->frame, at 200x50, 80x24 and 300x80, each
+# after the 60-sample history has filled.
 # Usage: scripts/gpu_jobs/dash_cost_h200.sh OUTDIR   (writes dash-pty-h200.json, its log and the GPU list there)
 # SIZES, SECONDS_EACH and SETTLE override the sizes, the measured window and the wait before it.
 set -u
@@ -14,7 +15,7 @@ mkdir -p "$out"
 nvidia-smi -L > "$out/dash-pty-h200-gpus.txt" 2>&1
 
 # The busy GPU the dashboard and nvitop both show; stopped by its pid when the measurements end.
-timeout 440 python3 -c '
+timeout 580 python3 -c '
 import time, torch
 a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
 print("load: bf16 matmul loop on", torch.cuda.get_device_name(0), flush=True)
@@ -25,11 +26,11 @@ while True:
 ' > "$out/dash-pty-h200-load.log" 2>&1 &
 load=$!
 
-nvitop_flag=--nvitop
+nvitop_flag="--nvitop --together"
 python3 -c "import nvitop" 2>/dev/null || { nvitop_flag=; echo "nvitop is not installed: gpuwatch only" | tee -a "$out/dash-pty-h200.log"; }
-PYTHONPATH="$root/src${PYTHONPATH:+:$PYTHONPATH}" timeout 430 \
-    python3 "$root/benchmarks/bench_dash_pty.py" --this-machine $nvitop_flag --sizes "${SIZES:-200x50,80x24}" \
-    --seconds "${SECONDS_EACH:-25}" --settle "${SETTLE:-65}" --keys 5 --show \
+PYTHONPATH="$root/src${PYTHONPATH:+:$PYTHONPATH}" timeout 570 \
+    python3 "$root/benchmarks/bench_dash_pty.py" --this-machine $nvitop_flag --sizes "${SIZES:-200x50,80x24,300x80}" \
+    --seconds "${SECONDS_EACH:-30}" --settle "${SETTLE:-65}" --keys 5 --show \
     --out "$out/dash-pty-h200.json" 2>&1 | tee -a "$out/dash-pty-h200.log"
 status=${PIPESTATUS[0]}
 kill "$load" 2>/dev/null
