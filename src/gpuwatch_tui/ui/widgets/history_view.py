@@ -291,6 +291,9 @@ class HistoryView(Themed, Widget):
             self.refresh()
             return
         self._lines = new = self._strips()
+        if len(new) != len(old):  # lines appeared or went (first samples, a chart more or less): all of it
+            self.refresh()
+            return
         width = self.size.width
         for y, (before, after) in enumerate(zip(old, new)):
             if before is not after and before != after:
