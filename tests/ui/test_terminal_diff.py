@@ -17,7 +17,8 @@ from gpuwatch_tui.ui.terminal_diff import ShadowScreen, diffed
 
 WIDTH, HEIGHT = 40, 6
 STYLES = [Style(color="#87d75f", bgcolor="#262626"), Style(color="#d0d0d0", bgcolor="#262626", bold=True),
-          Style(color="#8a8a8a", bgcolor="#262626", meta={"offset": (0, 1)}), Style(bgcolor="#5f0000")]
+          Style(color="#8a8a8a", bgcolor="#262626", meta={"offset": (0, 1)}), Style(bgcolor="#5f0000"),
+          Style(color="#ffffff", bgcolor="#262626", underline=True, reverse=True), Style(italic=True), None]
 GLYPHS = "ab█▇ ·界"  # 界 is two cells wide
 
 
@@ -54,7 +55,8 @@ def screen_of(writes: list[str]) -> list[list[tuple]]:
     stream = pyte.Stream(screen)
     for data in writes:
         stream.feed(data)
-    return [[(c.data, c.fg, c.bg, c.bold) for c in (screen.buffer[y][x] for x in range(WIDTH))]
+    return [[(c.data, c.fg, c.bg, c.bold, c.italics, c.underscore, c.reverse)
+             for c in (screen.buffer[y][x] for x in range(WIDTH))]
             for y in range(HEIGHT)]
 
 
@@ -90,3 +92,18 @@ def test_an_unchanged_frame_sends_nothing_and_forget_sends_it_all_again():
     assert diffed(update_of(moved), shadow).render_segments(console) == ""
     shadow.forget()  # a resize: the terminal may have lost it
     assert screen_of([diffed(update_of(lines), shadow).render_segments(console)]) == screen_of([first])
+
+
+def test_a_column_of_changed_cells_in_one_style_sets_the_pen_once():
+    """A chart's head: one cell on each row changes, all in the bar's style."""
+    console = Console(color_system="truecolor", width=WIDTH, force_terminal=True)
+    bar, back = Style(color="#87d75f", bgcolor="#262626"), Style(color="#d0d0d0", bgcolor="#262626")
+    shadow = ShadowScreen()
+    before = [Strip([Segment(" " * WIDTH, back)]) for _ in range(HEIGHT)]
+    after = [Strip([Segment(" " * 10, back), Segment("█", bar), Segment(" " * (WIDTH - 11), back)])
+             for _ in range(HEIGHT)]
+    first = diffed(update_of(before), shadow).render_segments(console)
+    sent = diffed(update_of(after), shadow).render_segments(console)
+    assert screen_of([first, sent]) == screen_of([update_of(after).render_segments(console)])
+    assert sent.count("38;2;135;215;95") == 1  # the bar's colour once, not once a row
+    assert len(sent.encode()) <= 48 + HEIGHT * 12  # the pen, then a cursor move and a glyph a row

@@ -6,6 +6,10 @@ moves by one sample a second, a "since" column that ticks, sent every second as 
 escapes (~20 KB/s at 200x50). Most of those cells are what the terminal already shows, so every update is
 compared cell by cell with the copy. A resize (the terminal may reflow or clear) forgets the copy, so the
 next update is written whole.
+
+The pen (the terminal's current colours and attributes) is changed only where the style changes, as curses
+does: Textual sets it and resets it around every piece of text, and a chart's head is a column of one-cell
+pieces in one style, ~40 bytes a cell of escapes for 3 bytes of glyph.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from rich.cells import cell_len
-from rich.console import Console
+from rich.color import ColorSystem
+from rich.console import COLOR_SYSTEMS, Console
 from rich.segment import Segment
 from rich.style import Style
 from textual._compositor import ChopsUpdate, CompositorUpdate, LayoutUpdate
@@ -135,21 +140,57 @@ class ShadowScreen:
         return fixed
 
 
-def _render_cells(cells: Cells, start: int, end: int, console: Console) -> str:
-    segments: list[Segment] = []
-    text: list[str] = []
-    style: Style | None = None
-    for char, cell_style in zip(cells.chars[start:end], cells.styles[start:end]):
-        if char == WIDE_TAIL:
-            continue
-        if cell_style is not style and cell_style != style and text:
-            segments.append(Segment("".join(text), style))
-            text = []
-        style = cell_style
-        text.append(char)
-    if text:
-        segments.append(Segment("".join(text), style))
-    return Strip(segments).render(console)
+@lru_cache(maxsize=4096)
+def _pen(style: Style | None, system: ColorSystem) -> tuple[str, str]:
+    """The escapes that start drawing in `style` and those that end it (a reset, a link's close), as
+    Textual writes them."""
+    if style is None:
+        return "", ""
+    on, _, off = Strip.render_style(style, "\x00", system).partition("\x00")
+    return on, off
+
+
+class PenWriter:
+    """Text written in styles, the pen changed only where the style changes. Starts and ends with the pen
+    reset (Textual's own writes leave it so)."""
+
+    def __init__(self, console: Console) -> None:
+        self.system = COLOR_SYSTEMS.get(console.color_system or "", ColorSystem.TRUECOLOR)
+        self.out: list[str] = []
+        self._on = self._off = ""
+
+    def move(self, x: int, y: int) -> None:
+        self.out.append(f"\x1b[{y + 1};{x + 1}H")  # the pen stays as it is across a cursor move
+
+    def write(self, text: str, style: Style | None) -> None:
+        on, off = _pen(style, self.system)
+        if on != self._on:
+            if off == self._off == "\x1b[0m" and on.startswith("\x1b["):
+                self.out.append("\x1b[0;" + on[2:])  # reset and set in one sequence
+            else:
+                self.out.append(self._off)
+                self.out.append(on)
+            self._on, self._off = on, off
+        self.out.append(text)
+
+    def cells(self, cells: Cells, start: int, end: int) -> None:
+        text: list[str] = []
+        style: Style | None = None
+        for char, cell_style in zip(cells.chars[start:end], cells.styles[start:end]):
+            if char == WIDE_TAIL:
+                continue
+            if cell_style is not style and cell_style != style and text:
+                self.write("".join(text), style)
+                text = []
+            style = cell_style
+            text.append(char)
+        if text:
+            self.write("".join(text), style)
+
+    def finish(self) -> str:
+        self.out.append(self._off)
+        self._on = self._off = ""
+        return "".join(self.out)
 
 
 def _pieces(update: CompositorUpdate) -> list[tuple[int, int, Strip]]:
@@ -177,13 +218,13 @@ class DiffedUpdate(CompositorUpdate):
         self.shadow = shadow
 
     def render_segments(self, console: Console) -> str:
-        out: list[str] = []
+        pen = PenWriter(console)
         for x, y, strip in _pieces(self.update):
             cells = Cells(strip)
             for start, end in self.shadow.changed_runs(x, y, cells):
-                out.append(f"\x1b[{y + 1};{x + start + 1}H")
-                out.append(_render_cells(cells, start, end, console))
-        return "".join(out)
+                pen.move(x + start, y)
+                pen.cells(cells, start, end)
+        return pen.finish()
 
 
 def diffed(update, shadow: ShadowScreen):
