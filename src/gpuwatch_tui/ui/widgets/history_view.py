@@ -30,6 +30,34 @@ if TYPE_CHECKING:  # annotations only: the first frame comes before the frame mo
     from ...store import HostRecord, Store
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
+GAP = chr(0xF0000)  # a slot's code when it has no sample (a slot's code is otherwise chr(its eighths filled))
+
+
+class _RowGlyphs(dict):
+    """One chart row's glyph for each slot code, for str.translate: a row `base` eighths above the floor
+    shows what of a bar reaches past it; a gap is blank, a dim dot on the bottom row."""
+
+    def __init__(self, base: int, bottom: bool) -> None:
+        super().__init__()
+        self.base, self.bottom = base, bottom
+
+    def __missing__(self, code: int) -> str:
+        if code == ord(GAP):
+            glyph = "·" if self.bottom else " "
+        else:
+            glyph = BLOCKS[max(0, min(8, code - self.base))]
+        self[code] = glyph
+        return glyph
+
+
+_ROW_GLYPHS: dict[tuple[int, bool], _RowGlyphs] = {}
+
+
+def _row_glyphs(base: int, bottom: bool) -> _RowGlyphs:
+    table = _ROW_GLYPHS.get((base, bottom))
+    if table is None:
+        table = _ROW_GLYPHS[(base, bottom)] = _RowGlyphs(base, bottom)
+    return table
 AXIS = 6  # "100% │" / " 700W│": the y-axis label and its rule
 MIN_CHART_ROWS = 2
 
@@ -127,35 +155,33 @@ def chart_runs(series: Series, width: int, height: int, window: int, newest: int
     and everything older keeps its column. A slot whose sample is missing or older than the window is a gap
     (a dim dot on the base line), not a zero.
 
-    Built a slot at a time (one string of glyphs per column, the rows read across them) and without
-    rich.Text: this runs every second for thousands of cells, and only bar glyphs and numbers are drawn here."""
+    Built as one string of slot codes that each row translates to its glyphs (str.translate, at C speed;
+    rows every bar fills or none reaches are not translated), without rich.Text: this runs every second for
+    thousands of cells, and only bar glyphs and numbers are drawn here."""
     values = series.values[-window:]
     each, slots = sweep_slots(width, window)
     head = newest % slots
     gap_style = palette.style("muted", dim=True)
-    gap_column = " " * (height - 1) + "·"
-    columns: dict[int, str] = {}  # eighths filled -> the column's glyphs, top first
-    glyphs: list[str] = []  # one per slot
+    codes: list[str] = []  # one per slot
     styles: list[Style | None] = []
     for slot in range(slots):
         age = (head - slot) % slots  # 0: the newest sample
         value = values[len(values) - 1 - age] if age < len(values) else None
         if value is None:
-            glyphs.append(gap_column)
+            codes.append(GAP)
             styles.append(gap_style)
             continue
         fraction = max(0.0, min(1.0, value / series.top)) if series.top > 0 else 0.0
-        eighths = max(1, round(fraction * height * 8))  # a measured zero still shows
-        glyph = columns.get(eighths)
-        if glyph is None:
-            glyph = columns[eighths] = "".join(
-                BLOCKS[max(0, min(8, eighths - (height - 1 - row) * 8))] for row in range(height))
-        glyphs.append(glyph)
+        codes.append(chr(max(1, round(fraction * height * 8))))  # a measured zero still shows
         styles.append(palette.style(series.level(value)))  # cached by the palette: equal styles are one object
     # Columns left over at the right are gaps.
     spare = width - slots * each
+    measured = [ord(code) for code in codes if code != GAP]
+    lowest, highest = (min(measured), max(measured)) if measured else (0, 0)
+    every_slot = len(measured) == slots
+    slot_codes = "".join(code * each for code in codes)
     if spare > 0:
-        glyphs.append(gap_column)
+        codes.append(GAP)
         styles.append(gap_style)
     widths = [each] * slots + ([spare] if spare > 0 else [])
     # One run per stretch of equal style, not per cell: each run costs in every repaint.
@@ -167,18 +193,26 @@ def chart_runs(series: Series, width: int, height: int, window: int, newest: int
             start = at
         at += widths[n]
     spans.append((start, at, styles[-1]))
-    cells = [glyph for glyph, wide in zip(glyphs, widths) for _ in range(wide)]
     muted = palette.style("muted")
     on_muted = {style: muted + style for _, _, style in spans}  # the line's base style is muted
     rows = []
-    for row, chars in enumerate(zip(*cells)):  # top row first
+    for row in range(height):  # top row first; a row is the slots' codes translated to its glyphs
         if row == 0:
             label = f"{series.top:.0f}{series.unit}" if series.unit == "W" else "100%"
         elif row == height - 1:
             label = f"0{series.unit}"
         else:
             label = ""
-        line = "".join(chars)
+        base, bottom = (height - 1 - row) * 8, row == height - 1
+        # Most rows of a steady chart are all full or all empty: only the rows the bars end in are translated.
+        if every_slot and base + 8 <= lowest:
+            line = BLOCKS[8] * len(slot_codes)
+        elif base >= highest and not bottom:
+            line = " " * len(slot_codes)
+        else:
+            line = slot_codes.translate(_row_glyphs(base, bottom))
+        if spare > 0:
+            line += ("·" if bottom else " ") * spare
         rows.append([(label.rjust(AXIS - 1)[-(AXIS - 1):] + "│", muted),
                      *((line[a:b], on_muted[style]) for a, b, style in spans)])
     return rows
