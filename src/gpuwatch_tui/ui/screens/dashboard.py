@@ -98,22 +98,28 @@ class DashboardScreen(Screen):
         self.problems_only = False
 
     def compose(self) -> ComposeResult:
-        yield HostBar(id="host-bar")
-        yield GpuGrid(self.history, id="gpu-grid")
-        yield JobsTable(id="jobs")
-        yield GpuProcessTable(id="gpu-processes")
+        # Kept, not looked up: a DOM query each frame for each of them was a sixth of a frame's work.
+        self._bar = HostBar(id="host-bar")
+        self._grid = GpuGrid(self.history, id="gpu-grid")
+        self._jobs_table = JobsTable(id="jobs")
+        self._processes = GpuProcessTable(id="gpu-processes")
+        self._history_view = HistoryView(id="history")
+        yield self._bar
+        yield self._grid
+        yield self._jobs_table
+        yield self._processes
         # The Slurm queue exists only where the source reads one ([slurm] in the config): without
         # it the first frame skips the queue's import, DataTable's and its CSS (~20 ms of start-up).
         if getattr(self.app.source, "has_slurm", False):
             from ..widgets.slurm_queue import SlurmQueueTable
 
             yield SlurmQueueTable(id="slurm-queue")
-        yield HistoryView(id="history")
+        yield self._history_view
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        self.query_one(GpuProcessTable).display = False
-        self.query_one(JobsTable).focus()
+        self._processes.display = False
+        self._jobs_table.focus()
         self.refresh_from_source()
 
     def on_screen_resume(self) -> None:
@@ -134,8 +140,8 @@ class DashboardScreen(Screen):
 
     @property
     def lower_table(self) -> JobsTable | GpuProcessTable:
-        processes = self.query_one(GpuProcessTable)
-        return processes if processes.display else self.query_one(JobsTable)
+        processes = self._processes
+        return processes if processes.display else self._jobs_table
 
     def refresh_from_source(self) -> None:
         """Re-read the source and redraw; widgets only repaint what changed or is visible."""
@@ -154,14 +160,14 @@ class DashboardScreen(Screen):
             jobs = [j for j in jobs if job_matches(j, term, parts.get(j.id))]
             matching = {name for name in source.store.hosts if term in name.lower()} | {j.host for j in jobs}
             host_filter = matching if host_filter is None else host_filter & matching
-        bar = self.query_one(HostBar)
+        bar = self._bar
         bar.set_filter(self.filter_text, self.filtering)
         bar.set_problems_only(self.problems_only)
         bar.show(source.store, now, source.paused)
-        grid = self.query_one(GpuGrid)
+        grid = self._grid
         grid.show(source.store, jobs, now, host_filter)
-        self.query_one(JobsTable).show(jobs, now, running=self.app.running_actions)
-        processes = self.query_one(GpuProcessTable)
+        self._jobs_table.show(jobs, now, running=self.app.running_actions)
+        processes = self._processes
         if processes.display:
             processes.show(source.store, jobs, host_filter, now)
         slurm = self._slurm_queue()
@@ -169,16 +175,16 @@ class DashboardScreen(Screen):
             from ...slurm.display import queue_rows  # only with [slurm], as the table above
 
             slurm.show(queue_rows(source.slurm_jobs()), source.slurm_note())
-        history = self.query_one(HistoryView)
+        history = self._history_view
         if history.host is None:
             history.select(*grid.selection)
         history.show(source.store)
         self._size_panes()
 
     def _size_panes(self) -> None:
-        grid = self.query_one(GpuGrid)
+        grid = self._grid
         lower = self.lower_table
-        history = self.query_one(HistoryView)
+        history = self._history_view
         available = self.size.height - CHROME_ROWS
         slurm = self._slurm_queue()
         if slurm is not None:  # the queue keeps its rows (a quarter of the screen at most) above the history
@@ -194,32 +200,32 @@ class DashboardScreen(Screen):
                 widget.styles.height = height  # only a real change costs a relayout
 
     def on_gpu_grid_selected(self, event: GpuGrid.Selected) -> None:
-        history = self.query_one(HistoryView)
+        history = self._history_view
         history.select(event.host, event.gpu)
         history.show(self.app.source.store)
 
     def show_paused(self, paused: bool) -> None:
-        self.query_one(HostBar).set_paused(paused)
+        self._bar.set_paused(paused)
 
     def theme_changed(self, palette: Palette) -> None:
-        for widget in (self.query_one(HostBar), self.query_one(GpuGrid), self.query_one(JobsTable),
-                       self.query_one(GpuProcessTable), self._slurm_queue(), self.query_one(HistoryView)):
+        for widget in (self._bar, self._grid, self._jobs_table,
+                       self._processes, self._slurm_queue(), self._history_view):
             if widget is not None:
                 widget.theme_changed(palette)
         self.refresh_from_source()
 
     @property
     def selected_job_id(self) -> str | None:
-        grid = self.query_one(GpuGrid)
+        grid = self._grid
         if grid.has_focus:
             return grid.job_at(grid.cursor)
-        return self.query_one(JobsTable).selected_job_id
+        return self._jobs_table.selected_job_id
 
     # -- GPU process view ------------------------------------------------------------------
 
     def action_toggle_processes(self) -> None:
-        processes = self.query_one(GpuProcessTable)
-        jobs = self.query_one(JobsTable)
+        processes = self._processes
+        jobs = self._jobs_table
         showing = not processes.display
         processes.display = showing
         jobs.display = not showing
