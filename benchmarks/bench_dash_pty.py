@@ -50,6 +50,7 @@ GPUWATCH_READY = re.compile(r"\bquit\b", re.I)  # the footer names the quit key 
 PROCESS_VIEW = re.compile(r"Host\s+GPU\s+PID")  # the GPU process view's header
 SETTLE_S = 5.0  # --settle
 SHOW_SCREEN = False  # --show: the last screen goes into each result
+RAW_DIR: Path | None = None  # --raw DIR: each run's bytes as written, and when (for scripts/pty_bytes_by_row.py)
 NVITOP_READY = re.compile(r"PID\s+USER|No running processes|NVITOP", re.I)
 
 
@@ -71,6 +72,11 @@ class PtyRun:
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         self.proc = psutil.Process(pid)
         self.done = False
+        self.raw = self.raw_index = None
+        if RAW_DIR is not None:
+            name = f"{Path(argv[2] if argv[1:2] == ['-m'] else argv[0]).name}-{cols}x{rows}-{pid}"
+            self.raw = (RAW_DIR / f"{name}.bytes").open("wb")
+            self.raw_index = (RAW_DIR / f"{name}.idx").open("w")
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
@@ -86,6 +92,9 @@ class PtyRun:
             if not chunk:
                 return
             with self.lock:
+                if self.raw is not None:
+                    self.raw_index.write(f"{time.monotonic() - self.started:.3f} {self.bytes}\n")
+                    self.raw.write(chunk)
                 self.bytes += len(chunk)
                 self.stream.feed(chunk)
 
@@ -148,6 +157,9 @@ class PtyRun:
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
         os.close(self.fd)
+        if self.raw is not None:
+            self.raw.close()
+            self.raw_index.close()
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -247,10 +259,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=1, help="measure every size this many times")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds after the first frame before measuring")
     parser.add_argument("--show", action="store_true", help="print each run's last screen")
+    parser.add_argument("--raw", help="keep every run's bytes as written (NAME.bytes) and when (NAME.idx) here")
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args()
-    global SHOW_SCREEN, SETTLE_S
+    global SHOW_SCREEN, SETTLE_S, RAW_DIR
     SHOW_SCREEN, SETTLE_S = args.show, args.settle
+    if args.raw:
+        RAW_DIR = Path(args.raw)
+        RAW_DIR.mkdir(parents=True, exist_ok=True)
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUWATCH_")}
     env.update(TERM="xterm-256color", COLORTERM="truecolor",

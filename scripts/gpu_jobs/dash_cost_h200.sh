@@ -5,7 +5,8 @@
 # GPUs in the same minute: CPU, bytes a minute, RSS, first frame, key->frame, at 200x50, 80x24 and 300x80, each
 # after the 60-sample history has filled.
 # Usage: scripts/gpu_jobs/dash_cost_h200.sh OUTDIR   (writes dash-pty-h200.json, its log and the GPU list there)
-# SIZES, SECONDS_EACH and SETTLE override the sizes, the measured window and the wait before it.
+# SIZES, SECONDS_EACH and SETTLE override the sizes, the measured window and the wait before it; BENCH_ARGS adds
+# bench_dash_pty.py options (--reps 2, --raw DIR to keep the bytes for scripts/pty_bytes_by_row.py).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -30,7 +31,7 @@ nvitop_flag="--nvitop --together"
 python3 -c "import nvitop" 2>/dev/null || { nvitop_flag=; echo "nvitop is not installed: gpuwatch only" | tee -a "$out/dash-pty-h200.log"; }
 PYTHONPATH="$root/src${PYTHONPATH:+:$PYTHONPATH}" timeout 570 \
     python3 "$root/benchmarks/bench_dash_pty.py" --this-machine $nvitop_flag --sizes "${SIZES:-200x50,80x24,300x80}" \
-    --seconds "${SECONDS_EACH:-30}" --settle "${SETTLE:-65}" --keys 5 --show \
+    --seconds "${SECONDS_EACH:-30}" --settle "${SETTLE:-65}" --keys 5 --show ${BENCH_ARGS:-} \
     --out "$out/dash-pty-h200.json" 2>&1 | tee -a "$out/dash-pty-h200.log"
 status=${PIPESTATUS[0]}
 kill "$load" 2>/dev/null
