@@ -15,7 +15,8 @@ Hosts (say which in the report):
   --this-machine       no config at all: the dashboard watches this machine (a GPU host's real GPUs)
 With --nvitop, `nvitop --interval 1` is measured the same way (on this machine's NVML; with --fake-nvml the
 NVML stand-in from tests/support is put on LD_LIBRARY_PATH for it); with --together both run in the same
-minute, each under its own pty, so a busy machine weighs on both alike. --reps repeats every size.
+minute, each under its own pty, so a busy machine weighs on both alike; with --sizes-together every size
+of both runs at once (on a machine with cores to spare). --reps repeats every size.
 
     python benchmarks/bench_dash_pty.py --hosts 1 --gpus 1 --sizes 80x24,200x50,300x80 --seconds 60
     python benchmarks/bench_dash_pty.py --hosts 16 --gpus 8 --sizes 200x50
@@ -176,7 +177,20 @@ def measure(argv, env, cols, rows, seconds, keys, ready, toggle=None) -> dict:
         if first is None:
             return {"error": "no first frame in 120 s", "screen": run.text()}
         first_frame_s = time.monotonic() - run.started
-        time.sleep(SETTLE_S)  # let start-up (imports, probe hello, first samples) settle out of the window
+        # Let start-up (imports, probe hello, first samples) settle out of the window. With a long settle,
+        # seconds 30-90 are measured too: the history still filling (each new sample a new column).
+        filling = None
+        if SETTLE_S >= 95:
+            time.sleep(30)
+            fill0, fill_bytes0, fill_t0 = run.cpu_seconds(), run.bytes, time.monotonic()
+            time.sleep(60)
+            fill1, fill_t1 = run.cpu_seconds(), time.monotonic()
+            filling = {"cpu_pct_dashboard_only": round(100 * (fill1.get(run.pid, 0.0) - fill0.get(run.pid, 0.0))
+                                                       / (fill_t1 - fill_t0), 2),
+                       "bytes_per_min": round(60 * (run.bytes - fill_bytes0) / (fill_t1 - fill_t0))}
+            time.sleep(SETTLE_S - 90)
+        else:
+            time.sleep(SETTLE_S)
         cpu0, bytes0, t0 = run.cpu_seconds(), run.bytes, time.monotonic()
         rss_peak = (0.0, 0.0)
         while time.monotonic() - t0 < seconds:
@@ -210,6 +224,7 @@ def measure(argv, env, cols, rows, seconds, keys, ready, toggle=None) -> dict:
             "key_to_frame_ms_p50": None if not latencies else round(percentile(latencies, 50), 1),
             "key_to_frame_ms_p95": None if not latencies else round(percentile(latencies, 95), 1),
             "keys": len(latencies),
+            **({"seconds_30_to_90": filling} if filling else {}),
             **({"screen": run.text()} if SHOW_SCREEN else {}),
         }
     finally:
@@ -256,6 +271,8 @@ def main() -> None:
     parser.add_argument("--nvitop", action="store_true", help="measure `nvitop --interval 1` too")
     parser.add_argument("--fake-nvml", action="store_true", help="nvitop on the NVML stand-in")
     parser.add_argument("--together", action="store_true", help="measure nvitop in the same minute, not after")
+    parser.add_argument("--sizes-together", action="store_true",
+                        help="every size (and nvitop at each) at the same time: one window for all")
     parser.add_argument("--reps", type=int, default=1, help="measure every size this many times")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds after the first frame before measuring")
     parser.add_argument("--show", action="store_true", help="print each run's last screen")
@@ -304,21 +321,28 @@ def main() -> None:
             if args.show:
                 print(result.get("screen", ""))
 
+        def run_all(runs: list[tuple[str, int, int]], rep: int) -> None:
+            """Every (tool, cols, rows) in `runs` at the same time, each under its own pty."""
+            done: dict[int, dict] = {}
+            threads = [threading.Thread(target=lambda n=n, r=r: done.__setitem__(n, run_one(*r, rep)))
+                       for n, r in enumerate(runs)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            for n in range(len(runs)):
+                report(done[n])
+
+        tools = ["gpuwatch", "nvitop"] if args.nvitop else ["gpuwatch"]
+        sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes.split(",")]
         try:
             for rep in range(args.reps):
-                for size in args.sizes.split(","):
-                    cols, rows = (int(v) for v in size.split("x"))
-                    tools = ["gpuwatch", "nvitop"] if args.nvitop else ["gpuwatch"]
-                    if args.together and len(tools) > 1:
-                        done: dict[str, dict] = {}
-                        threads = [threading.Thread(target=lambda t=t: done.__setitem__(t, run_one(t, cols, rows, rep)))
-                                   for t in tools]
-                        for thread in threads:
-                            thread.start()
-                        for thread in threads:
-                            thread.join()
-                        for tool in tools:
-                            report(done[tool])
+                if args.sizes_together:
+                    run_all([(tool, cols, rows) for cols, rows in sizes for tool in tools], rep)
+                    continue
+                for cols, rows in sizes:
+                    if args.together:
+                        run_all([(tool, cols, rows) for tool in tools], rep)
                     else:
                         for tool in tools:
                             report(run_one(tool, cols, rows, rep))
