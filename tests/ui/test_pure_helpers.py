@@ -27,6 +27,9 @@ def test_formatting():
     assert formatting.age(432) == "7m12s"
     assert formatting.age(8712) == "2h25m"
     assert formatting.duration(20265) == "5:37:45"
+    assert formatting.eta(20265) == "5:37:45" and formatting.eta(35999) == "9:59:59"
+    assert formatting.eta(36000) == "10h00m" and formatting.eta(99871) == "1d03h"  # never cut by the column
+    assert formatting.eta(None) == "-" and formatting.eta(float("inf")) == "-"
     assert formatting.gpus([0, 1, 2, 3]) == "0-3"
     assert formatting.gpus([0, 2]) == "0,2"
     assert formatting.progress(ProgressView(step=50, total=200)) == "50/200 25%"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..vocab import fmt_age, fmt_bytes, fmt_clock, fmt_coarse_age
+from ..vocab import fmt_age, fmt_bytes, fmt_clock, fmt_coarse_age, fmt_duration
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -14,6 +14,14 @@ age = fmt_age
 coarse_age = fmt_coarse_age
 duration = fmt_clock  # ETA-style: 1:02:03 / 12:34
 size = fmt_bytes
+ETA_CLOCK_BELOW_S = 10 * 3600  # "9:59:59" fits the jobs table's ETA column; "27:44:31" would be cut
+
+
+def eta(seconds: float | None) -> str:
+    """An ETA as a clock under 10 hours ("1:02:03"), beyond in two units ("10h05m", "1d03h")."""
+    if seconds is not None and seconds >= ETA_CLOCK_BELOW_S and seconds != float("inf"):
+        return fmt_duration(seconds)
+    return fmt_clock(seconds)
 
 
 def progress(p: ProgressView | None) -> str:

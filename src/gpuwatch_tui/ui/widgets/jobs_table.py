@@ -247,7 +247,7 @@ class JobsTable(LineList, can_focus=True):
             "rate": "-" if job.phase == "stalled" else formatting.rate(progress),
             "loss": formatting.loss(progress),
             # An ended job has no time left: its last ETA would read as a promise.
-            "eta": "-" if levels.job_has_ended(job) or job.phase == "stalled" else formatting.duration(progress.eta_s),
+            "eta": "-" if levels.job_has_ended(job) or job.phase == "stalled" else formatting.eta(progress.eta_s),
         }
 
     def show(self, jobs: list[JobView], now: float, force: bool = False,
