@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.command import CommandPalette
 
 from gpuwatch_tui.ui.app import GpuwatchApp
-from gpuwatch_tui.ui.screens.dashboard import DashboardScreen
+from gpuwatch_tui.ui.screens.dashboard import DashboardScreen, empty_note
 from gpuwatch_tui.ui.screens.help_screen import HelpScreen, binding_rows
 from gpuwatch_tui.ui.screens.job_screen import JobScreen
 from gpuwatch_tui.ui.widgets.gpu_grid import GpuGrid
@@ -106,6 +106,25 @@ async def test_slash_filters_jobs_and_grid_and_esc_clears(app):
         await pilot.press("escape")
         await pilot.pause()
         assert len(job_ids(app)) == 5
+
+
+async def test_a_table_with_every_job_filtered_out_says_why_and_which_key_brings_them_back(app):
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one(JobsTable)
+        await pilot.press("slash")
+        await pilot.press(*"nosuchjob")
+        await pilot.pause()
+        assert job_ids(app) == []
+        assert lines_of(table)[1].strip() == "no job matches “nosuchjob” (5 jobs hidden; esc: clear the filter)"
+        await pilot.press("enter", "escape")
+        await pilot.pause()
+        assert len(job_ids(app)) == 5 and "hidden" not in "\n".join(lines_of(table))
+
+
+def test_the_empty_note_names_what_problems_only_keeps():
+    assert empty_note(0, True, "") == "no training job found on the hosts shown"
+    assert empty_note(9, True, "") == "nothing stalled, crashed or silent, no leftovers (9 jobs hidden; ctrl+z: all)"
+    assert empty_note(1, True, "x").endswith("match “x” (1 job hidden; ctrl+z: all)")
 
 
 async def test_filter_by_phase(app):

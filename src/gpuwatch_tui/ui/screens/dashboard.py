@@ -49,6 +49,18 @@ def is_problem(job: JobView) -> bool:
     return job.phase in PROBLEM_PHASES or job.leftovers is not None
 
 
+def empty_note(every: int, problems_only: bool, term: str) -> str:
+    """What the jobs table says when it shows no job: why, and the key that shows them."""
+    if not every:
+        return "no training job found on the hosts shown"
+    hidden = f"{every} job{'s' if every != 1 else ''} hidden"
+    if problems_only and term:
+        return f"no stalled, crashed or silent job and no leftovers match “{term}” ({hidden}; ctrl+z: all)"
+    if problems_only:
+        return f"nothing stalled, crashed or silent, no leftovers ({hidden}; ctrl+z: all)"
+    return f"no job matches “{term}” ({hidden}; esc: clear the filter)"
+
+
 def problem_hosts(store, jobs: list[JobView]) -> set[str]:
     """Hosts with something wrong: not connected, a problem job, or a GPU process no job claims."""
     claimed = {slot for job in jobs for slot in job.gpu_slots}
@@ -150,6 +162,7 @@ class DashboardScreen(Screen):
         source = self.app.source
         now = source.now()
         jobs = source.jobs()
+        every = len(jobs)
         term = self.filter_text.lower()
         host_filter = None
         if self.problems_only:
@@ -166,6 +179,7 @@ class DashboardScreen(Screen):
         bar.show(source.store, now, source.paused)
         grid = self._grid
         grid.show(source.store, jobs, now, host_filter)
+        self._jobs_table.set_empty_note("" if jobs else empty_note(every, self.problems_only, self.filter_text))
         self._jobs_table.show(jobs, now, running=self.app.running_actions)
         processes = self._processes
         if processes.display:

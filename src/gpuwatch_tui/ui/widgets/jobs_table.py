@@ -250,6 +250,13 @@ class JobsTable(LineList, can_focus=True):
             "eta": "-" if levels.job_has_ended(job) or job.phase == "stalled" else formatting.eta(progress.eta_s),
         }
 
+    empty_note = ""  # what the first row says when no job is shown (the screen says why)
+
+    def set_empty_note(self, text: str) -> None:
+        if text != self.empty_note:
+            self.empty_note = text
+            self.refresh()
+
     def show(self, jobs: list[JobView], now: float, force: bool = False,
              running: Mapping[str, str] | None = None) -> None:
         """Bring the table to `jobs`. Cells have one-second resolution, so with the same set of
@@ -397,6 +404,8 @@ class JobsTable(LineList, can_focus=True):
             return self._render_text(self._line(labels, width), width, style)
         index = int(self.scroll_offset.y) + y - 1
         if index >= len(self._order):
+            if index == 0 and self.empty_note:
+                return self._render_text(Text(" " + self.empty_note, self.palette.style("muted")), width, base)
             return Strip.blank(width, base)
         job_id = self._order[index]
         cells = self._cells[job_id]
