@@ -19,7 +19,6 @@ from functools import lru_cache
 from rich.cells import cell_len
 from rich.color import ColorSystem
 from rich.console import COLOR_SYSTEMS, Console
-from rich.segment import Segment
 from rich.style import Style
 from textual._compositor import ChopsUpdate, CompositorUpdate, LayoutUpdate
 from textual.strip import Strip

@@ -154,6 +154,7 @@ class JobsTable(LineList, can_focus=True):
     """Line 0 is the header (it stays while the rows scroll under it)."""
 
     HEADER_LINES = 1
+    empty_note = ""  # what the first row says when no job is shown (the screen says why)
 
     BINDINGS = [
         Binding("enter", "open", "Open"),
@@ -249,8 +250,6 @@ class JobsTable(LineList, can_focus=True):
             # An ended job has no time left: its last ETA would read as a promise.
             "eta": "-" if levels.job_has_ended(job) or job.phase == "stalled" else formatting.eta(progress.eta_s),
         }
-
-    empty_note = ""  # what the first row says when no job is shown (the screen says why)
 
     def set_empty_note(self, text: str) -> None:
         if text != self.empty_note:
