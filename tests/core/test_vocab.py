@@ -101,7 +101,7 @@ def test_engine_and_ui_durations_agree_past_ten_seconds():
 
 
 def test_clock_and_bytes():
-    assert formatting.duration(3723) == "1:02:03" and formatting.duration(754) == "12:34"
-    assert formatting.duration(None) == "-" and vocab.fmt_clock(float("inf")) == "-"
+    assert formatting.eta(3723) == "1:02:03" and formatting.eta(754) == "12:34"
+    assert formatting.eta(None) == "-" and vocab.fmt_clock(float("inf")) == "-"
     assert formatting.size(512) == "512 B" and formatting.size(1.3e12) == "1.3 TB" and formatting.size(None) == "-"
     assert formatting.coarse_age(0.4) == "<1s" and formatting.coarse_age(42.9) == "42s"

@@ -26,7 +26,6 @@ def test_formatting():
     assert formatting.coarse_age(0.4) == "<1s" and formatting.coarse_age(7.9) == "7s"
     assert formatting.age(432) == "7m12s"
     assert formatting.age(8712) == "2h25m"
-    assert formatting.duration(20265) == "5:37:45"
     assert formatting.eta(20265) == "5:37:45" and formatting.eta(35999) == "9:59:59"
     assert formatting.eta(36000) == "10h00m" and formatting.eta(99871) == "1d03h"  # never cut by the column
     assert formatting.eta(None) == "-" and formatting.eta(float("inf")) == "-"

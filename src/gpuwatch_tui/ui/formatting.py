@@ -12,7 +12,6 @@ if TYPE_CHECKING:
 # Units are written one way across gpuwatch (vocab); these names are what the widgets call.
 age = fmt_age
 coarse_age = fmt_coarse_age
-duration = fmt_clock  # ETA-style: 1:02:03 / 12:34
 size = fmt_bytes
 
 ETA_CLOCK_BELOW_S = 10 * 3600  # "9:59:59" fits the jobs table's ETA column; "27:44:31" would be cut

@@ -122,10 +122,12 @@ class DashboardScreen(Screen):
         yield self._processes
         # The Slurm queue exists only where the source reads one ([slurm] in the config): without
         # it the first frame skips the queue's import, DataTable's and its CSS (~20 ms of start-up).
+        self._slurm = None
         if getattr(self.app.source, "has_slurm", False):
             from ..widgets.slurm_queue import SlurmQueueTable
 
-            yield SlurmQueueTable(id="slurm-queue")
+            self._slurm = SlurmQueueTable(id="slurm-queue")
+            yield self._slurm
         yield self._history_view
         yield KeyFooter()
 
@@ -141,14 +143,6 @@ class DashboardScreen(Screen):
         self.call_after_refresh(self._size_panes)
 
     # -- data ------------------------------------------------------------------------------
-
-    def _slurm_queue(self):
-        """The Slurm queue table, or None on a dashboard without [slurm] (asked twice a frame: a DOM
-        query each time cost more than the host bar's whole update)."""
-        if not getattr(self.app.source, "has_slurm", False):
-            return None
-        found = self.query("#slurm-queue")
-        return found.first() if found else None
 
     @property
     def lower_table(self) -> JobsTable | GpuProcessTable:
@@ -184,7 +178,7 @@ class DashboardScreen(Screen):
         processes = self._processes
         if processes.display:
             processes.show(source.store, jobs, host_filter, now)
-        slurm = self._slurm_queue()
+        slurm = self._slurm
         if slurm is not None:
             from ...slurm.display import queue_rows  # only with [slurm], as the table above
 
@@ -200,7 +194,7 @@ class DashboardScreen(Screen):
         lower = self.lower_table
         history = self._history_view
         available = self.size.height - CHROME_ROWS
-        slurm = self._slurm_queue()
+        slurm = self._slurm
         if slurm is not None:  # the queue keeps its rows (a quarter of the screen at most) above the history
             slurm_h = min(slurm.row_count + 1, max(3, available // 4))
             if slurm.styles.height is None or slurm.styles.height.value != slurm_h:
@@ -223,7 +217,7 @@ class DashboardScreen(Screen):
 
     def theme_changed(self, palette: Palette) -> None:
         for widget in (self._bar, self._grid, self._jobs_table,
-                       self._processes, self._slurm_queue(), self._history_view):
+                       self._processes, self._slurm, self._history_view):
             if widget is not None:
                 widget.theme_changed(palette)
         self.refresh_from_source()

@@ -11,6 +11,7 @@ store's ring buffers once per new sample or selection, never per frame.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, TYPE_CHECKING
 
 from rich.segment import Segment
@@ -50,14 +51,9 @@ class _RowGlyphs(dict):
         return glyph
 
 
-_ROW_GLYPHS: dict[tuple[int, bool], _RowGlyphs] = {}
-
-
+@lru_cache(maxsize=None)  # one per row height in eighths: bounded by the terminal's height
 def _row_glyphs(base: int, bottom: bool) -> _RowGlyphs:
-    table = _ROW_GLYPHS.get((base, bottom))
-    if table is None:
-        table = _ROW_GLYPHS[(base, bottom)] = _RowGlyphs(base, bottom)
-    return table
+    return _RowGlyphs(base, bottom)
 AXIS = 6  # "100% │" / " 700W│": the y-axis label and its rule
 MIN_CHART_ROWS = 2
 
