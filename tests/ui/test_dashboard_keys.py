@@ -123,6 +123,7 @@ async def test_a_table_with_every_job_filtered_out_says_why_and_which_key_brings
 
 def test_the_empty_note_names_what_problems_only_keeps():
     assert empty_note(0, True, "") == "no training job found on the hosts shown"
+    assert empty_note(0, False, "", reached=False) == "no host reached yet: see the host lines"
     assert empty_note(9, True, "") == "nothing stalled, crashed or silent, no leftovers (9 jobs hidden; ctrl+z: all)"
     assert empty_note(1, True, "x").endswith("match “x” (1 job hidden; ctrl+z: all)")
 

@@ -49,10 +49,11 @@ def is_problem(job: JobView) -> bool:
     return job.phase in PROBLEM_PHASES or job.leftovers is not None
 
 
-def empty_note(every: int, problems_only: bool, term: str) -> str:
-    """What the jobs table says when it shows no job: why, and the key that shows them."""
+def empty_note(every: int, problems_only: bool, term: str, reached: bool = True) -> str:
+    """What the jobs table says when it shows no job: why, and the key that shows them. `reached`: whether
+    any host is connected (with none, "no job found" would read as "nothing is running")."""
     if not every:
-        return "no training job found on the hosts shown"
+        return "no training job found on the hosts shown" if reached else "no host reached yet: see the host lines"
     hidden = f"{every} job{'s' if every != 1 else ''} hidden"
     if problems_only and term:
         return f"no stalled, crashed or silent job and no leftovers match “{term}” ({hidden}; ctrl+z: all)"
@@ -173,7 +174,11 @@ class DashboardScreen(Screen):
         bar.show(source.store, now, source.paused)
         grid = self._grid
         grid.show(source.store, jobs, now, host_filter)
-        self._jobs_table.set_empty_note("" if jobs else empty_note(every, self.problems_only, self.filter_text))
+        if jobs:
+            self._jobs_table.set_empty_note("")
+        else:
+            reached = any(h.state in HOST_OK_STATES for h in source.store.hosts.values())
+            self._jobs_table.set_empty_note(empty_note(every, self.problems_only, self.filter_text, reached))
         self._jobs_table.show(jobs, now, running=self.app.running_actions)
         processes = self._processes
         if processes.display:
